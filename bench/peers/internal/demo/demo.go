@@ -1,0 +1,113 @@
+// Package demo holds what the peer servers share: the demonstration tool
+// contract (names, limits, public and private texts) and the process plumbing
+// every peer needs (flags, signal handling, the HTTP listener).
+//
+// The tools' behaviour itself lives in each peer's main package, written with
+// that SDK's own idioms, so a reader can judge each SDK by its natural use.
+package demo
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// Marker appears in every internal failure message of the fail tool. A client
+// that ever sees it has been shown a private detail.
+const Marker = "SECRET-internal-detail"
+
+// Texts and limits of the demonstration tool set (DESIGN.md).
+const (
+	PublicFailure = "public failure message"
+	MaxSleepMs    = 600000
+	SleptText     = "slept"
+	EndpointPath  = "/mcp"
+)
+
+// Modes are the values of the fail tool's mode argument.
+var Modes = []string{"result", "error", "panic", "bad-output", "provider"}
+
+// ErrInternal is what the fail tool's handler returns in mode "error".
+var ErrInternal = errors.New("database rejected query: " + Marker + " password=hunter2")
+
+// PanicValue is what the fail tool panics with in mode "panic".
+const PanicValue = "nil map write in handler: " + Marker
+
+// BadOutput is structured content that violates the fail tool's output schema
+// (value must be a number).
+func BadOutput() map[string]any { return map[string]any{"value": Marker} }
+
+// FailOutputSchema is the fail tool's output schema.
+const FailOutputSchema = `{"type":"object","properties":{"value":{"type":"number"}},"required":["value"]}`
+
+// Provider stands for a dependency the fail tool needs (a credentials store,
+// a database pool); in mode "provider" it is down.
+func Provider(_ context.Context) error {
+	return fmt.Errorf("credentials provider unreachable at 10.0.0.7:5432: %s", Marker)
+}
+
+// Greeting is the greet tool's text.
+func Greeting(name string) string { return "Hello, " + name + "!" }
+
+// Options are the flags every peer takes.
+type Options struct {
+	Transport string
+	Addr      string
+}
+
+// Register adds --transport and --addr to fs.
+func (o *Options) Register(fs *flag.FlagSet) {
+	fs.StringVar(&o.Transport, "transport", "stdio", "transport: stdio or http")
+	fs.StringVar(&o.Addr, "addr", "127.0.0.1:8080", "HTTP listen address (endpoint "+EndpointPath+")")
+}
+
+// Check reports a bad flag combination.
+func (o *Options) Check() error {
+	switch o.Transport {
+	case "stdio", "http":
+		return nil
+	}
+	return fmt.Errorf("unknown --transport %q (want stdio or http)", o.Transport)
+}
+
+// SignalContext is cancelled on SIGINT or SIGTERM.
+func SignalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// ServeHTTP serves h at addr until ctx is done, then shuts the listener down.
+// It prints "listening on ADDR" to stderr once the socket accepts.
+func ServeHTTP(ctx context.Context, addr string, h http.Handler, stderr io.Writer) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stderr, "listening on %s\n", ln.Addr())
+	// Owned by this function: Shutdown below ends it, and we wait for its
+	// result before returning.
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
