@@ -1,0 +1,244 @@
+package tools
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/toolgrain/toolgrain/protocol"
+)
+
+// maxNameLength is the longest tool name MCP 2025-11-25 allows.
+const maxNameLength = 128
+
+// defaultInputSchema is the input schema of a tool that declares none.
+var defaultInputSchema = json.RawMessage(`{"type":"object"}`)
+
+// Set is a compiled list of tools, made by [Compile]. It is immutable and safe for concurrent
+// use. The methods of a nil *Set behave as for an empty set.
+type Set struct {
+	list   []*Compiled
+	byName map[string]*Compiled
+}
+
+// Compiled is one tool after [Compile]: its definition, its precomputed tools/list descriptor
+// and its compiled schemas. It is immutable and safe for concurrent use.
+type Compiled struct {
+	def    Tool
+	desc   protocol.Tool
+	input  schema  // always set; sch is nil when any object is accepted
+	output *schema // nil without an output schema
+	meta   *schema // nil without a metadata schema
+}
+
+// Compile checks every definition and compiles its schemas, once, so that nothing is parsed or
+// compiled per call. It never panics. It reports:
+//
+//   - a name that is empty, longer than 128 characters, uses a character outside
+//     A-Za-z0-9_.- or repeats an earlier name, as a [*ToolNameError];
+//   - a schema that is not valid JSON, whose root does not declare "type": "object" (input and
+//     output schemas), that fails its metaschema, names an unsupported "$schema" or refers to an
+//     external document, as a [*ToolSchemaError] with its [SchemaKind];
+//   - a nil handler as `tool "<name>": no handler`, and a nil provider, a negative timeout or a
+//     negative concurrency limit likewise, as plain errors.
+//
+// Compile reports every problem it finds: one error as it is, several joined with errors.Join.
+// Find a specific one with errors.As.
+//
+// Schemas are JSON Schema 2020-12 unless their "$schema" names another draft (MCP SEP-1613).
+// External references ("$ref" to an http, https or file URL, or to a relative URL) are refused
+// rather than loaded. Patterns use Go's regexp syntax (RE2), so look-around is rejected at
+// Compile. The "format" keyword is an annotation and is not asserted.
+//
+// Compile copies the definitions and their schemas: the Set does not change when defs does.
+// Descriptors keep each schema verbatim as given.
+func Compile(defs []Tool) (*Set, error) {
+	s := &Set{
+		list:   make([]*Compiled, 0, len(defs)),
+		byName: make(map[string]*Compiled, len(defs)),
+	}
+	var errs []error
+	seen := make(map[string]bool, len(defs))
+	for i := range defs {
+		name := defs[i].Name
+		c, toolErrs := compileTool(&defs[i])
+		errs = append(errs, toolErrs...)
+		if seen[name] {
+			errs = append(errs, &ToolNameError{Name: name, Reason: "duplicate"})
+			continue
+		}
+		seen[name] = checkName(name) == ""
+		if c != nil {
+			s.byName[name] = c
+			s.list = append(s.list, c)
+		}
+	}
+	switch len(errs) {
+	case 0:
+		return s, nil
+	case 1:
+		return nil, errs[0]
+	default:
+		return nil, errors.Join(errs...)
+	}
+}
+
+func compileTool(def *Tool) (*Compiled, []error) {
+	var errs []error
+	if reason := checkName(def.Name); reason != "" {
+		errs = append(errs, &ToolNameError{Name: def.Name, Reason: reason})
+	}
+	if isNilHandler(def.Handler) {
+		errs = append(errs, fmt.Errorf("tool %q: no handler", def.Name))
+	}
+	for i, p := range def.Providers {
+		if err := checkProvider(p); err != nil {
+			errs = append(errs, fmt.Errorf("tool %q: provider %d: %w", def.Name, i, err))
+		}
+	}
+	if def.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("tool %q: negative timeout %v", def.Name, def.Timeout))
+	}
+	if def.MaxConcurrency < 0 {
+		errs = append(errs, fmt.Errorf("tool %q: negative concurrency limit %d", def.Name, def.MaxConcurrency))
+	}
+
+	c := &Compiled{def: *def}
+	c.def.InputSchema = clone(def.InputSchema)
+	c.def.OutputSchema = clone(def.OutputSchema)
+	c.def.MetaSchema = clone(def.MetaSchema)
+	c.def.Providers = slices.Clone(def.Providers)
+	if def.Annotations != nil {
+		a := *def.Annotations
+		c.def.Annotations = &a
+	}
+
+	c.input.root = "arguments"
+	if c.def.InputSchema != nil {
+		sch, err := compileSchema(c.def.InputSchema, SchemaInput, true)
+		if err != nil {
+			errs = append(errs, &ToolSchemaError{Tool: def.Name, Kind: SchemaInput, Err: err})
+		}
+		c.input.sch = sch
+	}
+	if c.def.OutputSchema != nil {
+		sch, err := compileSchema(c.def.OutputSchema, SchemaOutput, true)
+		if err != nil {
+			errs = append(errs, &ToolSchemaError{Tool: def.Name, Kind: SchemaOutput, Err: err})
+		}
+		c.output = &schema{root: "structuredContent", sch: sch}
+	}
+	if c.def.MetaSchema != nil {
+		sch, err := compileSchema(c.def.MetaSchema, SchemaMetadata, false)
+		if err != nil {
+			errs = append(errs, &ToolSchemaError{Tool: def.Name, Kind: SchemaMetadata, Err: err})
+		}
+		c.meta = &schema{root: "_meta", sch: sch}
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+
+	c.desc = protocol.Tool{
+		Name:         c.def.Name,
+		Title:        c.def.Title,
+		Description:  c.def.Description,
+		InputSchema:  c.def.InputSchema,
+		OutputSchema: c.def.OutputSchema,
+		Annotations:  c.def.Annotations,
+	}
+	if c.desc.InputSchema == nil {
+		c.desc.InputSchema = defaultInputSchema
+	}
+	return c, nil
+}
+
+// checkName returns why name breaks the MCP tool-name rules, or "".
+func checkName(name string) string {
+	switch {
+	case name == "":
+		return "empty"
+	case len(name) > maxNameLength:
+		return fmt.Sprintf("longer than %d characters", maxNameLength)
+	}
+	for i, r := range name {
+		switch {
+		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z', '0' <= r && r <= '9', r == '_', r == '.', r == '-':
+			continue
+		}
+		// Every earlier character is ASCII, so the byte offset i is also the character position.
+		if r == utf8.RuneError {
+			return fmt.Sprintf("invalid UTF-8 at position %d (A-Za-z0-9_.- allowed)", i)
+		}
+		return fmt.Sprintf("invalid character %q at position %d (A-Za-z0-9_.- allowed)", r, i)
+	}
+	return ""
+}
+
+func isNilHandler(h Handler) bool {
+	if h == nil {
+		return true
+	}
+	f, ok := h.(HandlerFunc)
+	return ok && f == nil
+}
+
+func checkProvider(p Provider) error {
+	if p == nil {
+		return errors.New("nil")
+	}
+	if c, ok := p.(interface{ check() error }); ok {
+		if err := c.check(); err != nil {
+			return err
+		}
+	}
+	if p.ProviderName() == "" {
+		return errors.New("empty name")
+	}
+	return nil
+}
+
+func clone(raw json.RawMessage) json.RawMessage {
+	if raw == nil {
+		return nil
+	}
+	return slices.Clone(raw)
+}
+
+// Lookup returns the tool named name.
+func (s *Set) Lookup(name string) (*Compiled, bool) {
+	if s == nil {
+		return nil, false
+	}
+	c, ok := s.byName[name]
+	return c, ok
+}
+
+// List returns the tools in registration order, in a new slice.
+func (s *Set) List() []*Compiled {
+	if s == nil {
+		return nil
+	}
+	return slices.Clone(s.list)
+}
+
+// Len returns the number of tools.
+func (s *Set) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.list)
+}
+
+// Name returns the tool's name.
+func (c *Compiled) Name() string { return c.def.Name }
+
+// Def returns the tool's definition, as copied by [Compile]. Do not mutate it.
+func (c *Compiled) Def() *Tool { return &c.def }
+
+// Descriptor returns the tool as tools/list describes it, computed once at [Compile]: the input
+// schema is {"type":"object"} when the definition has none, and every schema is kept verbatim as
+// given. The schemas share memory with the Set: do not mutate them.
+func (c *Compiled) Descriptor() protocol.Tool { return c.desc }

@@ -1,0 +1,162 @@
+// Package tools defines the tools an MCP server offers: their names, their schemas (input, output
+// and metadata), their handlers and the per-call dependencies those handlers need.
+//
+// A server is built from a list of [Tool] definitions. [Compile] checks and compiles every
+// definition once, at construction, and reports bad names as [*ToolNameError] and bad schemas as
+// [*ToolSchemaError]; nothing is compiled or checked again per call. The resulting [Set] and its
+// [Compiled] tools are immutable and safe for concurrent use.
+//
+// For each tools/call the engine asks the [Compiled] tool to validate the arguments
+// ([Compiled.ValidateInput]) and the request metadata ([Compiled.ValidateMeta]), then runs it
+// ([Compiled.Run]). Invalid input becomes a public error result with validation feedback. A
+// handler that wants the client to see a failure returns an explicit public error result
+// ([ErrorResult]). Everything else that goes wrong — a handler error, a panic, a provider failure,
+// arguments that cannot be decoded, output that breaks the output schema — is an unexpected
+// failure: Run returns it as a Go error ([*PanicError], [*ProviderError], [*DecodeError],
+// [*OutputError] or the handler's own error), and the engine replaces it with a generic result,
+// so its text never reaches a client.
+//
+// Calling a handler or a provider directly, outside the server, returns its raw error: the
+// conversion into a generic result applies only to calls that run through the server.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/toolgrain/toolgrain/protocol"
+)
+
+// Tool defines one tool. Only Name and Handler are required; the doc of every other field says
+// what its zero value means. [Compile] copies the definition, so changing a Tool after Compile
+// has no effect on the compiled tool.
+type Tool struct {
+	// Name identifies the tool in tools/list and tools/call. It follows the MCP 2025-11-25 rules:
+	// 1 to 128 characters from A-Z, a-z, 0-9, '_', '.' and '-', case-sensitive, unique in a
+	// server. A name breaking them is a [*ToolNameError].
+	Name string
+
+	// Title is a human-readable display name; empty means none.
+	Title string
+
+	// Description tells a model what the tool does; empty means none. Clients and conformance
+	// suites expect one, so give every tool a description.
+	Description string
+
+	// InputSchema is the JSON Schema of the call's "arguments". Its root must declare
+	// "type": "object". Nil means {"type":"object"}: any object is accepted.
+	//
+	// A schema without "$schema" is JSON Schema 2020-12 (MCP SEP-1613); drafts 2019-09, 7, 6
+	// and 4 are accepted when named. References ("$ref") must stay inside the schema: external
+	// documents are never loaded.
+	InputSchema json.RawMessage
+
+	// OutputSchema, when set, is the JSON Schema of the result's structuredContent; its root must
+	// declare "type": "object". Every non-error result must then carry structuredContent that
+	// conforms to it; a result that does not is an [*OutputError]. Nil means no output schema.
+	OutputSchema json.RawMessage
+
+	// MetaSchema, when set, validates the call's params._meta; absent _meta validates as {}.
+	// A call failing it gets a public error result with validation feedback, like invalid
+	// arguments. Nil means _meta is not validated.
+	MetaSchema json.RawMessage
+
+	// Annotations are hints about the tool's behaviour that clients treat as untrusted. Nil
+	// means none.
+	Annotations *protocol.ToolAnnotations
+
+	// Handler runs the tool. It is required.
+	Handler Handler
+
+	// Providers are the per-call dependencies the handler needs. They are resolved, in order,
+	// before the handler runs; the handler reads them with [Dependency.Get]. A provider failure
+	// is a [*ProviderError] and the handler is not called. Nil means none.
+	Providers []Provider
+
+	// Timeout limits each call of the tool; the engine cancels the handler's context when it
+	// passes. Zero means no per-tool limit. Negative is a construction error.
+	Timeout time.Duration
+
+	// MaxConcurrency limits how many calls of the tool run at once; the engine queues the rest.
+	// Zero means unlimited. Negative is a construction error.
+	MaxConcurrency int
+}
+
+// Request is what a handler receives besides its context.
+type Request struct {
+	// Tool is the name of the tool being called.
+	Tool string
+
+	// Arguments are the call's arguments, already validated against the tool's input schema.
+	// They are "{}" when the client sent none.
+	Arguments json.RawMessage
+
+	// Meta is the client-supplied params._meta, or nil when absent. It is not verified: never
+	// trust it for authorisation.
+	Meta json.RawMessage
+}
+
+// Handler runs a tool.
+//
+// Handle is called on its own goroutine and may block. Its context is cancelled when the client
+// cancels the call, the connection closes, the tool's [Tool.Timeout] passes or the server shuts
+// down; a handler that blocks should watch it. The context also carries the resolved
+// [Provider] values ([Dependency.Get]) and the progress sink ([ReportProgress]).
+//
+// Handle returns either a [*Result] or an error. A Result reaches the client as it is,
+// including an explicit public error result ([ErrorResult]). An error, or a panic, is an
+// unexpected failure: the client sees only a generic "Tool execution failed" result and the
+// error goes to the server's diagnostics, so its text may be as detailed as is useful. After the
+// call was cancelled, nothing Handle returns reaches the client.
+type Handler interface {
+	Handle(ctx context.Context, req *Request) (*Result, error)
+}
+
+// HandlerFunc adapts an ordinary function to a [Handler].
+type HandlerFunc func(ctx context.Context, req *Request) (*Result, error)
+
+// Handle calls f(ctx, req).
+func (f HandlerFunc) Handle(ctx context.Context, req *Request) (*Result, error) {
+	return f(ctx, req)
+}
+
+var _ Handler = HandlerFunc(nil)
+
+// Result is an explicit tool result. It reaches the client unchanged (after the output checks
+// described at [Compiled.Run]); a Result with IsError is a public error result, whose content the
+// client sees as it is.
+type Result struct {
+	// Content is the list of content blocks; nil is sent as an empty list.
+	Content []protocol.Content
+
+	// StructuredContent, when non-nil, is marshalled with encoding/json (a json.RawMessage is
+	// used as it is) and must encode to a JSON object. A tool with an output schema must set it
+	// on every non-error result, and it must conform to that schema.
+	StructuredContent any
+
+	// IsError marks a public error result: the failure is the client's to see.
+	IsError bool
+
+	// Meta is the result's _meta; when set it must be a JSON object.
+	Meta json.RawMessage
+}
+
+// TextResult returns a result with one text content block.
+func TextResult(text string) *Result {
+	return &Result{Content: []protocol.Content{protocol.TextContent(text)}}
+}
+
+// ErrorResult returns an explicit public error result: IsError is set and text is its one
+// content block. The client sees text unchanged, so it must not contain anything private.
+func ErrorResult(text string) *Result {
+	return &Result{Content: []protocol.Content{protocol.TextContent(text)}, IsError: true}
+}
+
+// Encode converts r into the wire form of a tools/call result without any tool's output schema:
+// it marshals StructuredContent and checks that it and Meta are JSON objects. The engine uses it
+// for results that did not come from [Compiled.Run], such as validation feedback. A nil r is an
+// error.
+func (r *Result) Encode() (*protocol.CallToolResult, error) {
+	return encodeResult(r)
+}
