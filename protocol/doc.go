@@ -1,0 +1,15 @@
+// Package protocol holds the wire layer of the engine: the JSON-RPC 2.0
+// codec ([Decode], [EncodeResult], [EncodeError], [EncodeNotification],
+// [EncodeRequest]), request ids that keep their exact JSON text ([ID]), the
+// wire error type ([WireError]) and its codes, the MCP types the engine
+// reads and writes ([InitializeParams], [Tool], [CallToolResult], ...),
+// protocol version negotiation ([NegotiateVersion]) and the stdio framing
+// of MCP: one message per line ([LineReader], [StreamWriter]).
+//
+// The package knows nothing about sessions, tools or actors and imports
+// only the standard library. Everything in it is safe for concurrent use
+// unless a type's documentation says otherwise.
+//
+// The revision implemented is MCP 2025-11-25 ([LatestVersion]); JSON-RPC
+// batches, removed from MCP in 2025-06-18, are rejected.
+package protocol

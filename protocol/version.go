@@ -1,0 +1,28 @@
+package protocol
+
+import "slices"
+
+// LatestVersion is the newest MCP revision the engine speaks, and the one it
+// answers with when a client asks for a version it does not support.
+const LatestVersion = "2025-11-25"
+
+// SupportedVersions lists the MCP revisions the engine accepts, newest
+// first. It must not be modified.
+var SupportedVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+
+// IsSupportedVersion reports whether v is one of [SupportedVersions].
+func IsSupportedVersion(v string) bool {
+	return slices.Contains(SupportedVersions, v)
+}
+
+// NegotiateVersion returns the protocol version to put in an initialize
+// result: requested when it is supported, otherwise [LatestVersion]. This
+// is the 2025-11-25 lifecycle rule: the server answers with the requested
+// version if it supports it, else with another version it supports, and
+// the client disconnects if it cannot use that one.
+func NegotiateVersion(requested string) string {
+	if IsSupportedVersion(requested) {
+		return requested
+	}
+	return LatestVersion
+}

@@ -1,0 +1,44 @@
+package protocol_test
+
+import (
+	"testing"
+
+	"github.com/toolgrain/toolgrain/protocol"
+)
+
+func TestNegotiateVersion(t *testing.T) {
+	tests := []struct {
+		give          string
+		want          string
+		wantSupported bool
+	}{
+		{"2025-11-25", "2025-11-25", true},
+		{"2025-06-18", "2025-06-18", true},
+		{"2025-03-26", "2025-03-26", true},
+		{"2024-11-05", protocol.LatestVersion, false},
+		{"2026-07-28", protocol.LatestVersion, false},
+		{"", protocol.LatestVersion, false},
+		{"garbage", protocol.LatestVersion, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			if got := protocol.NegotiateVersion(tt.give); got != tt.want {
+				t.Errorf("NegotiateVersion(%q) = %q, want %q", tt.give, got, tt.want)
+			}
+			if got := protocol.IsSupportedVersion(tt.give); got != tt.wantSupported {
+				t.Errorf("IsSupportedVersion(%q) = %v, want %v", tt.give, got, tt.wantSupported)
+			}
+		})
+	}
+}
+
+func TestSupportedVersionsNewestFirst(t *testing.T) {
+	if protocol.SupportedVersions[0] != protocol.LatestVersion {
+		t.Errorf("SupportedVersions[0] = %q, want LatestVersion %q", protocol.SupportedVersions[0], protocol.LatestVersion)
+	}
+	for i := 1; i < len(protocol.SupportedVersions); i++ {
+		if protocol.SupportedVersions[i-1] <= protocol.SupportedVersions[i] {
+			t.Errorf("SupportedVersions not newest first: %q", protocol.SupportedVersions)
+		}
+	}
+}
