@@ -1,0 +1,300 @@
+package actors
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/toolgrain/toolgrain/cancel"
+	"github.com/toolgrain/toolgrain/protocol"
+)
+
+// flight is one tools/call in progress on a connection.
+type flight struct {
+	pid    *actor.PID
+	call   *cancel.Call
+	id     protocol.ID
+	stream Stream
+}
+
+// connectionActor owns one stdio stream or HTTP session: the negotiated protocol version and the
+// table of calls in flight (JSON-RPC id → request actor). It answers initialize, ping, tools/list
+// and protocol errors itself, spawns a request actor per tools/call, and routes
+// notifications/cancelled to the call's cancellation state.
+type connectionActor struct {
+	eng  *Engine
+	conn *Connection
+	log  *zap.Logger
+
+	initialized bool
+	version     string
+
+	inflight map[string]*flight // by id key; only calls not yet cancelled
+	children map[string]*flight // by request actor PID id; every request actor alive
+	closing  bool
+}
+
+var _ actor.SupervisorStrategy = (*connectionActor)(nil)
+
+func newConnectionActor(e *Engine, c *Connection, log *zap.Logger) *connectionActor {
+	return &connectionActor{
+		eng:      e,
+		conn:     c,
+		log:      log,
+		inflight: make(map[string]*flight),
+		children: make(map[string]*flight),
+	}
+}
+
+func (c *connectionActor) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started, *actor.Stopping, *actor.Restarting:
+	case *actor.Stopped:
+		c.eng.forget(c.conn)
+		close(c.conn.done)
+	case *actor.Terminated:
+		c.childEnded(ctx, msg.Who)
+	case *inbound:
+		c.handle(ctx, msg.msg, msg.stream)
+	case *inputEnded:
+		c.beginClose(ctx)
+	case *graceExpired:
+		if len(c.children) > 0 {
+			c.log.Warn("closing connection with handlers still running after the close grace",
+				zap.Int("calls", len(c.children)))
+		}
+		ctx.Stop(ctx.Self())
+	default:
+		c.log.Debug("connection: unexpected message", zap.String("type", fmt.Sprintf("%T", msg)))
+	}
+}
+
+func (c *connectionActor) handle(ctx actor.Context, m *protocol.Message, s Stream) {
+	switch {
+	case m.IsResponse():
+		// The engine sends the client no requests yet, so no response is awaited; ignore it.
+		s.Close()
+		return
+	case m.IsNotification():
+		c.notification(ctx, m)
+		s.Close()
+		return
+	}
+	if c.closing {
+		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidRequest("connection is closing")))
+		return
+	}
+	switch m.Method {
+	case protocol.MethodInitialize:
+		c.initialize(m, s)
+	case protocol.MethodPing:
+		c.result(s, m.ID, json.RawMessage(`{}`))
+	case protocol.MethodToolsList:
+		if c.requireInit(m, s) {
+			c.listTools(m, s)
+		}
+	case protocol.MethodToolsCall:
+		if c.requireInit(m, s) {
+			c.callTool(ctx, m, s)
+		}
+	default:
+		reply(s, protocol.EncodeError(m.ID, protocol.ErrMethodNotFound(m.Method)))
+	}
+}
+
+func (c *connectionActor) notification(ctx actor.Context, m *protocol.Message) {
+	switch m.Method {
+	case protocol.MethodInitialized:
+	case protocol.MethodCancelled:
+		var p protocol.CancelledParams
+		if json.Unmarshal(m.Params, &p) != nil || p.RequestID.IsZero() {
+			return // invalid cancellations are ignored (spec: cancellation)
+		}
+		f, ok := c.inflight[p.RequestID.Key()]
+		if !ok {
+			return // unknown, finished, or not cancellable (initialize is never in flight)
+		}
+		delete(c.inflight, p.RequestID.Key())
+		if f.call.Cancel(cancel.ErrCancelledByClient) {
+			ctx.Send(f.pid, &cancelCall{})
+		}
+	}
+	// Every other notification is ignored.
+}
+
+func (c *connectionActor) requireInit(m *protocol.Message, s Stream) bool {
+	if c.initialized {
+		return true
+	}
+	reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidRequest("%s before initialize", m.Method)))
+	return false
+}
+
+func (c *connectionActor) initialize(m *protocol.Message, s Stream) {
+	if c.initialized {
+		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidRequest("already initialized")))
+		return
+	}
+	var p protocol.InitializeParams
+	if err := json.Unmarshal(m.Params, &p); err != nil || p.ProtocolVersion == "" {
+		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("initialize needs protocolVersion, capabilities and clientInfo")))
+		return
+	}
+	c.initialized = true
+	c.version = protocol.NegotiateVersion(p.ProtocolVersion)
+	c.log.Debug("initialized", zap.String("protocol_version", c.version),
+		zap.String("client", p.ClientInfo.Name), zap.String("client_version", p.ClientInfo.Version))
+	c.result(s, m.ID, &protocol.InitializeResult{
+		ProtocolVersion: c.version,
+		Capabilities:    protocol.ServerCapabilities{Tools: &protocol.ListChangedCapability{}},
+		ServerInfo:      c.eng.cfg.ServerInfo,
+		Instructions:    c.eng.cfg.Instructions,
+	})
+}
+
+// Cursors are opaque to clients: base64url of "t" plus the offset of the next tool.
+func encodeCursor(offset int) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("t" + strconv.Itoa(offset)))
+}
+
+func decodeCursor(cur string, n int) (int, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(cur)
+	if err != nil || len(b) < 2 || b[0] != 't' {
+		return 0, false
+	}
+	off, err := strconv.Atoi(string(b[1:]))
+	if err != nil || off <= 0 || off >= n {
+		return 0, false
+	}
+	return off, true
+}
+
+func (c *connectionActor) listTools(m *protocol.Message, s Stream) {
+	var p protocol.ListToolsParams
+	if len(m.Params) > 0 {
+		if err := json.Unmarshal(m.Params, &p); err != nil {
+			reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("tools/list params must be an object with an optional string cursor")))
+			return
+		}
+	}
+	all := c.eng.cfg.Tools.List()
+	start := 0
+	if p.Cursor != "" {
+		off, ok := decodeCursor(p.Cursor, len(all))
+		if !ok {
+			reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("invalid cursor")))
+			return
+		}
+		start = off
+	}
+	end := min(start+c.eng.cfg.PageSize, len(all))
+	res := protocol.ListToolsResult{Tools: make([]protocol.Tool, 0, end-start)}
+	for _, t := range all[start:end] {
+		res.Tools = append(res.Tools, t.Descriptor())
+	}
+	if end < len(all) {
+		res.NextCursor = encodeCursor(end)
+	}
+	c.result(s, m.ID, &res)
+}
+
+func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Stream) {
+	var p protocol.CallToolParams
+	if err := json.Unmarshal(m.Params, &p); err != nil || p.Name == "" {
+		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("tools/call needs params with a string name")))
+		return
+	}
+	tool, ok := c.eng.cfg.Tools.Lookup(p.Name)
+	if !ok {
+		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("unknown tool %q", p.Name)))
+		return
+	}
+	key := m.ID.Key()
+	if _, busy := c.inflight[key]; busy {
+		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidRequest("id %s is already in use by a request in flight", m.ID)))
+		return
+	}
+	f := &flight{call: cancel.New(context.Background()), id: m.ID, stream: s}
+	spec := &callSpec{
+		eng:     c.eng,
+		tool:    tool,
+		toolPID: c.eng.toolPIDs[tool.Name()],
+		id:      m.ID,
+		args:    p.Arguments,
+		meta:    p.Meta,
+		call:    f.call,
+		stream:  s,
+	}
+	f.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newRequestActor(spec) }))
+	c.inflight[key] = f
+	c.children[f.pid.Id] = f
+}
+
+func (c *connectionActor) childEnded(ctx actor.Context, who *actor.PID) {
+	f, ok := c.children[who.Id]
+	if !ok {
+		return
+	}
+	delete(c.children, who.Id)
+	if cur, ok := c.inflight[f.id.Key()]; ok && cur == f {
+		delete(c.inflight, f.id.Key())
+	}
+	if c.closing && len(c.children) == 0 {
+		ctx.Stop(ctx.Self())
+	}
+}
+
+func (c *connectionActor) beginClose(ctx actor.Context) {
+	if c.closing {
+		return
+	}
+	c.closing = true
+	for key, f := range c.inflight {
+		delete(c.inflight, key)
+		if f.call.Cancel(cancel.ErrConnectionClosed) {
+			ctx.Send(f.pid, &cancelCall{})
+		}
+	}
+	if len(c.children) == 0 {
+		ctx.Stop(ctx.Self())
+		return
+	}
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	time.AfterFunc(c.eng.cfg.CloseGrace, func() { root.Send(self, &graceExpired{}) })
+}
+
+// HandleFailure implements [actor.SupervisorStrategy] for request actors. A panic there is a
+// bug in the engine, not in a tool (tool panics are recovered on the handler goroutine): the
+// call is answered with a JSON-RPC internal error unless it was cancelled, the failure goes to
+// onError with no details, and the request actor is stopped.
+func (c *connectionActor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason, _ interface{}) {
+	c.log.Error("request actor panicked", zap.String("actor", child.Id), zap.Any("reason", reason))
+	if f, ok := c.children[child.Id]; ok {
+		if f.call.Respond(func() { f.stream.Send(protocol.EncodeError(f.id, protocol.ErrInternal())) }) {
+			c.eng.Report(fmt.Errorf("internal error: request actor panicked: %v", reason))
+		}
+		f.stream.Close()
+	}
+	sup.StopChildren(child)
+}
+
+func (c *connectionActor) result(s Stream, id protocol.ID, v any) {
+	frame, err := protocol.EncodeResult(id, v)
+	if err != nil {
+		c.eng.Report(fmt.Errorf("encode %T: %w", v, err))
+		frame = protocol.EncodeError(id, protocol.ErrInternal())
+	}
+	reply(s, frame)
+}
+
+// reply sends the one frame that answers a message, and ends the message's stream.
+func reply(s Stream, frame []byte) {
+	s.Send(frame)
+	s.Close()
+}

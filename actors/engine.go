@@ -1,0 +1,307 @@
+// Package actors is the engine's actor tree on protoactor-go:
+//
+//	server supervisor
+//	├── diagnostics actor   runs onError; its failures never reach a client
+//	├── tool actors         one per tool; the admission gate for tools with a concurrency limit
+//	└── connection actors   one per stdio stream or HTTP session
+//	    └── request actors  one per tools/call; each owns its call's cancellation state
+//
+// No Receive ever blocks: handlers run on goroutines owned by their request actor, onError
+// callbacks on goroutines owned by the diagnostics actor, and every wait is a message.
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+	"go.uber.org/zap/exp/zapslog"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/toolgrain/toolgrain/diagnostics"
+	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/tools"
+)
+
+// Defaults for the zero values of [Config].
+const (
+	DefaultPageSize          = 100
+	DefaultDiagnosticsQueue  = 1024
+	DefaultCallbackTimeout   = 5 * time.Second
+	DefaultMaxAbandoned      = 16
+	DefaultCloseGrace        = 5 * time.Second
+	defaultActorReplyTimeout = 10 * time.Second
+)
+
+// ErrClosed is returned when a connection is opened on an engine that is shutting down.
+var ErrClosed = errors.New("engine closed")
+
+// Config configures an [Engine]. The zero value of every field but Tools is usable.
+type Config struct {
+	// System is the actor system to spawn the engine's actors on. Nil means the engine makes its
+	// own and shuts it down in [Engine.Shutdown]; a given system is left running.
+	System *actor.ActorSystem
+	// Tools are the compiled tool definitions.
+	Tools *tools.Set
+	// ServerInfo and Instructions go into the initialize result.
+	ServerInfo   protocol.Implementation
+	Instructions string
+	// OnError receives unexpected failures. Nil logs them on Logger at error level.
+	OnError diagnostics.OnError
+	// Logger is the engine's logger. Nil means zap.NewNop().
+	Logger *zap.Logger
+	// PageSize is the number of tools per tools/list page; 0 means DefaultPageSize.
+	PageSize int
+	// DiagnosticsQueue bounds the reports waiting for onError; further ones are dropped and
+	// counted. 0 means DefaultDiagnosticsQueue.
+	DiagnosticsQueue int
+	// CallbackTimeout is how long one onError call may run before it is abandoned and the next
+	// report starts. 0 means DefaultCallbackTimeout.
+	CallbackTimeout time.Duration
+	// MaxAbandonedCallbacks caps abandoned onError calls still running; while the cap is
+	// reached, reports wait in the queue. 0 means DefaultMaxAbandoned.
+	MaxAbandonedCallbacks int
+	// CloseGrace is how long a closing connection waits for its handlers to return after
+	// cancelling them. 0 means DefaultCloseGrace.
+	CloseGrace time.Duration
+}
+
+// Engine is a running actor tree. Its methods are safe for concurrent use.
+type Engine struct {
+	cfg       Config
+	log       *zap.Logger
+	system    *actor.ActorSystem
+	ownSystem bool
+
+	supervisor *actor.PID
+	diag       *actor.PID
+	diagState  *diagState
+	toolPIDs   map[string]*actor.PID
+
+	// handlers counts handler goroutines still running; Shutdown waits for it.
+	handlers sync.WaitGroup
+
+	mu     sync.Mutex
+	conns  map[*Connection]struct{}
+	closed bool
+
+	stats Stats
+}
+
+// Stats are the engine's running counters.
+type Stats struct {
+	// DroppedReports counts reports dropped because the diagnostics queue was full.
+	DroppedReports atomic.Uint64
+	// AbandonedCallbacks counts onError calls abandoned after their timeout.
+	AbandonedCallbacks atomic.Uint64
+	// CallbackPanics counts onError calls that panicked.
+	CallbackPanics atomic.Uint64
+}
+
+// Start builds the actor tree.
+func Start(cfg Config) (*Engine, error) {
+	if cfg.Tools == nil {
+		return nil, errors.New("actors: Config.Tools is nil")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.PageSize <= 0 {
+		cfg.PageSize = DefaultPageSize
+	}
+	if cfg.DiagnosticsQueue <= 0 {
+		cfg.DiagnosticsQueue = DefaultDiagnosticsQueue
+	}
+	if cfg.CallbackTimeout <= 0 {
+		cfg.CallbackTimeout = DefaultCallbackTimeout
+	}
+	if cfg.MaxAbandonedCallbacks <= 0 {
+		cfg.MaxAbandonedCallbacks = DefaultMaxAbandoned
+	}
+	if cfg.CloseGrace <= 0 {
+		cfg.CloseGrace = DefaultCloseGrace
+	}
+	if cfg.OnError == nil {
+		cfg.OnError = diagnostics.ZapSink(cfg.Logger)
+	}
+	e := &Engine{cfg: cfg, log: cfg.Logger, conns: make(map[*Connection]struct{})}
+	e.system = cfg.System
+	if e.system == nil {
+		e.system = NewSystem(cfg.Logger)
+		e.ownSystem = true
+	}
+	e.diagState = newDiagState(e)
+
+	props := actor.PropsFromProducer(func() actor.Actor { return &supervisorActor{eng: e} },
+		actor.WithGuardian(actor.NewRestartingStrategy()))
+	e.supervisor = e.system.Root.SpawnPrefix(props, "toolgrain")
+	res, err := e.system.Root.RequestFuture(e.supervisor, &startTree{}, defaultActorReplyTimeout).Result()
+	if err != nil {
+		e.system.Root.Stop(e.supervisor)
+		return nil, fmt.Errorf("actors: start supervisor: %w", err)
+	}
+	tree := res.(*treeStarted)
+	e.diag = tree.diag
+	e.toolPIDs = tree.tools
+	return e, nil
+}
+
+// NewSystem returns an actor system whose own slog output goes to log, with protoactor's chatty
+// Info lines (dead letters, recoveries) shown only when log is at debug level.
+func NewSystem(log *zap.Logger) *actor.ActorSystem {
+	core := log.Core()
+	if !core.Enabled(zapcore.DebugLevel) {
+		if c, err := zapcore.NewIncreaseLevelCore(core, zapcore.WarnLevel); err == nil {
+			core = c
+		}
+	}
+	return actor.NewActorSystem(
+		actor.WithLoggerFactory(func(s *actor.ActorSystem) *slog.Logger {
+			return slog.New(zapslog.NewHandler(core, zapslog.WithName("protoactor"))).With("system", s.ID)
+		}),
+		actor.WithDeadLetterRequestLogging(false),
+	)
+}
+
+// System returns the actor system the engine runs on.
+func (e *Engine) System() *actor.ActorSystem { return e.system }
+
+// Stats returns the engine's counters.
+func (e *Engine) Stats() *Stats { return &e.stats }
+
+// Report hands a failure outside any tool call (transport, internal) to onError with no details.
+// It never blocks.
+func (e *Engine) Report(err error) { e.report(err, nil) }
+
+func (e *Engine) report(err error, d *diagnostics.ToolErrorDetails) {
+	e.system.Root.Send(e.diag, &report{err: err, details: d})
+}
+
+// Connection is the handle a transport holds on its connection actor.
+type Connection struct {
+	eng   *Engine
+	pid   *actor.PID
+	done  chan struct{}
+	close sync.Once
+}
+
+// Connect spawns a connection actor. name is used in logs only.
+func (e *Engine) Connect(name string) (*Connection, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, ErrClosed
+	}
+	c := &Connection{eng: e, done: make(chan struct{})}
+	log := e.log.With(zap.String("conn", name))
+	props := actor.PropsFromProducer(func() actor.Actor { return newConnectionActor(e, c, log) })
+	res, err := e.system.Root.RequestFuture(e.supervisor, &spawnConnection{props: props}, defaultActorReplyTimeout).Result()
+	if err != nil {
+		return nil, fmt.Errorf("actors: spawn connection: %w", err)
+	}
+	c.pid = res.(*actor.PID)
+	e.conns[c] = struct{}{}
+	return c, nil
+}
+
+// Deliver hands one decoded message to the connection; its answers go to s. It never blocks.
+func (c *Connection) Deliver(msg *protocol.Message, s Stream) {
+	c.eng.system.Root.Send(c.pid, &inbound{msg: msg, stream: s})
+}
+
+// Close tells the connection that its input ended: every call in flight is cancelled and the
+// connection actor stops once their handlers returned (or after the close grace). It does not
+// wait; see [Connection.Done].
+func (c *Connection) Close() {
+	c.close.Do(func() { c.eng.system.Root.Send(c.pid, &inputEnded{}) })
+}
+
+// Done is closed when the connection actor has stopped.
+func (c *Connection) Done() <-chan struct{} { return c.done }
+
+func (e *Engine) forget(c *Connection) {
+	e.mu.Lock()
+	delete(e.conns, c)
+	e.mu.Unlock()
+}
+
+// Shutdown stops the engine: it closes every connection (cancelling the calls in flight) and
+// waits for them, waits for handler goroutines, flushes the diagnostics queue through onError,
+// then stops the engine's actors, and the actor system if the engine made it. It returns
+// ctx.Err() if ctx ends first; the actors are stopped in any case. Calling it twice is safe.
+func (e *Engine) Shutdown(ctx context.Context) error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil
+	}
+	e.closed = true
+	conns := make([]*Connection, 0, len(e.conns))
+	for c := range e.conns {
+		conns = append(conns, c)
+	}
+	e.mu.Unlock()
+
+	var err error
+	for _, c := range conns {
+		c.Close()
+	}
+	for _, c := range conns {
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = e.waitHandlers(ctx)
+	}
+	if err == nil {
+		err = e.flushDiagnostics(ctx)
+	}
+	// Stopping the supervisor stops its children first: diagnostics, tools and any connection
+	// left over after ctx ended.
+	if werr := e.system.Root.StopFuture(e.supervisor).Wait(); werr != nil && err == nil {
+		err = fmt.Errorf("actors: stop supervisor: %w", werr)
+	}
+	if e.ownSystem {
+		e.system.Shutdown()
+	}
+	return err
+}
+
+func (e *Engine) waitHandlers(ctx context.Context) error {
+	done := make(chan struct{})
+	// Owned by waitHandlers; ends when every handler goroutine has returned. If ctx ends first
+	// it lingers until then, which is bounded by the handlers themselves.
+	go func() { e.handlers.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (e *Engine) flushDiagnostics(ctx context.Context) error {
+	timeout := defaultActorReplyTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+		if timeout <= 0 {
+			return ctx.Err()
+		}
+	}
+	if _, err := e.system.Root.RequestFuture(e.diag, &flush{}, timeout).Result(); err != nil {
+		return fmt.Errorf("actors: flush diagnostics: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,65 @@
+package actors
+
+import (
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/toolgrain/toolgrain/diagnostics"
+	"github.com/toolgrain/toolgrain/protocol"
+)
+
+// Messages between the engine's actors. All are sent as pointers; none is ever mutated after it
+// is sent. Each line says sender → receiver and whether a reply is expected.
+type (
+	// inbound: transport → connection. One decoded message and the stream its answers go to.
+	inbound struct {
+		msg    *protocol.Message
+		stream Stream
+	}
+	// inputEnded: transport → connection. The input ended (EOF, session deleted or expired,
+	// shutdown): cancel everything in flight, then stop once every request actor has ended.
+	inputEnded struct{}
+	// graceExpired: timer → connection. Stop now, even with request actors still waiting for
+	// handlers that ignore their context.
+	graceExpired struct{}
+
+	// cancelCall: connection → request. The call was silenced (its cancel.Call already says so);
+	// stop waiting for a run slot.
+	cancelCall struct{}
+	// handlerDone: handler goroutine → request. The handler returned; exactly one of result and
+	// err is set.
+	handlerDone struct {
+		result *protocol.CallToolResult
+		err    error
+	}
+	// callTimedOut: timer → request. The tool's timeout passed before the handler returned.
+	callTimedOut struct{}
+
+	// acquireSlot: request → tool. Ask for a run slot; the tool actor answers slotGranted when
+	// one is free.
+	acquireSlot struct{ who *actor.PID }
+	// releaseSlot: request → tool. The run is over (or was never started): free or withdraw the
+	// slot. No reply.
+	releaseSlot struct{ who *actor.PID }
+	// slotGranted: tool → request. The requester may run the handler now.
+	slotGranted struct{}
+
+	// report: anyone → diagnostics. One unexpected failure for onError. No reply.
+	report struct {
+		err     error
+		details *diagnostics.ToolErrorDetails
+	}
+	// callbackDone: callback goroutine → diagnostics. The callback of report seq returned (or
+	// panicked).
+	callbackDone struct{ seq uint64 }
+	// callbackTimedOut: timer → diagnostics. The callback of report seq ran past its timeout.
+	callbackTimedOut struct{ seq uint64 }
+	// flush: engine → diagnostics (RequestFuture). Replied to with flushed once every queued
+	// report has been handed to onError and no callback is running, abandoned ones aside.
+	flush struct{}
+	// flushed: diagnostics → flush requester.
+	flushed struct{}
+
+	// spawnConnection: engine → supervisor (RequestFuture). Spawn a connection actor; the reply
+	// is its *actor.PID.
+	spawnConnection struct{ props *actor.Props }
+)

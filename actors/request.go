@@ -1,0 +1,233 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/toolgrain/toolgrain/cancel"
+	"github.com/toolgrain/toolgrain/diagnostics"
+	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/tools"
+)
+
+// FailedText is the only text a client ever sees for an unexpected failure.
+const FailedText = "Tool execution failed"
+
+// failedResult is the public result of every unexpected failure: no detail, no structuredContent.
+var failedResult = json.RawMessage(`{"content":[{"type":"text","text":"` + FailedText + `"}],"isError":true}`)
+
+// ErrTimeout is the error onError receives when a call runs past its tool's Timeout.
+var ErrTimeout = errors.New("tool call timed out")
+
+// callSpec is everything a request actor needs; it is built by the connection actor and never
+// mutated.
+type callSpec struct {
+	eng     *Engine
+	tool    *tools.Compiled
+	toolPID *actor.PID // nil when the tool has no concurrency limit
+	id      protocol.ID
+	args    json.RawMessage
+	meta    json.RawMessage
+	call    *cancel.Call
+	stream  Stream
+}
+
+// request phases.
+const (
+	phaseStarting = iota // validating
+	phaseWaiting         // asked the tool actor for a run slot
+	phaseRunning         // the handler goroutine runs
+	phaseDraining        // answered or silenced; waiting for the handler goroutine to return
+)
+
+// requestActor owns one tools/call from start to finish: validation, admission, the handler
+// goroutine, the response, the failure report, and the decision to stay silent after a
+// cancellation (through its cancel.Call). It stops itself once it has answered (or been
+// silenced) and its handler goroutine has returned, so the goroutine never outlives its owner.
+type requestActor struct {
+	*callSpec
+	phase    int
+	acquired bool // asked the tool actor for a slot (and must release it)
+	timer    *time.Timer
+	stopHdlr context.CancelFunc // cancels the handler context (timeout, responded)
+}
+
+func newRequestActor(spec *callSpec) *requestActor { return &requestActor{callSpec: spec} }
+
+func (r *requestActor) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		r.start(ctx)
+	case *slotGranted:
+		if r.phase != phaseWaiting {
+			return
+		}
+		if r.call.Silenced() {
+			r.finish(ctx)
+			return
+		}
+		r.run(ctx)
+	case *cancelCall:
+		// The call is already silenced; only a request still waiting for a slot has to act.
+		if r.phase == phaseWaiting {
+			r.finish(ctx)
+		}
+	case *callTimedOut:
+		if r.phase == phaseRunning {
+			r.fail(fmt.Errorf("tool %q: %w after %s", r.tool.Name(), ErrTimeout, r.tool.Def().Timeout))
+			r.phase = phaseDraining
+			r.stopHdlr()
+		}
+	case *handlerDone:
+		if r.phase == phaseRunning {
+			r.answer(msg)
+		}
+		r.finish(ctx)
+	case *actor.Stopped:
+		if r.timer != nil {
+			r.timer.Stop()
+		}
+		if r.stopHdlr != nil {
+			r.stopHdlr()
+		}
+		r.call.Release()
+	}
+}
+
+func (r *requestActor) start(ctx actor.Context) {
+	if fb := r.tool.ValidateMeta(r.meta); fb != nil {
+		r.respondResult(feedbackResult(fb))
+		r.finish(ctx)
+		return
+	}
+	args, fb := r.tool.ValidateInput(r.args)
+	if fb != nil {
+		r.respondResult(feedbackResult(fb))
+		r.finish(ctx)
+		return
+	}
+	r.args = args
+	if r.toolPID != nil {
+		r.phase = phaseWaiting
+		r.acquired = true
+		ctx.Send(r.toolPID, &acquireSlot{who: ctx.Self()})
+		return
+	}
+	r.run(ctx)
+}
+
+// run starts the handler goroutine.
+func (r *requestActor) run(ctx actor.Context) {
+	r.phase = phaseRunning
+	hctx := r.call.Context()
+	var stop context.CancelFunc
+	if d := r.tool.Def().Timeout; d > 0 {
+		hctx, stop = context.WithTimeout(hctx, d)
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		r.timer = time.AfterFunc(d, func() { root.Send(self, &callTimedOut{}) })
+	} else {
+		hctx, stop = context.WithCancel(hctx)
+	}
+	r.stopHdlr = stop
+	if token := progressToken(r.meta); token != nil {
+		hctx = tools.WithProgress(hctx, r.progressFunc(token))
+	}
+	req := &tools.Request{Tool: r.tool.Name(), Arguments: r.args, Meta: r.meta}
+	self, root, tool := ctx.Self(), ctx.ActorSystem().Root, r.tool
+	r.eng.handlers.Add(1)
+	// Owned by this request actor, which waits for its handlerDone before stopping. It ends
+	// when the handler returns; the handler's context is cancelled on client cancellation,
+	// connection close, timeout and shutdown.
+	go func() {
+		defer r.eng.handlers.Done()
+		res, err := tool.Run(hctx, req)
+		root.Send(self, &handlerDone{result: res, err: err})
+	}()
+}
+
+// answer turns the handler's outcome into the call's one response.
+func (r *requestActor) answer(d *handlerDone) {
+	if d.err != nil {
+		r.fail(d.err)
+		return
+	}
+	frame, err := protocol.EncodeResult(r.id, d.result)
+	if err != nil {
+		r.fail(&tools.OutputError{Tool: r.tool.Name(), Err: err})
+		return
+	}
+	r.call.Respond(func() { r.stream.Send(frame) })
+}
+
+// fail answers an unexpected failure with the generic result and, only if that answer was
+// actually sent (the call was not cancelled), hands the original error to diagnostics.
+func (r *requestActor) fail(err error) {
+	frame, _ := protocol.EncodeResult(r.id, failedResult)
+	if !r.call.Respond(func() { r.stream.Send(frame) }) {
+		return
+	}
+	req := diagnostics.NewToolRequest(r.id, protocol.MethodToolsCall, r.tool.Name(), r.meta)
+	r.eng.report(err, diagnostics.NewToolErrorDetails(r.tool.Name(), req))
+}
+
+func (r *requestActor) respondResult(res *protocol.CallToolResult) {
+	frame, err := protocol.EncodeResult(r.id, res)
+	if err != nil {
+		r.fail(&tools.OutputError{Tool: r.tool.Name(), Err: err})
+		return
+	}
+	r.call.Respond(func() { r.stream.Send(frame) })
+}
+
+// finish ends the request: the stream is closed, the run slot released, and the actor stops.
+func (r *requestActor) finish(ctx actor.Context) {
+	r.phase = phaseDraining
+	r.stream.Close()
+	if r.acquired {
+		r.acquired = false
+		ctx.Send(r.toolPID, &releaseSlot{who: ctx.Self()})
+	}
+	ctx.Stop(ctx.Self())
+}
+
+func feedbackResult(fb *tools.Result) *protocol.CallToolResult {
+	return &protocol.CallToolResult{Content: fb.Content, IsError: true}
+}
+
+// progressToken returns params._meta.progressToken, or nil.
+func progressToken(meta json.RawMessage) json.RawMessage {
+	if len(meta) == 0 {
+		return nil
+	}
+	var m protocol.RequestMeta
+	if json.Unmarshal(meta, &m) != nil || len(m.ProgressToken) == 0 {
+		return nil
+	}
+	if _, err := protocol.ParseID(m.ProgressToken); err != nil {
+		return nil // a token must be a string or an integer
+	}
+	return m.ProgressToken
+}
+
+// progressFunc sends the call's progress notifications on its stream, and only while the call
+// is running (monotonicity is checked by tools.ReportProgress).
+func (r *requestActor) progressFunc(token json.RawMessage) tools.ProgressFunc {
+	stream, call := r.stream, r.call
+	return func(progress float64, total *float64, message string) error {
+		frame, err := protocol.EncodeNotification(protocol.MethodProgress, &protocol.ProgressParams{
+			ProgressToken: token, Progress: progress, Total: total, Message: message,
+		})
+		if err != nil {
+			return err
+		}
+		if !call.Notify(func() { stream.Send(frame) }) {
+			return tools.ErrCallFinished
+		}
+		return nil
+	}
+}

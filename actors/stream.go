@@ -1,0 +1,13 @@
+package actors
+
+// Stream is where the answers to one inbound message go: the stdio writer shared by a whole
+// connection, or the response of one HTTP POST. Implementations are safe for concurrent use.
+type Stream interface {
+	// Send queues one encoded JSON-RPC message. It must not block on I/O: it runs under the
+	// call's cancellation lock and inside actors.
+	Send(frame []byte)
+	// Close says that nothing more will be sent for this message: its response went out, or
+	// the call was silenced. An HTTP stream ends its response; stdio does nothing. Close may be
+	// called more than once.
+	Close()
+}

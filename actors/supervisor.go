@@ -1,0 +1,82 @@
+package actors
+
+import (
+	"fmt"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+)
+
+type (
+	// startTree: engine → supervisor (RequestFuture). Spawn the diagnostics and tool actors;
+	// the reply is *treeStarted.
+	startTree struct{}
+	// treeStarted: supervisor → engine.
+	treeStarted struct {
+		diag  *actor.PID
+		tools map[string]*actor.PID
+	}
+)
+
+// supervisorActor is the root of the engine's tree. It spawns the long-lived children and
+// decides what a child's failure does: diagnostics and tool actors restart (their state lives
+// outside the actor instance, so nothing queued is lost); a failed connection actor is stopped,
+// which ends its session, and the failure is reported with no details.
+type supervisorActor struct {
+	eng   *Engine
+	diag  *actor.PID
+	tools map[string]*actor.PID
+}
+
+var _ actor.SupervisorStrategy = (*supervisorActor)(nil)
+
+func (s *supervisorActor) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting, *actor.Terminated:
+	case *startTree:
+		if s.diag == nil {
+			s.spawnTree(ctx)
+		}
+		ctx.Respond(&treeStarted{diag: s.diag, tools: s.tools})
+	case *spawnConnection:
+		ctx.Respond(ctx.SpawnPrefix(msg.props, "conn"))
+	default:
+		s.eng.log.Debug("supervisor: unexpected message", zap.String("type", fmt.Sprintf("%T", msg)))
+	}
+}
+
+func (s *supervisorActor) spawnTree(ctx actor.Context) {
+	st := s.eng.diagState
+	diagProps := actor.PropsFromProducer(func() actor.Actor { return &diagnosticsActor{st: st} })
+	s.diag = ctx.SpawnPrefix(diagProps, "diagnostics")
+	s.tools = make(map[string]*actor.PID, s.eng.cfg.Tools.Len())
+	for _, t := range s.eng.cfg.Tools.List() {
+		if t.Def().MaxConcurrency <= 0 {
+			continue // no admission gate needed: calls run without asking the tool actor
+		}
+		gate := newGate(t.Def().MaxConcurrency)
+		props := actor.PropsFromProducer(func() actor.Actor { return &toolActor{gate: gate} })
+		s.tools[t.Name()] = ctx.SpawnPrefix(props, "tool")
+	}
+}
+
+// HandleFailure implements [actor.SupervisorStrategy] for the supervisor's children.
+func (s *supervisorActor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason, _ interface{}) {
+	if child.Equal(s.diag) || s.isTool(child) {
+		s.eng.log.Error("engine actor panicked; restarting it", zap.String("actor", child.Id), zap.Any("reason", reason))
+		sup.RestartChildren(child)
+		return
+	}
+	s.eng.log.Error("connection actor panicked; closing the connection", zap.String("actor", child.Id), zap.Any("reason", reason))
+	s.eng.Report(fmt.Errorf("internal error: connection actor panicked: %v", reason))
+	sup.StopChildren(child)
+}
+
+func (s *supervisorActor) isTool(pid *actor.PID) bool {
+	for _, p := range s.tools {
+		if p.Equal(pid) {
+			return true
+		}
+	}
+	return false
+}

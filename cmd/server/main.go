@@ -1,0 +1,122 @@
+// Command server runs a Toolgrain MCP server with the demonstration tool set (echo, greet,
+// sleep, fail).
+//
+// Usage:
+//
+//	server [--transport stdio] [--diagnostics-file PATH] [--log-level LEVEL] [--max-message-size N]
+//
+// Over stdio it reads newline-delimited JSON-RPC on stdin and answers on stdout; logs go to
+// stderr only. It exits 0 when stdin reaches EOF, or on SIGINT/SIGTERM, after cancelling the
+// calls in flight and flushing the diagnostics.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/toolgrain/toolgrain"
+	"github.com/toolgrain/toolgrain/diagnostics"
+	"github.com/toolgrain/toolgrain/internal/demo"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "server:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command-line settings.
+type options struct {
+	transport       string
+	diagnosticsFile string
+	logLevel        zapcore.Level
+	maxMessageSize  int
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{logLevel: zapcore.InfoLevel}
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.transport, "transport", "stdio", "transport: stdio")
+	fs.StringVar(&o.diagnosticsFile, "diagnostics-file", "", "append onError reports to `PATH` as JSON lines (error text, tool name, request id; never arguments)")
+	fs.Var(&o.logLevel, "log-level", "log `level` on stderr: debug, info, warn, error")
+	fs.IntVar(&o.maxMessageSize, "max-message-size", 0, "largest accepted message in `bytes` (0: 4 MiB)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if o.transport != "stdio" {
+		return nil, fmt.Errorf("unknown transport %q (want stdio)", o.transport)
+	}
+	return o, nil
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	log := newLogger(stderr, o.logLevel)
+	defer func() { _ = log.Sync() }()
+
+	onError := diagnostics.ZapSink(log)
+	if o.diagnosticsFile != "" {
+		f, err := os.OpenFile(o.diagnosticsFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return fmt.Errorf("diagnostics file: %w", err)
+		}
+		defer f.Close()
+		toFile, toLog := diagnostics.JSONLinesSink(f), onError
+		onError = func(err error, d *diagnostics.ToolErrorDetails) {
+			toFile(err, d)
+			toLog(err, d)
+		}
+	}
+
+	srv, err := toolgrain.NewServer(toolgrain.Config{
+		Name:           "toolgrain-demo",
+		Instructions:   "Demonstration tools: echo, greet, sleep and fail.",
+		Tools:          demo.Tools(),
+		OnError:        onError,
+		Logger:         log,
+		MaxMessageSize: o.maxMessageSize,
+	})
+	if err != nil {
+		return err
+	}
+	log.Info("serving", zap.String("transport", o.transport))
+	serveErr := srv.ServeStdio(ctx, stdin, stdout)
+	if errors.Is(serveErr, context.Canceled) {
+		serveErr = nil // a signal is a normal way to stop
+	}
+	if err := srv.Close(); err != nil {
+		log.Warn("shutdown", zap.Error(err))
+	}
+	log.Info("stopped")
+	return serveErr
+}
+
+func newLogger(w io.Writer, level zapcore.Level) *zap.Logger {
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(w)), level)
+	return zap.New(core)
+}

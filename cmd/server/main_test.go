@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/toolgrain/toolgrain/internal/demo"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// buildServer compiles the command once per test binary.
+func buildServer(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "server")
+	out, err := exec.Command("go", "build", "-race="+fmt.Sprint(raceEnabled), "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestBinaryOverStdio runs the real binary over real stdio pipes: the handshake, every
+// demonstration tool and fail mode with their exact answers, then EOF, which must end the process
+// with status 0 after flushing the diagnostics file.
+func TestBinaryOverStdio(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildServer(t)
+	diag := filepath.Join(t.TempDir(), "diag.jsonl")
+	cmd := exec.Command(bin, "--diagnostics-file", diag, "--log-level", "warn")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(stdout)
+	exchange := func(req string) string {
+		t.Helper()
+		if _, err := io.WriteString(stdin, req+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("read: %v (stderr: %s)", err, stderr.String())
+		}
+		return strings.TrimSuffix(line, "\n")
+	}
+	got := exchange(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"toolgrain-demo"`) {
+		t.Fatalf("initialize: %s", got)
+	}
+	_, _ = io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+
+	failed := `{"content":[{"type":"text","text":"Tool execution failed"}],"isError":true}`
+	tests := []struct{ give, want string }{
+		{`{"name":"echo","arguments":{"text":"hello"}}`, `{"content":[{"type":"text","text":"hello"}]}`},
+		{`{"name":"greet","arguments":{"name":"Ada"}}`, `{"content":[{"type":"text","text":"{\"greeting\":\"Hello, Ada!\"}"}],"structuredContent":{"greeting":"Hello, Ada!"}}`},
+		{`{"name":"sleep","arguments":{"ms":10}}`, `{"content":[{"type":"text","text":"slept"}]}`},
+		{`{"name":"fail","arguments":{"mode":"result"}}`, `{"content":[{"type":"text","text":"public failure message"}],"isError":true}`},
+		{`{"name":"fail","arguments":{"mode":"error"}}`, failed},
+		{`{"name":"fail","arguments":{"mode":"panic"}}`, failed},
+		{`{"name":"fail","arguments":{"mode":"bad-output"}}`, failed},
+		{`{"name":"fail","arguments":{"mode":"provider"}}`, failed},
+		{`{"name":"fail","arguments":{"mode":"nope"}}`, `{"content":[{"type":"text","text":"invalid arguments: mode: must be one of \"result\", \"error\", \"panic\", \"bad-output\", \"provider\""}],"isError":true}`},
+	}
+	for i, tt := range tests {
+		req := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}`, i+1, tt.give)
+		want := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":%s}`, i+1, tt.want)
+		if got := exchange(req); got != want {
+			t.Errorf("%s\n got: %s\nwant: %s", tt.give, got, want)
+		}
+	}
+	_ = stdin.Close() // EOF: the server must exit 0
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit: %v\nstderr: %s", err, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatal("server did not exit after EOF")
+	}
+	if strings.Contains(stderr.String(), `"level":"info"`) {
+		t.Errorf("info lines logged at --log-level warn: %s", stderr.String())
+	}
+
+	data, err := os.ReadFile(diag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("diagnostics file has %d lines, want 4 (error, panic, bad-output, provider):\n%s", len(lines), data)
+	}
+	for i, line := range lines {
+		var rec struct {
+			Error     string          `json:"error"`
+			Tool      string          `json:"tool"`
+			RequestID json.RawMessage `json:"request_id"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("line %d: %v", i, err)
+		}
+		if rec.Tool != "fail" || string(rec.RequestID) != fmt.Sprint(i+5) {
+			t.Errorf("line %d: tool %q id %s", i, rec.Tool, rec.RequestID)
+		}
+		if strings.Contains(line, `"mode"`) || strings.Contains(line, "arguments") {
+			t.Errorf("line %d carries arguments: %s", i, line)
+		}
+	}
+	if !strings.Contains(lines[0], demo.Marker) {
+		t.Errorf("the operator should see the original error: %s", lines[0])
+	}
+}
+
+func TestFlags(t *testing.T) {
+	tests := []struct {
+		give    []string
+		wantErr string
+	}{
+		{[]string{"--transport", "carrier-pigeon"}, `unknown transport "carrier-pigeon"`},
+		{[]string{"--log-level", "loud"}, `invalid value "loud"`},
+		{[]string{"extra"}, "unexpected arguments"},
+	}
+	for _, tt := range tests {
+		_, err := parseFlags(tt.give, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("parseFlags(%q) = %v, want an error containing %q", tt.give, err, tt.wantErr)
+		}
+	}
+}

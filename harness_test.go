@@ -1,0 +1,187 @@
+package toolgrain_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolgrain/toolgrain"
+	"github.com/toolgrain/toolgrain/diagnostics"
+)
+
+// watchdog bounds every wait in these tests. It is not a performance assertion: it only turns a
+// hang into a failure.
+const watchdog = 20 * time.Second
+
+// client drives a server over an in-process stdio connection (two pipes) and sees exactly the
+// bytes a real client would.
+type client struct {
+	t     testing.TB
+	srv   *toolgrain.Server
+	in    *io.PipeWriter
+	lines chan string
+	done  chan error
+}
+
+// startStdio builds a server from cfg and serves one stdio connection to the returned client.
+// Cleanup closes the input, waits for ServeStdio and closes the server.
+func startStdio(t testing.TB, cfg toolgrain.Config) *client {
+	t.Helper()
+	srv, err := toolgrain.NewServer(cfg)
+	if err != nil {
+		t.Fatalf("NewServer: %v", err)
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	c := &client{t: t, srv: srv, in: inW, lines: make(chan string, 1024), done: make(chan error, 1)}
+	go func() {
+		err := srv.ServeStdio(context.Background(), inR, outW)
+		_ = outW.Close()
+		c.done <- err
+	}()
+	go func() {
+		defer close(c.lines)
+		r := bufio.NewReader(outR)
+		for {
+			line, err := r.ReadString('\n')
+			if line != "" {
+				c.lines <- strings.TrimSuffix(line, "\n")
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = inW.Close()
+		select {
+		case err := <-c.done:
+			if err != nil {
+				t.Errorf("ServeStdio: %v", err)
+			}
+		case <-time.After(watchdog):
+			t.Errorf("ServeStdio did not return after EOF")
+		}
+		for range c.lines { // drain until the reader goroutine ends
+		}
+		if err := srv.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return c
+}
+
+func (c *client) send(line string) {
+	c.t.Helper()
+	if _, err := io.WriteString(c.in, line+"\n"); err != nil {
+		c.t.Fatalf("write: %v", err)
+	}
+}
+
+func (c *client) recv() string {
+	c.t.Helper()
+	select {
+	case line, ok := <-c.lines:
+		if !ok {
+			c.t.Fatal("server closed its output")
+		}
+		return line
+	case <-time.After(watchdog):
+		c.t.Fatal("no message from the server")
+	}
+	return ""
+}
+
+// expect sends one request and asserts the exact line that answers it.
+func (c *client) expect(request, want string) {
+	c.t.Helper()
+	c.send(request)
+	if got := c.recv(); got != want {
+		c.t.Errorf("request %s\n got: %s\nwant: %s", request, got, want)
+	}
+}
+
+// silent asserts that the server sends nothing during d.
+func (c *client) silent(d time.Duration) {
+	c.t.Helper()
+	select {
+	case line := <-c.lines:
+		c.t.Errorf("unexpected message: %s", line)
+	case <-time.After(d):
+	}
+}
+
+const initRequest = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`
+
+func (c *client) initialize() {
+	c.t.Helper()
+	c.send(initRequest)
+	if got := c.recv(); !strings.Contains(got, `"protocolVersion":"2025-11-25"`) {
+		c.t.Fatalf("initialize: %s", got)
+	}
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
+// recorder is an OnError callback that keeps every report.
+type recorder struct {
+	mu      sync.Mutex
+	reports []reported
+	signal  chan struct{}
+}
+
+type reported struct {
+	err     error
+	details *diagnostics.ToolErrorDetails
+}
+
+func newRecorder() *recorder { return &recorder{signal: make(chan struct{}, 1024)} }
+
+func (r *recorder) onError(err error, d *diagnostics.ToolErrorDetails) {
+	r.mu.Lock()
+	r.reports = append(r.reports, reported{err, d})
+	r.mu.Unlock()
+	r.signal <- struct{}{}
+}
+
+// wait returns once n reports arrived.
+func (r *recorder) wait(t testing.TB, n int) []reported {
+	t.Helper()
+	deadline := time.After(watchdog)
+	for {
+		r.mu.Lock()
+		got := append([]reported(nil), r.reports...)
+		r.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		select {
+		case <-r.signal:
+		case <-deadline:
+			t.Fatalf("%d reports arrived, want %d", len(got), n)
+		}
+	}
+}
+
+func (r *recorder) snapshot() []reported {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]reported(nil), r.reports...)
+}
+
+// decode parses one line into a generic map, failing the test on invalid JSON.
+func decode(t testing.TB, line string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		t.Fatalf("invalid JSON from server: %v: %s", err, line)
+	}
+	return m
+}
+
+var errCanary = errors.New("canary")

@@ -1,0 +1,134 @@
+// Package demo is the demonstration tool set served by cmd/server: echo, greet, sleep and fail.
+// It is a contract that tests, benchmarks and outside clients rely on: names, schemas and
+// behaviour do not change.
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/tools"
+)
+
+// Marker is contained in the internal text of every unexpected failure of the fail tool. It must
+// never reach a client.
+const Marker = "SECRET-internal-detail"
+
+// errBackend is what the fail tool's provider returns: an outage of a dependency.
+var errBackend = errors.New("backend unavailable: dial tcp 10.0.0.7:5432: " + Marker)
+
+// backend stands for a dependency a tool needs per call (a database handle, an API client). In
+// the demonstration it is always down.
+var backend = tools.NewDependency("backend", func(ctx context.Context) (*struct{}, error) {
+	return nil, errBackend
+})
+
+type (
+	echoIn struct {
+		Text string `json:"text"`
+	}
+	greetIn struct {
+		Name string `json:"name"`
+	}
+	greetOut struct {
+		Greeting string `json:"greeting"`
+	}
+	sleepIn struct {
+		MS int64 `json:"ms"`
+	}
+	failIn struct {
+		Mode string `json:"mode"`
+	}
+)
+
+// Tools returns the demonstration tools, freshly built.
+func Tools() []tools.Tool {
+	return []tools.Tool{
+		{
+			Name:        "echo",
+			Description: "Returns the given text unchanged.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`),
+			Handler: tools.Func(func(ctx context.Context, in echoIn) (*tools.Result, error) {
+				return tools.TextResult(in.Text), nil
+			}),
+		},
+		{
+			Name:         "greet",
+			Description:  "Greets someone by name, as text and as structured content.",
+			InputSchema:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}`),
+			OutputSchema: json.RawMessage(`{"type":"object","properties":{"greeting":{"type":"string"}},"required":["greeting"],"additionalProperties":false}`),
+			Handler: tools.Structured(func(ctx context.Context, in greetIn) (greetOut, error) {
+				return greetOut{Greeting: "Hello, " + in.Name + "!"}, nil
+			}),
+		},
+		{
+			Name:        "sleep",
+			Description: "Waits ms milliseconds, honouring cancellation, then returns \"slept\". Sends progress notifications when the call has a progressToken.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer","minimum":0,"maximum":600000}},"required":["ms"],"additionalProperties":false}`),
+			Handler:     tools.Func(sleep),
+		},
+		{
+			Name:         "fail",
+			Description:  "Fails in the chosen way: result (an explicit public error result), error (a handler error), panic, bad-output (structured content that violates the output schema) or provider (a dependency is down).",
+			InputSchema:  json.RawMessage(`{"type":"object","properties":{"mode":{"enum":["result","error","panic","bad-output","provider"]}},"required":["mode"],"additionalProperties":false}`),
+			OutputSchema: json.RawMessage(`{"type":"object","properties":{"status":{"type":"string"}},"required":["status"]}`),
+			Handler:      tools.Func(fail),
+		},
+	}
+}
+
+// progressEvery is the interval between two progress notifications of the sleep tool.
+const progressEvery = 100 * time.Millisecond
+
+func sleep(ctx context.Context, in sleepIn) (*tools.Result, error) {
+	total := time.Duration(in.MS) * time.Millisecond
+	timer := time.NewTimer(total)
+	defer timer.Stop()
+	var tick <-chan time.Time
+	if total > progressEvery {
+		t := time.NewTicker(progressEvery)
+		defer t.Stop()
+		tick = t.C
+	}
+	start := time.Now()
+	max := float64(in.MS)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-tick:
+			done := float64(time.Since(start).Milliseconds())
+			_ = tools.ReportProgress(ctx, min(done, max), &max, "sleeping")
+		case <-timer.C:
+			return tools.TextResult("slept"), nil
+		}
+	}
+}
+
+func fail(ctx context.Context, in failIn) (*tools.Result, error) {
+	switch in.Mode {
+	case "result":
+		return tools.ErrorResult("public failure message"), nil
+	case "error":
+		return nil, fmt.Errorf("query failed: password authentication failed for user \"app\": %s", Marker)
+	case "panic":
+		panic("invariant violated: " + Marker)
+	case "bad-output":
+		return &tools.Result{
+			Content:           []protocol.Content{protocol.TextContent("status: " + Marker)},
+			StructuredContent: map[string]any{"status": 42, "detail": Marker},
+		}, nil
+	case "provider":
+		// The backend is resolved lazily, only in this mode, so the failure is wrapped here
+		// the way the engine wraps a failing declared provider.
+		if _, err := backend.Get(ctx); err != nil {
+			return nil, &tools.ProviderError{Tool: "fail", Provider: backend.ProviderName(), Err: err}
+		}
+		return tools.TextResult("unreachable"), nil
+	}
+	return nil, fmt.Errorf("unknown mode %q", in.Mode)
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package toolgrain_test
+
+const raceEnabled = false

@@ -1,0 +1,178 @@
+// Package toolgrain is an actor-based, high-concurrency MCP (Model Context Protocol) server
+// engine.
+//
+// A [Server] serves a set of tools (package tools) to MCP clients over stdio ([Server.ServeStdio]).
+// Every tools/call runs in its own request actor on protoactor-go, which owns the call's
+// cancellation state: a cancelled call gets no response at all, not even a late one.
+//
+// # Error model
+//
+// Clients get useful feedback for what they can fix, and nothing else:
+//
+//   - an unknown tool or an invalid protocol message is a JSON-RPC error (-32602, -32600, ...);
+//   - arguments or _meta that fail the tool's schema give an isError result whose text names
+//     each field and rule, for example "invalid arguments: ms: must be <= 600000";
+//   - an explicit public error result from a handler ([tools.ErrorResult]) reaches the client
+//     unchanged;
+//   - every unexpected failure (a handler error or panic, a typed-input parse failure, an output
+//     that fails its schema or cannot be encoded, a failing provider, a timeout) gives an isError
+//     result with the text "Tool execution failed" and no structuredContent. The original
+//     error reaches the operator privately through [Config].OnError, with the tool name and
+//     the request (id, method, tool name, client-supplied _meta), never the arguments;
+//   - nothing at all is sent, and nothing reported, for a call after it was cancelled.
+//
+// OnError runs on a supervised diagnostics actor after the response was sent: a callback that
+// panics, is slow or blocks forever changes no response.
+package toolgrain
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/diagnostics"
+	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/tools"
+)
+
+// Version is the engine's version, reported as serverInfo.version when Config.Version is empty.
+const Version = "0.1.0"
+
+// FailedText is the text of the generic result that stands for every unexpected failure.
+const FailedText = actors.FailedText
+
+// ErrServerClosed is returned by the Serve methods after [Server.Close].
+var ErrServerClosed = errors.New("toolgrain: server closed")
+
+// OnError receives unexpected failures; see [diagnostics.OnError].
+type OnError = diagnostics.OnError
+
+// ToolErrorDetails identifies the tool call an unexpected failure belongs to.
+type ToolErrorDetails = diagnostics.ToolErrorDetails
+
+// Config configures a [Server]. Only Tools is required; every other zero value is usable.
+type Config struct {
+	// Name and Version are reported as serverInfo. Empty means "toolgrain" and [Version].
+	Name    string
+	Version string
+	// Title is the optional human-readable serverInfo.title.
+	Title string
+	// Instructions are returned in the initialize result, for the client's model.
+	Instructions string
+
+	// Tools are the tools to serve, listed in this order. Names must follow MCP's rules and be
+	// unique; schemas are compiled once, here. See package tools.
+	Tools []tools.Tool
+
+	// OnError receives unexpected failures privately. Nil logs them on Logger. A callback that
+	// only needs the error can be written as diagnostics.ErrorOnly(func(err error) {...}).
+	OnError OnError
+
+	// Logger is used as given. Nil means no logging (zap.NewNop()).
+	Logger *zap.Logger
+
+	// ActorSystem is the protoactor system to run on. Nil means the server makes its own and
+	// shuts it down in Close; a given system is left running.
+	ActorSystem *actor.ActorSystem
+
+	// MaxMessageSize bounds one incoming message in bytes. 0 means
+	// protocol.DefaultMaxMessageSize (4 MiB).
+	MaxMessageSize int
+	// PageSize is the number of tools per tools/list page. 0 means 100.
+	PageSize int
+	// DiagnosticsQueue bounds reports waiting for OnError; further ones are dropped and counted.
+	// 0 means 1024.
+	DiagnosticsQueue int
+	// CallbackTimeout bounds one OnError call; a slower one is abandoned (left to finish on its
+	// own) and the next report starts. 0 means 5 s.
+	CallbackTimeout time.Duration
+	// ShutdownGrace is how long closing a connection, or the server, waits for handlers to
+	// return after their context was cancelled. 0 means 5 s.
+	ShutdownGrace time.Duration
+}
+
+// Server is an MCP server. Its methods are safe for concurrent use.
+type Server struct {
+	cfg Config
+	eng *actors.Engine
+}
+
+// NewServer checks and compiles the tool definitions and starts the actor tree. Construction
+// problems are returned, never panicked: a bad or duplicate tool name is a *tools.ToolNameError,
+// a schema that does not compile (or whose root is not an object) a *tools.ToolSchemaError.
+func NewServer(cfg Config) (*Server, error) {
+	set, err := tools.Compile(cfg.Tools)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Name == "" {
+		cfg.Name = "toolgrain"
+	}
+	if cfg.Version == "" {
+		cfg.Version = Version
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.MaxMessageSize <= 0 {
+		cfg.MaxMessageSize = protocol.DefaultMaxMessageSize
+	}
+	eng, err := actors.Start(actors.Config{
+		System:           cfg.ActorSystem,
+		Tools:            set,
+		ServerInfo:       protocol.Implementation{Name: cfg.Name, Title: cfg.Title, Version: cfg.Version},
+		Instructions:     cfg.Instructions,
+		OnError:          cfg.OnError,
+		Logger:           cfg.Logger,
+		PageSize:         cfg.PageSize,
+		DiagnosticsQueue: cfg.DiagnosticsQueue,
+		CallbackTimeout:  cfg.CallbackTimeout,
+		CloseGrace:       cfg.ShutdownGrace,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Server{cfg: cfg, eng: eng}, nil
+}
+
+// Stats is a snapshot of the server's diagnostics counters.
+type Stats struct {
+	DroppedReports     uint64 // reports dropped because the diagnostics queue was full
+	AbandonedCallbacks uint64 // OnError calls abandoned after CallbackTimeout
+	CallbackPanics     uint64 // OnError calls that panicked
+}
+
+// Stats returns the server's counters.
+func (s *Server) Stats() Stats {
+	st := s.eng.Stats()
+	return Stats{
+		DroppedReports:     st.DroppedReports.Load(),
+		AbandonedCallbacks: st.AbandonedCallbacks.Load(),
+		CallbackPanics:     st.CallbackPanics.Load(),
+	}
+}
+
+// Shutdown stops the server gracefully: every connection is closed and its calls in flight are
+// cancelled (they get no response), handlers are given until ctx ends to return, the pending
+// OnError reports are delivered, and the actors stop. It returns ctx.Err() if ctx ended first.
+func (s *Server) Shutdown(ctx context.Context) error { return s.eng.Shutdown(ctx) }
+
+// Close is Shutdown bounded by the ShutdownGrace plus the CallbackTimeout.
+func (s *Server) Close() error {
+	grace := s.cfg.ShutdownGrace
+	if grace <= 0 {
+		grace = actors.DefaultCloseGrace
+	}
+	cb := s.cfg.CallbackTimeout
+	if cb <= 0 {
+		cb = actors.DefaultCallbackTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), grace+cb)
+	defer cancel()
+	return s.Shutdown(ctx)
+}
