@@ -258,7 +258,7 @@ func TestIgnoredCancellations(t *testing.T) {
 	}
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":999}}`) // unknown
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1.5}}`) // malformed
-	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled"}`)                             // no params
+	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled"}`)                            // no params
 	c.expect(call("1", "echo", `{"text":"a"}`), `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a"}]}}`)
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`) // finished
 	c.expect(`{"jsonrpc":"2.0","id":2,"method":"ping"}`, `{"jsonrpc":"2.0","id":2,"result":{}}`)
