@@ -1,0 +1,645 @@
+// Package client is a minimal MCP client for load generation: it speaks raw
+// JSON-RPC 2.0 over stdio (newline-delimited JSON to a child process) or over
+// Streamable HTTP (protocol revision 2025-11-25), using only the standard
+// library so that it favours no MCP framework.
+//
+// A [Client] sends requests with integer ids, starting at 0, and matches
+// responses to waiters by id. It keeps the ids of calls it has cancelled, so a
+// response that arrives for one of them later is counted as a late response
+// ([Stats.Late]) instead of being mistaken for an unknown one. Raw exchanges
+// ([Client.Raw]) send arbitrary bytes, for probing how a server handles bad
+// input.
+//
+// All methods are safe for concurrent use.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ProtocolVersion is the MCP revision the client asks for in initialize.
+const ProtocolVersion = "2025-11-25"
+
+// Errors a call can end with besides a transport error.
+var (
+	// ErrCancelled ends a call that the caller cancelled with [Client.Cancel].
+	ErrCancelled = errors.New("call cancelled")
+	// ErrClosed ends calls still waiting when the client closes or the
+	// connection to the server is lost.
+	ErrClosed = errors.New("connection closed")
+	// ErrNoResponse ends an HTTP call whose response stream ended without a
+	// response for it.
+	ErrNoResponse = errors.New("stream ended without a response")
+)
+
+// Message is one JSON-RPC 2.0 message as it arrived.
+type Message struct {
+	JSONRPC string          `json:"jsonrpc,omitempty"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *WireError      `json:"error,omitempty"`
+}
+
+// IsResponse reports whether m answers a request (it has a result or an
+// error and no method).
+func (m *Message) IsResponse() bool { return m.Method == "" && (m.Result != nil || m.Error != nil) }
+
+// WireError is the error member of a JSON-RPC response.
+type WireError struct {
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *WireError) Error() string { return fmt.Sprintf("json-rpc error %d: %s", e.Code, e.Message) }
+
+// ToolResult is the part of a tools/call result the benchmarks look at.
+type ToolResult struct {
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text,omitempty"`
+	} `json:"content"`
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	IsError           bool            `json:"isError,omitempty"`
+}
+
+// Text joins the text of all text content blocks.
+func (r *ToolResult) Text() string {
+	var b bytes.Buffer
+	for _, c := range r.Content {
+		if c.Type == "text" {
+			b.WriteString(c.Text)
+		}
+	}
+	return b.String()
+}
+
+// Stats are counters a client keeps over its lifetime.
+type Stats struct {
+	// Late counts responses for calls received after the client sent their
+	// cancellation. The spec says a server should not send them.
+	Late int64
+	// LateOK counts the late responses that were successful results: the
+	// call finished as the cancellation crossed it, or the server ignored the
+	// cancellation. The rest answered the cancellation itself with an error.
+	LateOK int64
+	// Unknown counts responses whose id matched no call.
+	Unknown int64
+	// Notifications counts notifications from the server.
+	Notifications int64
+	// ServerRequests counts requests from the server (left unanswered).
+	ServerRequests int64
+	// Garbage counts stdout lines that were not JSON-RPC messages (stdio).
+	Garbage int64
+	// QuietCloses counts HTTP response streams of cancelled calls that ended
+	// without a response: the well-behaved outcome of a cancellation.
+	QuietCloses int64
+	// NotifyNot202 counts HTTP notification POSTs answered with a 2xx status
+	// other than the 202 the spec requires.
+	NotifyNot202 int64
+}
+
+// Call is one request in flight or finished.
+type Call struct {
+	ID     int64
+	Method string
+	// Sent is when the call was started.
+	Sent time.Time
+
+	done     chan struct{}
+	resp     *Message
+	err      error
+	finished time.Time
+
+	// Set by the HTTP transport: ends the call's POST.
+	abort context.CancelFunc
+}
+
+// Done is closed when the call has a response, failed or was cancelled.
+func (c *Call) Done() <-chan struct{} { return c.done }
+
+// Result returns the response or the error that ended the call. It blocks
+// until Done is closed.
+func (c *Call) Result() (*Message, error) {
+	<-c.done
+	return c.resp, c.err
+}
+
+// Finished is when the call ended; valid after Done is closed.
+func (c *Call) Finished() time.Time {
+	<-c.done
+	return c.finished
+}
+
+// Latency is Finished minus Sent; valid after Done is closed.
+func (c *Call) Latency() time.Duration { return c.Finished().Sub(c.Sent) }
+
+// transport moves bytes; the Client owns ids, waiters and counters.
+type transport interface {
+	// send transmits a request for call; the transport reports the outcome
+	// through Client.deliver or Client.fail.
+	send(call *Call, body []byte) error
+	// notify transmits a notification.
+	notify(ctx context.Context, body []byte) error
+	// flush waits until everything sent so far has left the client.
+	flush(ctx context.Context) error
+	// raw transmits body as is and collects what comes back within wait.
+	raw(ctx context.Context, body []byte, wait time.Duration) (*RawReply, error)
+	// alive reports why the server is gone, or nil.
+	alive() error
+	// close ends the connection and every goroutine the transport started.
+	close() error
+}
+
+// Client is a connection to one MCP server.
+type Client struct {
+	tr  transport
+	pid int
+
+	nextID atomic.Int64
+
+	mu        sync.Mutex
+	pending   map[int64]*Call
+	cancelled map[int64]*Call // cancelled calls: a response for one is late
+	lost      error           // set once the connection is gone
+	stats     Stats
+	unmatched []RawMessage   // responses that matched no call (stdio probes)
+	arrived   chan struct{}  // size 1: signals a new unmatched message
+	onMessage func(*Message) // observer for every message, if set
+
+	// Filled by Initialize, before any other goroutine reads them.
+	server      json.RawMessage
+	negotiated  string
+	initialized atomic.Bool
+}
+
+// ServerInfo returns the serverInfo object of the initialize result, once
+// Initialize succeeded.
+func (c *Client) ServerInfo() json.RawMessage {
+	if !c.initialized.Load() {
+		return nil
+	}
+	return c.server
+}
+
+// Negotiated returns the protocol version the server answered in
+// initialize, once Initialize succeeded.
+func (c *Client) Negotiated() string {
+	if !c.initialized.Load() {
+		return ""
+	}
+	return c.negotiated
+}
+
+func newClient() *Client {
+	return &Client{
+		pending:   make(map[int64]*Call),
+		cancelled: make(map[int64]*Call),
+		arrived:   make(chan struct{}, 1),
+	}
+}
+
+// PID is the server's process id for a stdio client, 0 otherwise.
+func (c *Client) PID() int { return c.pid }
+
+// Stats returns a snapshot of the client's counters.
+func (c *Client) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stats
+}
+
+// Lost returns the error that ended the connection, or nil while it is up.
+func (c *Client) Lost() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lost
+}
+
+// Initialize performs the MCP handshake: initialize with [ProtocolVersion],
+// then notifications/initialized.
+func (c *Client) Initialize(ctx context.Context) error {
+	params := map[string]any{
+		"protocolVersion": ProtocolVersion,
+		"capabilities":    map[string]any{},
+		"clientInfo":      map[string]any{"name": "mcpbench", "version": "1.0.0"},
+	}
+	msg, err := c.Call(ctx, "initialize", params)
+	if err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	if msg.Error != nil {
+		return fmt.Errorf("initialize: %w", msg.Error)
+	}
+	var res struct {
+		ProtocolVersion string          `json:"protocolVersion"`
+		ServerInfo      json.RawMessage `json:"serverInfo"`
+	}
+	if err := json.Unmarshal(msg.Result, &res); err != nil {
+		return fmt.Errorf("initialize: result: %w", err)
+	}
+	if res.ProtocolVersion == "" {
+		return errors.New("initialize: result has no protocolVersion")
+	}
+	c.server, c.negotiated = res.ServerInfo, res.ProtocolVersion
+	c.initialized.Store(true)
+	if err := c.Notify(ctx, "notifications/initialized", nil); err != nil {
+		return fmt.Errorf("notifications/initialized: %w", err)
+	}
+	return nil
+}
+
+// Start sends a request and returns without waiting for its response.
+// params is encoded with encoding/json, except a json.RawMessage, which is
+// sent as is.
+func (c *Client) Start(method string, params any) (*Call, error) {
+	id := c.nextID.Add(1) - 1
+	body, err := encode(id, method, params)
+	if err != nil {
+		return nil, err
+	}
+	call := &Call{ID: id, Method: method, Sent: time.Now(), done: make(chan struct{})}
+	c.mu.Lock()
+	if c.lost != nil {
+		err := c.lost
+		c.mu.Unlock()
+		return nil, err
+	}
+	c.pending[id] = call
+	c.mu.Unlock()
+	if err := c.tr.send(call, body); err != nil {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+		return nil, err
+	}
+	return call, nil
+}
+
+// Call sends a request and waits for its response or for ctx. A JSON-RPC
+// error response is returned as a message, not as an error.
+func (c *Client) Call(ctx context.Context, method string, params any) (*Message, error) {
+	call, err := c.Start(method, params)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-call.done:
+		return call.resp, call.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// CallTool calls tools/call and decodes the result. A JSON-RPC error comes
+// back as a *WireError.
+func (c *Client) CallTool(ctx context.Context, name string, args any) (*ToolResult, error) {
+	msg, err := c.Call(ctx, "tools/call", map[string]any{"name": name, "arguments": args})
+	if err != nil {
+		return nil, err
+	}
+	return DecodeToolResult(msg)
+}
+
+// DecodeToolResult decodes a tools/call response.
+func DecodeToolResult(msg *Message) (*ToolResult, error) {
+	if msg.Error != nil {
+		return nil, msg.Error
+	}
+	var r ToolResult
+	if err := json.Unmarshal(msg.Result, &r); err != nil {
+		return nil, fmt.Errorf("tools/call result: %w", err)
+	}
+	return &r, nil
+}
+
+// Notify sends a notification.
+func (c *Client) Notify(ctx context.Context, method string, params any) error {
+	body, err := encode(-1, method, params)
+	if err != nil {
+		return err
+	}
+	return c.tr.notify(ctx, body)
+}
+
+// Cancel ends call on the client side and sends notifications/cancelled for
+// it. It reports false, and sends nothing, if the call had already ended. From
+// now on a response for the call counts as late.
+func (c *Client) Cancel(ctx context.Context, call *Call, reason string) (bool, error) {
+	if !c.markCancelled(call) {
+		return false, nil
+	}
+	return true, c.Notify(ctx, "notifications/cancelled", cancelParams(call.ID, reason))
+}
+
+// CancelMany cancels calls like [Client.Cancel], sending the notifications as
+// fast as the transport allows (stdio: queued and written in batches; HTTP:
+// up to parallel POSTs at once). It returns how many cancellations were sent;
+// calls that had already ended are skipped.
+func (c *Client) CancelMany(ctx context.Context, calls []*Call, reason string, parallel int) (int, error) {
+	var bodies [][]byte
+	for _, call := range calls {
+		if !c.markCancelled(call) {
+			continue
+		}
+		body, err := encode(-1, "notifications/cancelled", cancelParams(call.ID, reason))
+		if err != nil {
+			return 0, err
+		}
+		bodies = append(bodies, body)
+	}
+	if parallel < 1 {
+		parallel = 1
+	}
+	if mt, ok := c.tr.(interface {
+		notifyMany(context.Context, [][]byte, int) error
+	}); ok {
+		return len(bodies), mt.notifyMany(ctx, bodies, parallel)
+	}
+	for _, b := range bodies {
+		if err := c.tr.notify(ctx, b); err != nil {
+			return 0, err
+		}
+	}
+	return len(bodies), nil
+}
+
+// Flush waits until every request and notification sent so far has been
+// written to the server (stdio: into its stdin; HTTP: the POSTs' bodies).
+func (c *Client) Flush(ctx context.Context) error { return c.tr.flush(ctx) }
+
+// CancelledOpen counts cancelled calls that could still get a late response:
+// over stdio, those not answered yet; over HTTP, those whose response stream
+// is still open.
+func (c *Client) CancelledOpen() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.cancelled)
+}
+
+// Alive reports why the server is gone (a stdio server exited), or nil.
+func (c *Client) Alive() error {
+	if err := c.tr.alive(); err != nil {
+		return err
+	}
+	return c.Lost()
+}
+
+// AbortCancelled closes the HTTP response streams of cancelled calls that are
+// still open. It does nothing over stdio.
+func (c *Client) AbortCancelled() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, call := range c.cancelled {
+		if call.abort != nil {
+			call.abort()
+		}
+	}
+}
+
+// Close ends the connection: over stdio it closes the server's stdin and
+// waits for the process to exit (sending SIGTERM, then SIGKILL, if it does
+// not); over HTTP it deletes the session. Calls still waiting end with
+// [ErrClosed].
+func (c *Client) Close() error {
+	err := c.tr.close()
+	c.fail(ErrClosed)
+	return err
+}
+
+// SetObserver makes f see every message the client receives, before it is
+// dispatched. f must not block. Set it before starting calls.
+func (c *Client) SetObserver(f func(*Message)) {
+	c.mu.Lock()
+	c.onMessage = f
+	c.mu.Unlock()
+}
+
+func (c *Client) markCancelled(call *Call) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending[call.ID] != call {
+		return false
+	}
+	delete(c.pending, call.ID)
+	c.cancelled[call.ID] = call
+	call.err = ErrCancelled
+	call.finished = time.Now()
+	close(call.done)
+	return true
+}
+
+// deliver dispatches one received message. raw is the message (or the
+// batch holding it) as received.
+func (c *Client) deliver(msg *Message, raw []byte, batch bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.onMessage != nil {
+		c.onMessage(msg)
+	}
+	switch {
+	case msg.Method != "" && msg.ID == nil:
+		c.stats.Notifications++
+		return
+	case msg.Method != "":
+		c.stats.ServerRequests++
+		return
+	}
+	if id, ok := intID(msg.ID); ok {
+		if call := c.pending[id]; call != nil {
+			delete(c.pending, id)
+			call.resp, call.finished = msg, time.Now()
+			close(call.done)
+			return
+		}
+		if _, ok := c.cancelled[id]; ok {
+			delete(c.cancelled, id)
+			c.stats.Late++
+			if isSuccess(msg) {
+				c.stats.LateOK++
+			}
+			return
+		}
+	}
+	c.stats.Unknown++
+	c.keepUnmatched(RawMessage{Msg: msg, Raw: bytes.Clone(raw), Batch: batch})
+}
+
+// keepUnmatched stores a message for Raw; c.mu is held.
+func (c *Client) keepUnmatched(m RawMessage) {
+	const keep = 64 // enough for any probe; older ones are dropped
+	if len(c.unmatched) == keep {
+		c.unmatched = c.unmatched[1:]
+	}
+	c.unmatched = append(c.unmatched, m)
+	select {
+	case c.arrived <- struct{}{}:
+	default:
+	}
+}
+
+// fail ends every waiting call with err, once the connection is gone.
+func (c *Client) fail(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lost == nil {
+		c.lost = err
+	}
+	now := time.Now()
+	for id, call := range c.pending {
+		delete(c.pending, id)
+		call.err, call.finished = err, now
+		close(call.done)
+	}
+}
+
+// failCall ends one call with err if it is still waiting (HTTP). If it was
+// cancelled, its stream ended quietly.
+func (c *Client) failCall(call *Call, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending[call.ID] == call {
+		delete(c.pending, call.ID)
+		call.err, call.finished = err, time.Now()
+		close(call.done)
+		return
+	}
+	if c.cancelled[call.ID] == call {
+		delete(c.cancelled, call.ID)
+		c.stats.QuietCloses++
+	}
+}
+
+func (c *Client) countGarbage() {
+	c.mu.Lock()
+	c.stats.Garbage++
+	c.mu.Unlock()
+}
+
+// isSuccess reports whether a response is a result that is not a tool error.
+func isSuccess(msg *Message) bool {
+	if msg.Error != nil {
+		return false
+	}
+	var r struct {
+		IsError bool `json:"isError"`
+	}
+	_ = json.Unmarshal(msg.Result, &r)
+	return !r.IsError
+}
+
+func intID(raw json.RawMessage) (int64, bool) {
+	if len(raw) == 0 || raw[0] == '"' {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(string(raw), 10, 64)
+	return id, err == nil
+}
+
+// encode builds a request (id >= 0) or a notification (id < 0).
+func encode(id int64, method string, params any) ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(`{"jsonrpc":"2.0",`)
+	if id >= 0 {
+		b.WriteString(`"id":`)
+		b.WriteString(strconv.FormatInt(id, 10))
+		b.WriteByte(',')
+	}
+	m, err := json.Marshal(method)
+	if err != nil {
+		return nil, err
+	}
+	b.WriteString(`"method":`)
+	b.Write(m)
+	if raw, ok := params.(json.RawMessage); ok {
+		// Pre-encoded by the caller, as load loops do to keep the client lean.
+		b.WriteString(`,"params":`)
+		b.Write(raw)
+	} else if params != nil {
+		p, err := json.Marshal(params)
+		if err != nil {
+			return nil, fmt.Errorf("%s params: %w", method, err)
+		}
+		b.WriteString(`,"params":`)
+		b.Write(p)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func cancelParams(id int64, reason string) map[string]any {
+	p := map[string]any{"requestId": id}
+	if reason != "" {
+		p["reason"] = reason
+	}
+	return p
+}
+
+// parseMessages decodes one received line or SSE data block. A JSON array
+// (a batch answer) is unpacked into its elements and reported as a batch.
+func parseMessages(data []byte) (msgs []*Message, batch bool, err error) {
+	data = bytes.TrimSpace(data)
+	if len(data) > 0 && data[0] == '[' {
+		if err := json.Unmarshal(data, &msgs); err != nil {
+			return nil, true, err
+		}
+		return msgs, true, nil
+	}
+	var m Message
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, false, err
+	}
+	return []*Message{&m}, false, nil
+}
+
+// RawMessage is a received message that matched no call, as it arrived.
+type RawMessage struct {
+	Msg *Message
+	// Raw holds the bytes received: the message, or the whole batch array
+	// that held it.
+	Raw []byte
+	// Batch is true if the message came inside a JSON array.
+	Batch bool
+}
+
+// RawReply is what came back for bytes sent with [Client.Raw].
+type RawReply struct {
+	// Status is the HTTP status code; 0 over stdio.
+	Status      int
+	ContentType string
+	// Messages are the JSON-RPC messages received in reply.
+	Messages []RawMessage
+	// Body is the HTTP response body when it held no JSON-RPC message
+	// (at most 4 KiB).
+	Body []byte
+	// Elapsed is the time until the first reply (or until wait ran out).
+	Elapsed time.Duration
+}
+
+// Raw sends body exactly as given (over stdio, followed by a newline) and
+// collects the messages that come back for it within wait: over stdio, the
+// responses that match no call; over HTTP, the response to the POST. Use it
+// for probes only, one at a time: over stdio it cannot tell whose reply an
+// unmatched message is.
+func (c *Client) Raw(ctx context.Context, body []byte, wait time.Duration) (*RawReply, error) {
+	return c.tr.raw(ctx, body, wait)
+}
+
+// takeUnmatched removes and returns the unmatched messages received so far.
+func (c *Client) takeUnmatched() []RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.unmatched
+	c.unmatched = nil
+	return m
+}

@@ -1,0 +1,413 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// HTTPOptions configure [DialHTTP].
+type HTTPOptions struct {
+	// Client sends the requests; nil means one with a transport keeping
+	// MaxIdle idle connections to the server.
+	Client *http.Client
+	// MaxIdle is the number of idle connections kept open to the server;
+	// size it to the concurrency. Zero means 64.
+	MaxIdle int
+	// Header is added to every request (for example Authorization).
+	Header http.Header
+}
+
+// StatusError is an HTTP answer with an unexpected status code.
+type StatusError struct {
+	Code int
+	Body string // at most 4 KiB
+}
+
+func (e *StatusError) Error() string {
+	if e.Body == "" {
+		return fmt.Sprintf("http status %d", e.Code)
+	}
+	return fmt.Sprintf("http status %d: %s", e.Code, e.Body)
+}
+
+// DialHTTP returns a client for the Streamable HTTP endpoint at url. Every
+// message is a POST; a request's response may come as a JSON body or in an
+// SSE stream. The session id from the initialize response is sent on every
+// later request, with MCP-Protocol-Version. Nothing is sent before
+// [Client.Initialize].
+func DialHTTP(url string, opts HTTPOptions) (*Client, error) {
+	hc := opts.Client
+	own := hc == nil
+	if own {
+		idle := opts.MaxIdle
+		if idle <= 0 {
+			idle = 64
+		}
+		hc = &http.Client{Transport: &http.Transport{
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxIdleConns:        idle,
+			MaxIdleConnsPerHost: idle,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true,
+		}}
+	}
+	c := newClient()
+	ctx, cancel := context.WithCancel(context.Background())
+	c.tr = &httpTransport{
+		c:       c,
+		url:     url,
+		hc:      hc,
+		ownHC:   own,
+		header:  opts.Header.Clone(),
+		ctx:     ctx,
+		cancel:  cancel,
+		written: make(chan struct{}, 1),
+	}
+	return c, nil
+}
+
+type httpTransport struct {
+	c      *Client
+	url    string
+	hc     *http.Client
+	ownHC  bool
+	header http.Header
+
+	// ctx is the parent of every POST; close cancels it and waits on wg for
+	// the goroutines that read responses.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	session string
+
+	started  atomic.Int64  // request POSTs started
+	wrote    atomic.Int64  // request POSTs whose body was written (or that failed)
+	written  chan struct{} // size 1: signals a change of wrote
+	closeOne sync.Once
+}
+
+func (t *httpTransport) newRequest(ctx context.Context, method string, body []byte) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, t.url, rd)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range t.header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	t.mu.Lock()
+	if t.session != "" {
+		req.Header.Set("Mcp-Session-Id", t.session)
+	}
+	t.mu.Unlock()
+	if v := t.c.Negotiated(); v != "" {
+		req.Header.Set("MCP-Protocol-Version", v)
+	}
+	return req, nil
+}
+
+func (t *httpTransport) keepSession(resp *http.Response) {
+	id := resp.Header.Get("Mcp-Session-Id")
+	if id == "" {
+		return
+	}
+	t.mu.Lock()
+	if t.session == "" {
+		t.session = id
+	}
+	t.mu.Unlock()
+}
+
+func (t *httpTransport) send(call *Call, body []byte) error {
+	if err := t.ctx.Err(); err != nil {
+		return ErrClosed
+	}
+	ctx, cancel := context.WithCancel(t.ctx)
+	t.c.mu.Lock()
+	call.abort = cancel
+	t.c.mu.Unlock()
+	t.started.Add(1)
+	t.wg.Add(1)
+	// Owned by the transport: the POST ends with its response stream, or
+	// when the call is aborted or the transport closes (ctx); close waits
+	// on wg.
+	go func() {
+		defer t.wg.Done()
+		defer cancel()
+		t.roundTrip(ctx, call, body)
+	}()
+	return nil
+}
+
+func (t *httpTransport) markWritten(once *sync.Once) {
+	once.Do(func() {
+		t.wrote.Add(1)
+		select {
+		case t.written <- struct{}{}:
+		default:
+		}
+	})
+}
+
+func (t *httpTransport) roundTrip(ctx context.Context, call *Call, body []byte) {
+	var once sync.Once
+	defer t.markWritten(&once)
+	req, err := t.newRequest(ctx, http.MethodPost, body)
+	if err != nil {
+		t.c.failCall(call, err)
+		return
+	}
+	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { t.markWritten(&once) },
+	}))
+	resp, err := t.hc.Do(req)
+	if err != nil {
+		t.c.failCall(call, err)
+		return
+	}
+	defer resp.Body.Close()
+	t.keepSession(resp)
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		// A JSON-RPC error in the body still answers the call.
+		if msgs, batch, err := parseMessages(b); err == nil {
+			for _, m := range msgs {
+				t.c.deliver(m, b, batch)
+			}
+		}
+		t.c.failCall(call, &StatusError{Code: resp.StatusCode, Body: string(bytes.TrimSpace(b))})
+		return
+	}
+	if isEventStream(resp) {
+		err = readSSE(resp.Body, func(data []byte) bool {
+			t.deliverData(data)
+			return false // read on until the server ends the stream
+		})
+	} else {
+		var b []byte
+		if b, err = io.ReadAll(resp.Body); err == nil {
+			t.deliverData(b)
+		}
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		t.c.failCall(call, err)
+		return
+	}
+	t.c.failCall(call, ErrNoResponse)
+}
+
+func (t *httpTransport) deliverData(data []byte) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return // an SSE priming event
+	}
+	msgs, batch, err := parseMessages(data)
+	if err != nil {
+		t.c.countGarbage()
+		return
+	}
+	for _, m := range msgs {
+		t.c.deliver(m, data, batch)
+	}
+}
+
+func isEventStream(resp *http.Response) bool {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return mt == "text/event-stream"
+}
+
+func (t *httpTransport) notify(ctx context.Context, body []byte) error {
+	req, err := t.newRequest(ctx, http.MethodPost, body)
+	if err != nil {
+		return err
+	}
+	resp, err := t.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	t.keepSession(resp)
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	switch {
+	case resp.StatusCode == http.StatusAccepted:
+		return nil
+	case resp.StatusCode/100 == 2:
+		t.c.mu.Lock()
+		t.c.stats.NotifyNot202++
+		t.c.mu.Unlock()
+		return nil
+	}
+	return &StatusError{Code: resp.StatusCode, Body: string(bytes.TrimSpace(b))}
+}
+
+func (t *httpTransport) notifyMany(ctx context.Context, bodies [][]byte, parallel int) error {
+	var (
+		next  atomic.Int64
+		first error
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+	)
+	for range min(parallel, len(bodies)) {
+		wg.Add(1)
+		// Owned by notifyMany, which waits for all of them; each ends when
+		// the bodies run out or a POST fails.
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(bodies) {
+					return
+				}
+				if err := t.notify(ctx, bodies[i]); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+func (t *httpTransport) flush(ctx context.Context) error {
+	for t.wrote.Load() < t.started.Load() {
+		select {
+		case <-t.written:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+func (t *httpTransport) raw(ctx context.Context, body []byte, wait time.Duration) (*RawReply, error) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	start := time.Now()
+	req, err := t.newRequest(ctx, http.MethodPost, body)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := t.hc.Do(req)
+	if err != nil {
+		return &RawReply{Elapsed: time.Since(start)}, err
+	}
+	defer resp.Body.Close()
+	reply := &RawReply{Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type")}
+	keep := func(data []byte) bool {
+		msgs, batch, err := parseMessages(data)
+		if err != nil {
+			return false
+		}
+		for _, m := range msgs {
+			reply.Messages = append(reply.Messages, RawMessage{Msg: m, Raw: bytes.Clone(data), Batch: batch})
+		}
+		return len(msgs) > 0 && msgs[0].IsResponse()
+	}
+	if isEventStream(resp) && resp.StatusCode == http.StatusOK {
+		err = readSSE(resp.Body, func(data []byte) bool {
+			if len(bytes.TrimSpace(data)) == 0 {
+				return false
+			}
+			return keep(data)
+		})
+	} else {
+		var b []byte
+		b, err = io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+		if !keep(b) && len(reply.Messages) == 0 {
+			reply.Body = b[:min(len(b), 4<<10)]
+		}
+	}
+	reply.Elapsed = time.Since(start)
+	if err != nil && !errors.Is(err, io.EOF) && len(reply.Messages) > 0 {
+		err = nil // the reply came; how the stream ended does not matter
+	}
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return reply, err
+}
+
+func (t *httpTransport) alive() error { return nil }
+
+func (t *httpTransport) close() error {
+	t.closeOne.Do(func() {
+		t.mu.Lock()
+		session := t.session
+		t.mu.Unlock()
+		if session != "" {
+			// The spec asks clients to end their session; 405 is allowed.
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			if req, err := t.newRequest(ctx, http.MethodDelete, nil); err == nil {
+				if resp, err := t.hc.Do(req); err == nil {
+					io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+					resp.Body.Close()
+				}
+			}
+			cancel()
+		}
+		t.cancel()
+		t.wg.Wait()
+		if t.ownHC {
+			t.hc.CloseIdleConnections()
+		}
+	})
+	return nil
+}
+
+// readSSE reads a text/event-stream and calls fn with the data of each
+// event until fn returns true, the stream ends (io.EOF) or fails.
+func readSSE(r io.Reader, fn func(data []byte) bool) error {
+	br := bufio.NewReaderSize(r, 4<<10) // small: thousands of streams may be open
+	var data, long []byte
+	have := false
+	for {
+		line, err := readLine(br, &long)
+		if len(line) > 0 || err == nil {
+			line = bytes.TrimRight(line, "\r\n")
+			switch {
+			case len(line) == 0:
+				if have && fn(data) {
+					return nil
+				}
+				data, have = data[:0], false
+			case line[0] == ':': // comment
+			default:
+				field, value, _ := bytes.Cut(line, []byte(":"))
+				value = bytes.TrimPrefix(value, []byte(" "))
+				if string(field) == "data" {
+					if have {
+						data = append(data, '\n')
+					}
+					data, have = append(data, value...), true
+				}
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,25 @@
+package procstat
+
+import (
+	"os"
+	"testing"
+)
+
+func TestReadSelf(t *testing.T) {
+	s, err := Read(os.Getpid())
+	if err == ErrUnsupported {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.RSSKB <= 0 || s.Threads <= 0 || s.HWMKB < s.RSSKB {
+		t.Errorf("implausible sample %+v", s)
+	}
+}
+
+func TestReadMissing(t *testing.T) {
+	if _, err := Read(1 << 30); err == nil {
+		t.Error("reading a process that does not exist succeeded")
+	}
+}

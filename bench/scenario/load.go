@@ -1,0 +1,209 @@
+package scenario
+
+import (
+	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/toolgrain/toolgrain/bench/client"
+)
+
+// outcome is how one operation of a load loop ended.
+type outcome int
+
+const (
+	outOK        outcome = iota // answered as expected
+	outError                    // failed
+	outCancelled                // cancelled by the client (mixed)
+)
+
+// tally is what one worker saw in the measured window.
+type tally struct {
+	ok, errors, cancelled, leaks, rpcErrors int64
+	lat                                     []time.Duration // of outOK operations
+}
+
+func (t *tally) add(o *tally) {
+	t.ok += o.ok
+	t.errors += o.errors
+	t.cancelled += o.cancelled
+	t.leaks += o.leaks
+	t.rpcErrors += o.rpcErrors
+	t.lat = append(t.lat, o.lat...)
+}
+
+// load runs op on several workers for warmup+duration and counts what
+// finishes inside the measured window [from, to).
+type load struct {
+	from, to time.Time
+	// Whole-run counters for the progress line.
+	total, failed atomic.Int64
+}
+
+type worker struct {
+	l   *load
+	rng *rand.Rand
+	t   tally
+}
+
+// record counts one finished operation if it ended inside the window.
+func (w *worker) record(o outcome, start, end time.Time) {
+	w.l.total.Add(1)
+	if o == outError {
+		w.l.failed.Add(1)
+	}
+	if end.Before(w.l.from) || !end.Before(w.l.to) {
+		return
+	}
+	switch o {
+	case outOK:
+		w.t.ok++
+		w.t.lat = append(w.t.lat, end.Sub(start))
+	case outError:
+		w.t.errors++
+	case outCancelled:
+		w.t.cancelled++
+	}
+}
+
+// inWindow reports whether end lies in the measured window.
+func (w *worker) inWindow(end time.Time) bool { return !end.Before(w.l.from) && end.Before(w.l.to) }
+
+// loadHooks are called by runLoad's own goroutine at the window's edges.
+type loadHooks struct {
+	windowStart, windowEnd func()
+	progress               func(l *load, now time.Time) string
+}
+
+// runLoad runs op on workers goroutines until the window ends or an op
+// returns an error (the connection is gone), which it returns.
+func runLoad(ctx context.Context, cfg Config, workers int, op func(context.Context, *worker) error, h loadHooks) (tally, error) {
+	start := time.Now()
+	l := &load{from: start.Add(cfg.Warmup)}
+	l.to = l.from.Add(cfg.Duration)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		sum   tally
+		fatal error
+	)
+	for i := range workers {
+		wg.Add(1)
+		// Owned by runLoad, which waits on wg; each ends when the window
+		// closes, ctx is cancelled or its op reports a lost connection.
+		go func() {
+			defer wg.Done()
+			w := &worker{l: l, rng: rand.New(rand.NewPCG(uint64(start.UnixNano()), uint64(i)))}
+			var err error
+			for err == nil && ctx.Err() == nil && time.Now().Before(l.to) {
+				err = op(ctx, w)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			sum.add(&w.t)
+			if err != nil && fatal == nil {
+				fatal = err
+				cancel()
+			}
+		}()
+	}
+	var prog *progress
+	if h.progress != nil {
+		prog = startProgress(cfg.Progress, func() string { return h.progress(l, time.Now()) })
+	} else {
+		prog = startProgress(nil, nil)
+	}
+	if sleepCtx(ctx, time.Until(l.from)) == nil && h.windowStart != nil {
+		h.windowStart()
+	}
+	if sleepCtx(ctx, time.Until(l.to)) == nil && h.windowEnd != nil {
+		h.windowEnd()
+	}
+	wg.Wait()
+	prog.Stop()
+	return sum, fatal
+}
+
+// latencyMetrics sets p50/p90/p99/max (ms) with the given prefix.
+func latencyMetrics(r *Result, prefix string, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	r.set(prefix+"p50_ms", ms(percentile(lat, 50)))
+	r.set(prefix+"p90_ms", ms(percentile(lat, 90)))
+	r.set(prefix+"p99_ms", ms(percentile(lat, 99)))
+	r.set(prefix+"max_ms", ms(lat[len(lat)-1]))
+}
+
+// percentile returns the nearest-rank percentile p of sorted samples.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(p/100*float64(len(sorted))+0.999999999) - 1
+	return sorted[max(0, min(rank, len(sorted)-1))]
+}
+
+// toolParams pre-encodes tools/call params once per run.
+func toolParams(name string, args any) json.RawMessage {
+	b, err := json.Marshal(map[string]any{"name": name, "arguments": args})
+	if err != nil {
+		panic(err) // only ever called with maps of strings and numbers
+	}
+	return b
+}
+
+// callOnce sends one request and waits for it, bounded by timeout.
+func callOnce(ctx context.Context, c *client.Client, timeout time.Duration, method string, params any) (*client.Message, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return c.Call(ctx, method, params)
+}
+
+// echoOK reports whether msg is a successful echo of text.
+func echoOK(msg *client.Message, text string) bool {
+	r, err := client.DecodeToolResult(msg)
+	return err == nil && !r.IsError && r.Text() == text
+}
+
+// cpuWindow samples a process's CPU time at the window's edges.
+type cpuWindow struct {
+	pid        int
+	start, end time.Duration
+	ok         bool
+}
+
+func (w *cpuWindow) hooks() (func(), func()) {
+	return func() {
+			s, ok := sample(w.pid)
+			w.start, w.ok = s.CPU, ok
+		}, func() {
+			s, ok := sample(w.pid)
+			w.end, w.ok = s.CPU, w.ok && ok
+		}
+}
+
+// perCall sets server_cpu_us_per_call for calls finished in the window.
+func (w *cpuWindow) perCall(r *Result, calls int64) {
+	if !w.ok || calls <= 0 {
+		return
+	}
+	r.set("server_cpu_us_per_call", float64((w.end-w.start).Microseconds())/float64(calls))
+}
+
+// endSample records the server's memory and threads at the end of a run.
+func endSample(r *Result, pid int) {
+	if s, ok := sample(pid); ok {
+		r.set("rss_kb", float64(s.RSSKB))
+		r.set("threads", float64(s.Threads))
+	}
+}

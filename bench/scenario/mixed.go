@@ -1,0 +1,158 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/toolgrain/toolgrain/bench/client"
+)
+
+// Mixed runs a throughput load in which a fraction cfg.CancelFrac of the
+// calls are sleep calls of cfg.MixedSleepMs that the client cancels after a
+// random delay below half their duration, and the rest are echo calls. Each
+// of cfg.Concurrency workers picks one or the other per call: it waits for
+// an echo's answer, but not for a sleep, whose cancellation is sent by a
+// timer of its own, so the client's delays do not cap the rate; at most
+// cfg.MaxSleeps sleep calls are in flight at once. It reports calls finished
+// per second (echo answered or sleep cancelled), late responses for the
+// cancelled calls, counted until cfg.Window after the load, and errors.
+//
+// A sleep call is cancelled at most half-way through its duration as the
+// client measures it, so a server that starts it when it arrives cannot have
+// finished it; still, a server whose input is backed up may read the
+// cancellation after the sleep ended, and answer in good faith. Those show
+// up in late_ok; late_responses minus late_ok are cancellations the server
+// answered itself.
+func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
+	r := newResult("mixed", t, map[string]any{
+		"concurrency": cfg.Concurrency, "duration_sec": cfg.Duration.Seconds(),
+		"warmup_sec": cfg.Warmup.Seconds(), "cancel_frac": cfg.CancelFrac,
+		"sleep_ms": cfg.MixedSleepMs, "max_sleeps": cfg.MaxSleeps,
+		"window_sec": cfg.Window.Seconds(), "payload_bytes": cfg.Payload,
+	})
+	c, err := t.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	r.connected(c)
+	pid := t.pid(c)
+
+	text := strings.Repeat("x", cfg.Payload)
+	echoParams := toolParams("echo", map[string]any{"text": text})
+	sleepParams := toolParams("sleep", map[string]any{"ms": cfg.MixedSleepMs})
+	if msg, err := callOnce(ctx, c, cfg.Timeout, "tools/call", echoParams); err != nil || !echoOK(msg, text) {
+		return nil, fmt.Errorf("mixed: a first echo call failed: %v", describe(msg, err))
+	}
+	maxDelay := time.Duration(cfg.MixedSleepMs) * time.Millisecond / 2
+
+	var (
+		sleepers            sync.WaitGroup
+		slots               = make(chan struct{}, max(cfg.MaxSleeps, 1)) // sleep calls in flight
+		cancelled, sleepErr atomic.Int64                                 // in the window
+	)
+	// cancelLater cancels call after delay and counts the outcome.
+	cancelLater := func(l *load, call *client.Call, delay time.Duration) {
+		defer func() { <-slots }()
+		timer := time.NewTimer(delay)
+		defer timer.Stop()
+		select {
+		case <-call.Done():
+			// Answered before its cancellation: only a rejection is this
+			// fast.
+			sleepErr.Add(1)
+			l.failed.Add(1)
+			return
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		cctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+		sent, err := c.Cancel(cctx, call, "mcpbench mixed scenario")
+		cancel()
+		now := time.Now()
+		l.total.Add(1)
+		inWindow := !now.Before(l.from) && now.Before(l.to)
+		switch {
+		case err == nil && sent:
+			if inWindow {
+				cancelled.Add(1)
+			}
+		default: // the send failed, or the call was answered meanwhile
+			l.failed.Add(1)
+			if inWindow {
+				sleepErr.Add(1)
+			}
+		}
+	}
+
+	cpu := cpuWindow{pid: pid}
+	start, end := cpu.hooks()
+	sum, lost := runLoad(ctx, cfg, cfg.Concurrency, func(opCtx context.Context, w *worker) error {
+		begin := time.Now()
+		if w.rng.Float64() >= cfg.CancelFrac {
+			msg, err := callOnce(opCtx, c, cfg.Timeout, "tools/call", echoParams)
+			done := time.Now()
+			if err != nil || !echoOK(msg, text) {
+				w.record(outError, begin, done)
+				return c.Lost()
+			}
+			w.record(outOK, begin, done)
+			return nil
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-opCtx.Done():
+			return nil
+		}
+		call, err := c.Start("tools/call", sleepParams)
+		if err != nil {
+			<-slots
+			w.record(outError, begin, time.Now())
+			return c.Lost()
+		}
+		delay := time.Duration(0)
+		if maxDelay > 0 {
+			delay = time.Duration(w.rng.Int64N(int64(maxDelay)))
+		}
+		sleepers.Add(1)
+		// Owned by Mixed, which waits on sleepers after the load; it ends
+		// once the call is cancelled, answered, or ctx is done.
+		go func() {
+			defer sleepers.Done()
+			cancelLater(w.l, call, delay)
+		}()
+		return nil
+	}, loadHooks{windowStart: start, windowEnd: end, progress: loadLine("mixed", cfg)})
+	sleepers.Wait()
+	if lost != nil {
+		r.note("connection lost during the run: %v", lost)
+	}
+	secs := cfg.Duration.Seconds()
+	nCancelled := cancelled.Load()
+	r.set("completed_per_sec", float64(sum.ok+nCancelled)/secs)
+	r.set("echo_per_sec", float64(sum.ok)/secs)
+	r.set("cancelled_per_sec", float64(nCancelled)/secs)
+	r.set("errors", float64(sum.errors+sleepErr.Load()))
+	latencyMetrics(r, "", sum.lat)
+	cpu.perCall(r, sum.ok+nCancelled)
+
+	if err := sleepCtx(ctx, cfg.Window); err != nil {
+		return nil, err
+	}
+	st := c.Stats()
+	r.set("late_responses", float64(st.Late))
+	r.set("late_ok", float64(st.LateOK))
+	if t.Transport == "http" {
+		r.set("streams_open_after_window", float64(c.CancelledOpen()))
+	}
+	endSample(r, pid)
+	if err := c.Alive(); err != nil {
+		r.note("server gone at the end: %v", err)
+	}
+	return r.finish(), nil
+}

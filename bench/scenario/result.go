@@ -1,0 +1,176 @@
+// Package scenario runs the benchmark scenarios of mcpbench against one MCP
+// server and returns their results: throughput, cancel, mixed and errors.
+// Each scenario opens its own connection through [Target.Dial], so it can be
+// run against any server, over stdio or Streamable HTTP.
+package scenario
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Result is one run of one scenario against one target. It is what
+// mcpbench --json prints, one object per run.
+type Result struct {
+	Scenario  string          `json:"scenario"`
+	Target    string          `json:"target"`
+	Transport string          `json:"transport"`
+	Endpoint  string          `json:"endpoint"`
+	Server    json.RawMessage `json:"server_info,omitempty"`
+	Protocol  string          `json:"protocol_version,omitempty"`
+	Started   time.Time       `json:"started"`
+	Elapsed   float64         `json:"elapsed_sec"`
+	Host      Host            `json:"host"`
+	Params    map[string]any  `json:"params"`
+	// Metrics are the numbers; [Metrics] describes each.
+	Metrics map[string]float64 `json:"metrics"`
+	// Probes are the errors scenario's single bad inputs.
+	Probes []Probe `json:"probes,omitempty"`
+	// Notes say what went wrong or what a reader should know.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Host describes the machine a result was measured on.
+type Host struct {
+	CPU    string `json:"cpu"`
+	Cores  int    `json:"cores"`
+	OS     string `json:"os"`
+	Arch   string `json:"arch"`
+	Kernel string `json:"kernel,omitempty"`
+	Go     string `json:"go"`
+}
+
+// ThisHost describes the machine this process runs on.
+func ThisHost() Host {
+	h := Host{Cores: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH, Go: runtime.Version()}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		h.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				h.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return h
+}
+
+func (r *Result) set(name string, v float64) { r.Metrics[name] = v }
+
+func (r *Result) note(format string, args ...any) {
+	r.Notes = append(r.Notes, sprintf(format, args...))
+}
+
+// Direction says which way a metric is better.
+type Direction int
+
+// Directions of metrics.
+const (
+	Neutral Direction = iota // informative only
+	Higher                   // more is better
+	Lower                    // less is better
+)
+
+func (d Direction) String() string {
+	switch d {
+	case Higher:
+		return "higher"
+	case Lower:
+		return "lower"
+	}
+	return ""
+}
+
+// MetricInfo describes a metric.
+type MetricInfo struct {
+	Name   string
+	Unit   string
+	Better Direction
+	Doc    string
+}
+
+// Metrics lists every metric the scenarios report, in display order.
+var Metrics = []MetricInfo{
+	// throughput, mixed, errors (load part)
+	{"calls_per_sec", "calls/s", Higher, "successful echo calls per second in the measured window"},
+	{"completed_per_sec", "calls/s", Higher, "mixed: calls finished per second (echo answered or sleep cancelled)"},
+	{"echo_per_sec", "calls/s", Higher, "mixed: echo calls answered correctly per second"},
+	{"cancelled_per_sec", "calls/s", Higher, "mixed: sleep calls cancelled per second"},
+	{"fail_calls_per_sec", "calls/s", Higher, "errors: fail(mode=error) calls answered per second"},
+	{"p50_ms", "ms", Lower, "median latency of the measured calls (client side, send to response)"},
+	{"p90_ms", "ms", Lower, "90th percentile latency"},
+	{"p99_ms", "ms", Lower, "99th percentile latency"},
+	{"max_ms", "ms", Lower, "slowest measured call"},
+	{"errors", "calls", Lower, "calls that failed: wrong answer, JSON-RPC error, transport error or timeout"},
+	{"server_cpu_us_per_call", "µs", Lower, "server CPU time (user+system) per measured call, from /proc (needs a pid)"},
+	{"rss_kb", "KiB", Lower, "server resident memory at the end of the run"},
+	{"threads", "", Lower, "server OS threads at the end of the run"},
+	// cancellation
+	{"late_responses", "responses", Lower, "responses received for calls after their cancellation was sent (the spec says none)"},
+	{"late_ok", "responses", Lower, "of those, successful results (the call finished as the cancel crossed it, or the cancel was ignored)"},
+	{"streams_open_after_window", "streams", Lower, "HTTP: POST streams of cancelled calls still open when the window ended"},
+	{"sent", "calls", Neutral, "cancel: sleep calls sent"},
+	{"written", "calls", Higher, "cancel: sleep calls the server read from its input before the timeout (stdio) or whose POST was written (HTTP)"},
+	{"answered_before_cancel", "calls", Lower, "cancel: sleep calls answered before they were cancelled (rejections)"},
+	{"cancels_sent", "notifications", Neutral, "cancel: notifications/cancelled sent"},
+	{"cancel_send_ms", "ms", Lower, "cancel: time to send all cancellations"},
+	{"loaded_ping_ms", "ms", Lower, "cancel: ping round trip while all sleep calls are in flight"},
+	{"echo_after_first_cancel_ms", "ms", Lower, "cancel: from the first cancellation sent to the follow-up echo answered"},
+	{"echo_after_last_cancel_ms", "ms", Lower, "cancel: from the last cancellation sent to the follow-up echo answered"},
+	{"rss_before_kb", "KiB", Lower, "cancel: server resident memory before the load"},
+	{"rss_loaded_kb", "KiB", Lower, "cancel: with all sleep calls in flight"},
+	{"rss_after_kb", "KiB", Lower, "cancel: at the end of the late-response window"},
+	{"rss_settled_kb", "KiB", Lower, "cancel: after the settle period"},
+	{"rss_settled_pct_of_before", "%", Lower, "cancel: settled memory as a percentage of memory before the load"},
+	{"threads_before", "", Lower, "cancel: server OS threads before the load"},
+	{"threads_loaded", "", Lower, "cancel: with all sleep calls in flight"},
+	{"threads_after", "", Lower, "cancel: at the end of the late-response window"},
+	{"threads_settled", "", Lower, "cancel: after the settle period"},
+	// errors
+	{"probes", "probes", Neutral, "errors: bad inputs sent"},
+	{"probes_survived", "probes", Higher, "errors: probes after which the session still answered a ping"},
+	{"ids_ok", "probes", Higher, "errors: replies whose id was what the spec asks: the request's id byte for byte, or null if it could not be read"},
+	{"ids_checked", "probes", Neutral, "errors: probes with an id to echo"},
+	{"battery_leaks", "probes", Lower, "errors: probes whose reply contained the private marker SECRET-internal-detail"},
+	{"fail_leaks", "responses", Lower, "errors: fail(mode=error) responses under load that contained the private marker"},
+	{"fail_rpc_errors", "responses", Neutral, "errors: fail(mode=error) answers that were JSON-RPC errors rather than isError results"},
+}
+
+var metricIndex = func() map[string]int {
+	m := make(map[string]int, len(Metrics))
+	for i, mi := range Metrics {
+		m[mi.Name] = i
+	}
+	return m
+}()
+
+// Info returns the description of a metric; unknown names get a zero
+// MetricInfo with only the name set.
+func Info(name string) MetricInfo {
+	if i, ok := metricIndex[name]; ok {
+		return Metrics[i]
+	}
+	return MetricInfo{Name: name}
+}
+
+// Less orders metric names for display: known metrics in [Metrics] order,
+// then the rest alphabetically.
+func Less(a, b string) bool {
+	ia, oka := metricIndex[a]
+	ib, okb := metricIndex[b]
+	switch {
+	case oka && okb:
+		return ia < ib
+	case oka != okb:
+		return oka
+	}
+	return a < b
+}

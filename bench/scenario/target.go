@@ -1,0 +1,177 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/toolgrain/toolgrain/bench/client"
+	"github.com/toolgrain/toolgrain/bench/internal/procstat"
+)
+
+var sprintf = fmt.Sprintf
+
+// Target is a server under test.
+type Target struct {
+	// Name labels results ("toolgrain", "go-sdk", ...).
+	Name string
+	// Transport is "stdio" or "http".
+	Transport string
+	// Endpoint is the command line or URL, for the record.
+	Endpoint string
+	// Dial opens a new connection and performs the handshake.
+	Dial func(ctx context.Context) (*client.Client, error)
+	// PID is the server process to sample from /proc; zero means the
+	// client's child process (stdio), or none.
+	PID int
+}
+
+func (t Target) pid(c *client.Client) int {
+	if t.PID != 0 {
+		return t.PID
+	}
+	return c.PID()
+}
+
+// Config holds every scenario's knobs; each scenario reads its own.
+type Config struct {
+	Concurrency  int           // concurrent calls (throughput, mixed, errors load)
+	Duration     time.Duration // measured time (throughput, mixed, errors load)
+	Warmup       time.Duration // unmeasured time before it
+	Payload      int           // bytes of echo text
+	Timeout      time.Duration // per call, and per waiting phase
+	N            int           // cancel: sleep calls in flight
+	SleepMs      int           // cancel: their duration
+	Window       time.Duration // late responses are counted this long after the last cancellation
+	Settle       time.Duration // cancel: wait before the last memory sample
+	LoadWait     time.Duration // cancel: wait, with the calls in flight, before the loaded sample
+	CancelFrac   float64       // mixed: fraction of calls that are cancelled sleeps
+	MixedSleepMs int           // mixed: their duration; each is cancelled after a random delay below half of it
+	MaxSleeps    int           // mixed: sleep calls in flight at most
+	ReplyWait    time.Duration // errors: how long to wait for a reply to a probe
+	Oversize     int           // errors: bytes of the oversized message
+	// Progress receives a progress line once a second; nil means none.
+	Progress io.Writer
+}
+
+// DefaultConfig returns the defaults mcpbench documents.
+func DefaultConfig() Config {
+	return Config{
+		Concurrency:  16,
+		Duration:     5 * time.Second,
+		Warmup:       time.Second,
+		Payload:      32,
+		Timeout:      10 * time.Second,
+		N:            10000,
+		SleepMs:      600000,
+		Window:       time.Second,
+		Settle:       2 * time.Second,
+		LoadWait:     500 * time.Millisecond,
+		CancelFrac:   0.5,
+		MixedSleepMs: 50,
+		MaxSleeps:    1024,
+		ReplyWait:    time.Second,
+		Oversize:     5 << 20,
+	}
+}
+
+func newResult(scenario string, t Target, params map[string]any) *Result {
+	return &Result{
+		Scenario:  scenario,
+		Target:    t.Name,
+		Transport: t.Transport,
+		Endpoint:  t.Endpoint,
+		Started:   time.Now().UTC(),
+		Host:      ThisHost(),
+		Params:    params,
+		Metrics:   map[string]float64{},
+	}
+}
+
+func (r *Result) connected(c *client.Client) {
+	r.Server = c.ServerInfo()
+	r.Protocol = c.Negotiated()
+}
+
+func (r *Result) finish() *Result {
+	r.Elapsed = time.Since(r.Started).Seconds()
+	return r
+}
+
+// sample reads the server process; a missing pid or /proc gives ok=false.
+func sample(pid int) (procstat.Sample, bool) {
+	if pid <= 0 {
+		return procstat.Sample{}, false
+	}
+	s, err := procstat.Read(pid)
+	return s, err == nil
+}
+
+// sleepCtx waits d or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// progress writes line() to w once a second until stop is called.
+type progress struct {
+	stop chan struct{}
+	done chan struct{}
+}
+
+func startProgress(w io.Writer, line func() string) *progress {
+	p := &progress{stop: make(chan struct{}), done: make(chan struct{})}
+	if w == nil {
+		close(p.done)
+		return p
+	}
+	tty := false
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			tty = true
+		}
+	}
+	// Owned by p: Stop closes p.stop and waits for p.done.
+	go func() {
+		defer close(p.done)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.stop:
+				if tty {
+					fmt.Fprint(w, "\r\033[K")
+				}
+				return
+			case <-tick.C:
+				if tty {
+					fmt.Fprintf(w, "\r\033[K%s", line())
+				} else {
+					fmt.Fprintln(w, line())
+				}
+			}
+		}
+	}()
+	return p
+}
+
+// Stop ends the progress line; it is safe to call more than once.
+func (p *progress) Stop() {
+	select {
+	case <-p.stop:
+	default:
+		close(p.stop)
+	}
+	<-p.done
+}

@@ -1,0 +1,71 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Throughput runs cfg.Concurrency workers that each call echo in a loop for
+// cfg.Warmup+cfg.Duration, and measures the calls answered in the last
+// cfg.Duration: calls/s, latency percentiles, errors, and server CPU per call
+// when the server's pid is known.
+func Throughput(ctx context.Context, t Target, cfg Config) (*Result, error) {
+	r := newResult("throughput", t, map[string]any{
+		"concurrency": cfg.Concurrency, "duration_sec": cfg.Duration.Seconds(),
+		"warmup_sec": cfg.Warmup.Seconds(), "payload_bytes": cfg.Payload,
+	})
+	c, err := t.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	r.connected(c)
+	pid := t.pid(c)
+
+	text := strings.Repeat("x", cfg.Payload)
+	params := toolParams("echo", map[string]any{"text": text})
+	if msg, err := callOnce(ctx, c, cfg.Timeout, "tools/call", params); err != nil || !echoOK(msg, text) {
+		return nil, fmt.Errorf("throughput: a first echo call failed: %v", describe(msg, err))
+	}
+
+	cpu := cpuWindow{pid: pid}
+	start, end := cpu.hooks()
+	sum, lost := runLoad(ctx, cfg, cfg.Concurrency, func(ctx context.Context, w *worker) error {
+		begin := time.Now()
+		msg, err := callOnce(ctx, c, cfg.Timeout, "tools/call", params)
+		done := time.Now()
+		if err != nil || !echoOK(msg, text) {
+			w.record(outError, begin, done)
+			return c.Lost()
+		}
+		w.record(outOK, begin, done)
+		return nil
+	}, loadHooks{windowStart: start, windowEnd: end, progress: loadLine("throughput", cfg)})
+	if lost != nil {
+		r.note("connection lost during the run: %v", lost)
+	}
+	r.set("calls_per_sec", float64(sum.ok)/cfg.Duration.Seconds())
+	r.set("errors", float64(sum.errors))
+	latencyMetrics(r, "", sum.lat)
+	cpu.perCall(r, sum.ok)
+	endSample(r, pid)
+	return r.finish(), nil
+}
+
+// loadLine makes the progress line of a load loop.
+func loadLine(name string, cfg Config) func(*load, time.Time) string {
+	var lastTotal int64
+	lastAt := time.Now()
+	return func(l *load, now time.Time) string {
+		total := l.total.Load()
+		rate := float64(total-lastTotal) / now.Sub(lastAt).Seconds()
+		lastTotal, lastAt = total, now
+		phase := fmt.Sprintf("%.0fs/%.0fs", now.Sub(l.to.Add(-cfg.Duration)).Seconds(), cfg.Duration.Seconds())
+		if now.Before(l.from) {
+			phase = "warm-up"
+		}
+		return fmt.Sprintf("%s %s: %d calls, %.0f/s, %d errors", name, phase, total, rate, l.failed.Load())
+	}
+}
