@@ -55,6 +55,7 @@ type requestActor struct {
 	acquired bool // asked the tool actor for a slot (and must release it)
 	timer    *time.Timer
 	stopHdlr context.CancelFunc // cancels the handler context (timeout, responded)
+	hctx     context.Context    // the handler's context
 }
 
 func newRequestActor(spec *callSpec) *requestActor { return &requestActor{callSpec: spec} }
@@ -79,7 +80,7 @@ func (r *requestActor) Receive(ctx actor.Context) {
 		}
 	case *callTimedOut:
 		if r.phase == phaseRunning {
-			r.fail(fmt.Errorf("tool %q: %w after %s", r.tool.Name(), ErrTimeout, r.tool.Def().Timeout))
+			r.fail(r.timeoutError())
 			r.phase = phaseDraining
 			r.stopHdlr()
 		}
@@ -127,13 +128,13 @@ func (r *requestActor) run(ctx actor.Context) {
 	hctx := r.call.Context()
 	var stop context.CancelFunc
 	if d := r.tool.Def().Timeout; d > 0 {
-		hctx, stop = context.WithTimeout(hctx, d)
+		hctx, stop = context.WithTimeoutCause(hctx, d, r.timeoutError())
 		self, root := ctx.Self(), ctx.ActorSystem().Root
 		r.timer = time.AfterFunc(d, func() { root.Send(self, &callTimedOut{}) })
 	} else {
 		hctx, stop = context.WithCancel(hctx)
 	}
-	r.stopHdlr = stop
+	r.stopHdlr, r.hctx = stop, hctx
 	if token := progressToken(r.meta); token != nil {
 		hctx = tools.WithProgress(hctx, r.progressFunc(token))
 	}
@@ -150,9 +151,17 @@ func (r *requestActor) run(ctx actor.Context) {
 	}()
 }
 
+func (r *requestActor) timeoutError() error {
+	return fmt.Errorf("tool %q: %w after %s", r.tool.Name(), ErrTimeout, r.tool.Def().Timeout)
+}
+
 // answer turns the handler's outcome into the call's one response.
 func (r *requestActor) answer(d *handlerDone) {
 	if d.err != nil {
+		// A handler that gave up at its deadline, just before the timer's message arrived.
+		if cause := context.Cause(r.hctx); errors.Is(cause, ErrTimeout) && !errors.Is(d.err, ErrTimeout) {
+			d.err = fmt.Errorf("%w (handler returned: %w)", cause, d.err)
+		}
 		r.fail(d.err)
 		return
 	}
