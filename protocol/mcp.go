@@ -393,3 +393,499 @@ func ReadProgressToken(params json.RawMessage) (ID, error) {
 	}
 	return tok, nil
 }
+
+// MCP methods and notifications beyond tools (2025-11-25).
+const (
+	// MethodResourcesList lists resources: [ListResourcesParams] to [ListResourcesResult].
+	MethodResourcesList = "resources/list"
+	// MethodResourcesRead reads one resource: [ReadResourceParams] to [ReadResourceResult].
+	MethodResourcesRead = "resources/read"
+	// MethodResourcesTemplatesList lists resource templates: [ListResourceTemplatesParams] to
+	// [ListResourceTemplatesResult].
+	MethodResourcesTemplatesList = "resources/templates/list"
+	// MethodResourcesSubscribe asks for [MethodResourcesUpdated] about one URI:
+	// [SubscribeParams] to {}.
+	MethodResourcesSubscribe = "resources/subscribe"
+	// MethodResourcesUnsubscribe ends a subscription: [SubscribeParams] to {}.
+	MethodResourcesUnsubscribe = "resources/unsubscribe"
+	// MethodResourcesUpdated tells a subscribed client that a resource changed; its params are
+	// [ResourceUpdatedParams].
+	MethodResourcesUpdated = "notifications/resources/updated"
+	// MethodResourcesListChanged tells the client to list resources (and templates) again.
+	MethodResourcesListChanged = "notifications/resources/list_changed"
+
+	// MethodPromptsList lists prompts: [ListPromptsParams] to [ListPromptsResult].
+	MethodPromptsList = "prompts/list"
+	// MethodPromptsGet renders one prompt: [GetPromptParams] to [GetPromptResult].
+	MethodPromptsGet = "prompts/get"
+	// MethodPromptsListChanged tells the client to list prompts again.
+	MethodPromptsListChanged = "notifications/prompts/list_changed"
+
+	// MethodLoggingSetLevel sets the lowest level of [MethodLogMessage] the client wants:
+	// [SetLevelParams] to {}.
+	MethodLoggingSetLevel = "logging/setLevel"
+	// MethodLogMessage is a log message from the server; its params are [LogMessageParams].
+	MethodLogMessage = "notifications/message"
+
+	// MethodCompletionComplete asks for completions of a prompt or resource-template argument:
+	// [CompleteParams] to [CompleteResult].
+	MethodCompletionComplete = "completion/complete"
+
+	// MethodSamplingCreateMessage is a server→client request for an LLM completion:
+	// [CreateMessageParams] to [CreateMessageResult]. The client must declare sampling.
+	MethodSamplingCreateMessage = "sampling/createMessage"
+	// MethodElicitationCreate is a server→client request for input from the user:
+	// [ElicitParams] to [ElicitResult]. The client must declare elicitation.
+	MethodElicitationCreate = "elicitation/create"
+	// MethodRootsList is a server→client request for the client's roots: no params, a
+	// [ListRootsResult]. The client must declare roots.
+	MethodRootsList = "roots/list"
+	// MethodRootsListChanged is the client's notification that its roots changed.
+	MethodRootsListChanged = "notifications/roots/list_changed"
+)
+
+// Log levels of [LogMessageParams] and [SetLevelParams], the eight of RFC 5424 from the least to
+// the most severe.
+const (
+	LevelDebug     = "debug"
+	LevelInfo      = "info"
+	LevelNotice    = "notice"
+	LevelWarning   = "warning"
+	LevelError     = "error"
+	LevelCritical  = "critical"
+	LevelAlert     = "alert"
+	LevelEmergency = "emergency"
+)
+
+// LogLevels lists the log levels from the least to the most severe. It must not be modified.
+var LogLevels = []string{LevelDebug, LevelInfo, LevelNotice, LevelWarning, LevelError, LevelCritical, LevelAlert, LevelEmergency}
+
+// LogSeverity returns the rank of a log level in [LogLevels] (debug is 0, emergency 7), and
+// false for a string that is not a level.
+func LogSeverity(level string) (int, bool) {
+	for i, l := range LogLevels {
+		if l == level {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// ClientCapabilities are the capabilities a client declares in [InitializeParams]. A nil field
+// is not declared. Each declared capability keeps its raw JSON object, so options the engine
+// does not know are kept; the typed accessors read the ones it uses.
+type ClientCapabilities struct {
+	Roots        json.RawMessage `json:"roots,omitempty"`
+	Sampling     json.RawMessage `json:"sampling,omitempty"`
+	Elicitation  json.RawMessage `json:"elicitation,omitempty"`
+	Experimental json.RawMessage `json:"experimental,omitempty"`
+	Tasks        json.RawMessage `json:"tasks,omitempty"`
+}
+
+// declared reports whether a capability is present as a JSON object.
+func declared(raw json.RawMessage) bool {
+	p := trimSpace(raw)
+	return len(p) > 0 && p[0] == '{'
+}
+
+// hasOption reports whether the capability object raw has the member name as an object.
+func hasOption(raw json.RawMessage, name string) bool {
+	if !declared(raw) {
+		return false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return false
+	}
+	return declared(m[name])
+}
+
+// HasRoots reports whether the client declared roots.
+func (c *ClientCapabilities) HasRoots() bool { return c != nil && declared(c.Roots) }
+
+// HasSampling reports whether the client declared sampling.
+func (c *ClientCapabilities) HasSampling() bool { return c != nil && declared(c.Sampling) }
+
+// HasSamplingTools reports whether the client declared sampling.tools: only then may a
+// sampling request carry tools or toolChoice.
+func (c *ClientCapabilities) HasSamplingTools() bool {
+	return c != nil && hasOption(c.Sampling, "tools")
+}
+
+// HasElicitationForm reports whether the client accepts form-mode elicitation: it declared
+// elicitation.form, or elicitation as an empty object (which means form mode).
+func (c *ClientCapabilities) HasElicitationForm() bool {
+	if c == nil || !declared(c.Elicitation) {
+		return false
+	}
+	if hasOption(c.Elicitation, "form") {
+		return true
+	}
+	return !hasOption(c.Elicitation, "url")
+}
+
+// HasElicitationURL reports whether the client declared elicitation.url.
+func (c *ClientCapabilities) HasElicitationURL() bool {
+	return c != nil && hasOption(c.Elicitation, "url")
+}
+
+// ParseClientCapabilities reads the capabilities member of [InitializeParams]. Absent or
+// malformed capabilities give an empty set: a client that cannot state a capability does not
+// have it.
+func ParseClientCapabilities(raw json.RawMessage) *ClientCapabilities {
+	var c ClientCapabilities
+	if declared(raw) && json.Unmarshal(raw, &c) != nil {
+		return &ClientCapabilities{}
+	}
+	return &c
+}
+
+// Annotations are hints about a resource or a content block: its audience ("user",
+// "assistant"), priority (0 to 1) and last modification time (ISO 8601).
+type Annotations struct {
+	Audience     []string `json:"audience,omitempty"`
+	Priority     *float64 `json:"priority,omitempty"`
+	LastModified string   `json:"lastModified,omitempty"`
+}
+
+// Resource is one entry of [ListResourcesResult].
+type Resource struct {
+	URI         string          `json:"uri"`
+	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	MimeType    string          `json:"mimeType,omitempty"`
+	Size        *int64          `json:"size,omitempty"`
+	Annotations *Annotations    `json:"annotations,omitempty"`
+	Meta        json.RawMessage `json:"_meta,omitempty"`
+}
+
+// ResourceTemplate is one entry of [ListResourceTemplatesResult]; URITemplate is an RFC 6570
+// URI template.
+type ResourceTemplate struct {
+	URITemplate string          `json:"uriTemplate"`
+	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	MimeType    string          `json:"mimeType,omitempty"`
+	Annotations *Annotations    `json:"annotations,omitempty"`
+	Meta        json.RawMessage `json:"_meta,omitempty"`
+}
+
+// ListResourcesParams are the params of [MethodResourcesList].
+type ListResourcesParams struct {
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// ListResourcesResult is the result of [MethodResourcesList]; Resources encodes as [] when nil.
+type ListResourcesResult struct {
+	Resources  []Resource `json:"resources"`
+	NextCursor string     `json:"nextCursor,omitempty"`
+}
+
+// MarshalJSON encodes r with Resources as [] when nil.
+func (r ListResourcesResult) MarshalJSON() ([]byte, error) {
+	type plain ListResourcesResult
+	if r.Resources == nil {
+		r.Resources = []Resource{}
+	}
+	return json.Marshal(plain(r))
+}
+
+// ListResourceTemplatesParams are the params of [MethodResourcesTemplatesList].
+type ListResourceTemplatesParams struct {
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// ListResourceTemplatesResult is the result of [MethodResourcesTemplatesList];
+// ResourceTemplates encodes as [] when nil.
+type ListResourceTemplatesResult struct {
+	ResourceTemplates []ResourceTemplate `json:"resourceTemplates"`
+	NextCursor        string             `json:"nextCursor,omitempty"`
+}
+
+// MarshalJSON encodes r with ResourceTemplates as [] when nil.
+func (r ListResourceTemplatesResult) MarshalJSON() ([]byte, error) {
+	type plain ListResourceTemplatesResult
+	if r.ResourceTemplates == nil {
+		r.ResourceTemplates = []ResourceTemplate{}
+	}
+	return json.Marshal(plain(r))
+}
+
+// ReadResourceParams are the params of [MethodResourcesRead].
+type ReadResourceParams struct {
+	URI  string          `json:"uri"`
+	Meta json.RawMessage `json:"_meta,omitempty"`
+}
+
+// ReadResourceResult is the result of [MethodResourcesRead]; Contents encodes as [] when nil.
+type ReadResourceResult struct {
+	Contents []ResourceContents `json:"contents"`
+	Meta     json.RawMessage    `json:"_meta,omitempty"`
+}
+
+// MarshalJSON encodes r with Contents as [] when nil.
+func (r ReadResourceResult) MarshalJSON() ([]byte, error) {
+	type plain ReadResourceResult
+	if r.Contents == nil {
+		r.Contents = []ResourceContents{}
+	}
+	return json.Marshal(plain(r))
+}
+
+// SubscribeParams are the params of [MethodResourcesSubscribe] and [MethodResourcesUnsubscribe].
+type SubscribeParams struct {
+	URI string `json:"uri"`
+}
+
+// ResourceUpdatedParams are the params of [MethodResourcesUpdated].
+type ResourceUpdatedParams struct {
+	URI string `json:"uri"`
+}
+
+// PromptArgument describes one argument of a [Prompt].
+type PromptArgument struct {
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	Required    bool   `json:"required,omitempty"`
+}
+
+// Prompt is one entry of [ListPromptsResult].
+type Prompt struct {
+	Name        string           `json:"name"`
+	Title       string           `json:"title,omitempty"`
+	Description string           `json:"description,omitempty"`
+	Arguments   []PromptArgument `json:"arguments,omitempty"`
+	Meta        json.RawMessage  `json:"_meta,omitempty"`
+}
+
+// ListPromptsParams are the params of [MethodPromptsList].
+type ListPromptsParams struct {
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// ListPromptsResult is the result of [MethodPromptsList]; Prompts encodes as [] when nil.
+type ListPromptsResult struct {
+	Prompts    []Prompt `json:"prompts"`
+	NextCursor string   `json:"nextCursor,omitempty"`
+}
+
+// MarshalJSON encodes r with Prompts as [] when nil.
+func (r ListPromptsResult) MarshalJSON() ([]byte, error) {
+	type plain ListPromptsResult
+	if r.Prompts == nil {
+		r.Prompts = []Prompt{}
+	}
+	return json.Marshal(plain(r))
+}
+
+// GetPromptParams are the params of [MethodPromptsGet]. Arguments is kept raw: every value must
+// be a string, which the engine checks.
+type GetPromptParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Meta      json.RawMessage `json:"_meta,omitempty"`
+}
+
+// Roles of [PromptMessage] and [SamplingMessage].
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// PromptMessage is one message of [GetPromptResult].
+type PromptMessage struct {
+	Role    string  `json:"role"`
+	Content Content `json:"content"`
+}
+
+// GetPromptResult is the result of [MethodPromptsGet]; Messages encodes as [] when nil.
+type GetPromptResult struct {
+	Description string          `json:"description,omitempty"`
+	Messages    []PromptMessage `json:"messages"`
+	Meta        json.RawMessage `json:"_meta,omitempty"`
+}
+
+// MarshalJSON encodes r with Messages as [] when nil.
+func (r GetPromptResult) MarshalJSON() ([]byte, error) {
+	type plain GetPromptResult
+	if r.Messages == nil {
+		r.Messages = []PromptMessage{}
+	}
+	return json.Marshal(plain(r))
+}
+
+// SetLevelParams are the params of [MethodLoggingSetLevel].
+type SetLevelParams struct {
+	Level string `json:"level"`
+}
+
+// LogMessageParams are the params of [MethodLogMessage]. Data is any JSON value.
+type LogMessageParams struct {
+	Level  string          `json:"level"`
+	Logger string          `json:"logger,omitempty"`
+	Data   json.RawMessage `json:"data"`
+}
+
+// Reference types of [CompleteReference].
+const (
+	RefPrompt   = "ref/prompt"
+	RefResource = "ref/resource"
+)
+
+// CompleteReference says what [MethodCompletionComplete] completes: a prompt (Name) or a
+// resource template (URI, the template itself or a resource URI).
+type CompleteReference struct {
+	Type string `json:"type"`
+	Name string `json:"name,omitempty"`
+	URI  string `json:"uri,omitempty"`
+}
+
+// CompleteArgument is the argument being completed and its partial value.
+type CompleteArgument struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// CompleteContext holds the values of the arguments already resolved.
+type CompleteContext struct {
+	Arguments map[string]string `json:"arguments,omitempty"`
+}
+
+// CompleteParams are the params of [MethodCompletionComplete].
+type CompleteParams struct {
+	Ref      CompleteReference `json:"ref"`
+	Argument CompleteArgument  `json:"argument"`
+	Context  *CompleteContext  `json:"context,omitempty"`
+}
+
+// MaxCompletionValues is the most values one [CompletionValues] may hold.
+const MaxCompletionValues = 100
+
+// CompletionValues are the suggestions of a [CompleteResult]; Values encodes as [] when nil.
+type CompletionValues struct {
+	Values  []string `json:"values"`
+	Total   *int     `json:"total,omitempty"`
+	HasMore bool     `json:"hasMore,omitempty"`
+}
+
+// MarshalJSON encodes v with Values as [] when nil.
+func (v CompletionValues) MarshalJSON() ([]byte, error) {
+	type plain CompletionValues
+	if v.Values == nil {
+		v.Values = []string{}
+	}
+	return json.Marshal(plain(v))
+}
+
+// CompleteResult is the result of [MethodCompletionComplete].
+type CompleteResult struct {
+	Completion CompletionValues `json:"completion"`
+}
+
+// SamplingMessage is one message of a sampling conversation. Content is a single content block
+// (text, image or audio).
+type SamplingMessage struct {
+	Role    string  `json:"role"`
+	Content Content `json:"content"`
+}
+
+// ModelHint names a model family the server would like; ModelPreferences are soft hints.
+type ModelHint struct {
+	Name string `json:"name,omitempty"`
+}
+
+// ModelPreferences are the server's soft preferences for the client's model choice; each
+// priority is between 0 and 1.
+type ModelPreferences struct {
+	Hints                []ModelHint `json:"hints,omitempty"`
+	CostPriority         *float64    `json:"costPriority,omitempty"`
+	SpeedPriority        *float64    `json:"speedPriority,omitempty"`
+	IntelligencePriority *float64    `json:"intelligencePriority,omitempty"`
+}
+
+// CreateMessageParams are the params of [MethodSamplingCreateMessage]. Tools and ToolChoice may
+// be set only when the client declared sampling.tools.
+type CreateMessageParams struct {
+	Messages         []SamplingMessage `json:"messages"`
+	ModelPreferences *ModelPreferences `json:"modelPreferences,omitempty"`
+	SystemPrompt     string            `json:"systemPrompt,omitempty"`
+	IncludeContext   string            `json:"includeContext,omitempty"`
+	Temperature      *float64          `json:"temperature,omitempty"`
+	MaxTokens        int               `json:"maxTokens"`
+	StopSequences    []string          `json:"stopSequences,omitempty"`
+	Metadata         json.RawMessage   `json:"metadata,omitempty"`
+	Tools            json.RawMessage   `json:"tools,omitempty"`
+	ToolChoice       json.RawMessage   `json:"toolChoice,omitempty"`
+	Meta             json.RawMessage   `json:"_meta,omitempty"`
+}
+
+// CreateMessageResult is the client's answer to [MethodSamplingCreateMessage]. Content is kept
+// raw: one content block, or an array of them when the client used tools.
+type CreateMessageResult struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Model      string          `json:"model"`
+	StopReason string          `json:"stopReason,omitempty"`
+	Meta       json.RawMessage `json:"_meta,omitempty"`
+}
+
+// Text returns the text of the result's content when it is one text block, else "".
+func (r *CreateMessageResult) Text() string {
+	var c struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if r == nil || json.Unmarshal(r.Content, &c) != nil || c.Type != ContentText {
+		return ""
+	}
+	return c.Text
+}
+
+// Elicitation modes of [ElicitParams].
+const (
+	ElicitModeForm = "form"
+	ElicitModeURL  = "url"
+)
+
+// ElicitParams are the params of [MethodElicitationCreate]. Form mode (Mode "" or "form") sends
+// Message and RequestedSchema, a flat object schema of primitive properties; URL mode sends
+// Message, URL and ElicitationID.
+type ElicitParams struct {
+	Mode            string          `json:"mode,omitempty"`
+	Message         string          `json:"message"`
+	RequestedSchema json.RawMessage `json:"requestedSchema,omitempty"`
+	URL             string          `json:"url,omitempty"`
+	ElicitationID   string          `json:"elicitationId,omitempty"`
+	Meta            json.RawMessage `json:"_meta,omitempty"`
+}
+
+// Elicitation actions of [ElicitResult].
+const (
+	ElicitAccept  = "accept"
+	ElicitDecline = "decline"
+	ElicitCancel  = "cancel"
+)
+
+// ElicitResult is the client's answer to [MethodElicitationCreate]. Content, set when Action is
+// "accept" in form mode, is an object of the requested properties.
+type ElicitResult struct {
+	Action  string          `json:"action"`
+	Content json.RawMessage `json:"content,omitempty"`
+	Meta    json.RawMessage `json:"_meta,omitempty"`
+}
+
+// Root is one root of [ListRootsResult]: a file:// URI and an optional name.
+type Root struct {
+	URI  string          `json:"uri"`
+	Name string          `json:"name,omitempty"`
+	Meta json.RawMessage `json:"_meta,omitempty"`
+}
+
+// ListRootsResult is the client's answer to [MethodRootsList].
+type ListRootsResult struct {
+	Roots []Root          `json:"roots"`
+	Meta  json.RawMessage `json:"_meta,omitempty"`
+}
