@@ -1,0 +1,255 @@
+// Package session is what a handler can do with the client of the call it serves, through the
+// call's context: send it log messages ([Log]), ask it for an LLM completion ([CreateMessage]),
+// ask its user for input ([Elicit]) and list its roots ([ListRoots]).
+//
+// The engine puts a [Peer] in the context of every tools/call, resources/read, prompts/get and
+// completion/complete handler it runs. Outside the engine (a handler called directly in a test)
+// there is none and every function returns [ErrNoSession], except [Log], which does nothing.
+//
+// Everything a handler sends this way belongs to its call: over stdio it shares the connection's
+// output, over Streamable HTTP it travels on the calling request's own stream, before the
+// response. Nothing is ever sent for a call after its response or its cancellation: a log
+// message is then dropped with [ErrCallFinished], and a request to the client fails with it.
+//
+// Requests to the client ([CreateMessage], [Elicit], [ListRoots]) use only the capabilities the
+// client declared at initialize; otherwise they fail at once with an error wrapping
+// [ErrUnsupported] and nothing is sent. They block until the client answers or ctx ends; when
+// ctx ends first (the call was cancelled, timed out or its connection closed) the engine tells
+// the client with notifications/cancelled and the function returns the context's cause. A
+// client that answers with a JSON-RPC error gives a [*protocol.WireError].
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/toolgrain/toolgrain/protocol"
+)
+
+// Errors of the package's functions.
+var (
+	// ErrNoSession is returned when ctx carries no [Peer]: the handler was not called by the
+	// engine.
+	ErrNoSession = errors.New("session: no client session in the context")
+	// ErrUnsupported is wrapped by the error returned when the client did not declare the
+	// capability a request needs (sampling, sampling.tools, elicitation form or url mode, roots).
+	ErrUnsupported = errors.New("session: capability not declared by the client")
+	// ErrCallFinished is returned when the call is over (answered, cancelled or its connection
+	// closed): nothing more may be sent for it.
+	ErrCallFinished = errors.New("session: call is over")
+	// ErrRateLimited is returned by [Log] for a message dropped because the call sent too many
+	// too fast.
+	ErrRateLimited = errors.New("session: log message dropped by the rate limit")
+	// ErrInvalidLevel is returned by [Log] for a level that is not one of [protocol.LogLevels].
+	ErrInvalidLevel = errors.New("session: invalid log level")
+)
+
+// Peer is the engine's side of one call: the client it came from. Handlers use the package's
+// functions rather than a Peer directly. Implementations are safe for concurrent use by the
+// goroutines of one call.
+type Peer interface {
+	// ClientCapabilities returns what the client declared at initialize. It must not be
+	// modified.
+	ClientCapabilities() *protocol.ClientCapabilities
+	// ClientInfo returns the client's clientInfo.
+	ClientInfo() protocol.Implementation
+	// Log sends a notifications/message for the call, unless level is below the session's
+	// level (then it sends nothing and returns nil). level is valid and data is JSON.
+	Log(level, logger string, data json.RawMessage) error
+	// Request sends a request to the client on the call's behalf and waits for its answer or
+	// for ctx to end. It enforces [CheckCapability] itself.
+	Request(ctx context.Context, method string, params any) (json.RawMessage, error)
+}
+
+type peerKey struct{}
+
+// WithPeer returns a context carrying p. The engine calls it once per handler run.
+func WithPeer(ctx context.Context, p Peer) context.Context {
+	return context.WithValue(ctx, peerKey{}, p)
+}
+
+// PeerFrom returns the [Peer] of ctx, if any.
+func PeerFrom(ctx context.Context) (Peer, bool) {
+	p, ok := ctx.Value(peerKey{}).(Peer)
+	return p, ok && p != nil
+}
+
+// ClientCapabilities returns the capabilities the client of the call declared, or an empty set
+// outside the engine.
+func ClientCapabilities(ctx context.Context) *protocol.ClientCapabilities {
+	if p, ok := PeerFrom(ctx); ok {
+		return p.ClientCapabilities()
+	}
+	return &protocol.ClientCapabilities{}
+}
+
+// ClientInfo returns the clientInfo of the call's client, or the zero value outside the engine.
+func ClientInfo(ctx context.Context) protocol.Implementation {
+	if p, ok := PeerFrom(ctx); ok {
+		return p.ClientInfo()
+	}
+	return protocol.Implementation{}
+}
+
+// Log sends a log message (notifications/message) to the client for the current call. level is
+// one of [protocol.LogLevels]; logger names the source and may be empty; data is any value that
+// encodes to JSON, typically a string or an object.
+//
+// The message is sent only when level is at or above the level the client set with
+// logging/setLevel (before that, the server's default level applies); otherwise Log sends
+// nothing and returns nil. Outside the engine it does nothing and returns nil, so handlers may
+// call it unconditionally. It returns [ErrCallFinished] once the call is over, [ErrRateLimited]
+// when the call logs faster than the engine allows, [ErrInvalidLevel] for an unknown level.
+//
+// Log messages are public: they must not contain credentials, personal data or internal
+// details.
+func Log(ctx context.Context, level, logger string, data any) error {
+	if _, ok := protocol.LogSeverity(level); !ok {
+		return fmt.Errorf("%w %q", ErrInvalidLevel, level)
+	}
+	p, ok := PeerFrom(ctx)
+	if !ok {
+		return nil
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("session: log data: %w", err)
+	}
+	return p.Log(level, logger, raw)
+}
+
+// CreateMessage asks the client to sample its LLM (sampling/createMessage) and returns the
+// result. The client must have declared sampling, and sampling.tools when params carries tools
+// or toolChoice; see the package doc for cancellation and errors.
+func CreateMessage(ctx context.Context, params *protocol.CreateMessageParams) (*protocol.CreateMessageResult, error) {
+	if params == nil {
+		return nil, errors.New("session: nil CreateMessageParams")
+	}
+	var res protocol.CreateMessageResult
+	if err := request(ctx, protocol.MethodSamplingCreateMessage, params, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// Elicit asks the client to collect input from its user (elicitation/create) and returns the
+// answer. Form mode (params.Mode "" or "form") needs the client's elicitation capability (form),
+// URL mode its elicitation.url; see the package doc for cancellation and errors. Form mode must
+// never ask for passwords, keys or other secrets.
+func Elicit(ctx context.Context, params *protocol.ElicitParams) (*protocol.ElicitResult, error) {
+	if params == nil {
+		return nil, errors.New("session: nil ElicitParams")
+	}
+	var res protocol.ElicitResult
+	if err := request(ctx, protocol.MethodElicitationCreate, params, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// ListRoots asks the client for its roots (roots/list). The client must have declared roots;
+// see the package doc for cancellation and errors.
+func ListRoots(ctx context.Context) (*protocol.ListRootsResult, error) {
+	var res protocol.ListRootsResult
+	if err := request(ctx, protocol.MethodRootsList, nil, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func request(ctx context.Context, method string, params, out any) error {
+	p, ok := PeerFrom(ctx)
+	if !ok {
+		return ErrNoSession
+	}
+	raw, err := p.Request(ctx, method, params)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("session: %s: malformed result from the client: %w", method, err)
+	}
+	return nil
+}
+
+// CheckCapability returns nil when a request of method with params may be sent to a client that
+// declared caps, and otherwise an error wrapping [ErrUnsupported] that names what is missing.
+// Methods other than sampling, elicitation and roots need no capability.
+func CheckCapability(caps *protocol.ClientCapabilities, method string, params any) error {
+	missing := ""
+	switch method {
+	case protocol.MethodSamplingCreateMessage:
+		switch {
+		case !caps.HasSampling():
+			missing = "sampling"
+		case usesSamplingTools(params) && !caps.HasSamplingTools():
+			missing = "sampling.tools"
+		}
+	case protocol.MethodElicitationCreate:
+		switch mode := elicitMode(params); {
+		case mode == protocol.ElicitModeURL:
+			if !caps.HasElicitationURL() {
+				missing = "elicitation.url"
+			}
+		case mode == "" || mode == protocol.ElicitModeForm:
+			if !caps.HasElicitationForm() {
+				missing = "elicitation (form mode)"
+			}
+		default:
+			return fmt.Errorf("session: unknown elicitation mode %q", mode)
+		}
+	case protocol.MethodRootsList:
+		if !caps.HasRoots() {
+			missing = "roots"
+		}
+	}
+	if missing != "" {
+		return fmt.Errorf("%w: %s needs the client capability %s", ErrUnsupported, method, missing)
+	}
+	return nil
+}
+
+func usesSamplingTools(params any) bool {
+	switch p := params.(type) {
+	case *protocol.CreateMessageParams:
+		return p != nil && (len(p.Tools) > 0 || len(p.ToolChoice) > 0)
+	case protocol.CreateMessageParams:
+		return len(p.Tools) > 0 || len(p.ToolChoice) > 0
+	}
+	return rawHas(params, "tools") || rawHas(params, "toolChoice")
+}
+
+func elicitMode(params any) string {
+	switch p := params.(type) {
+	case *protocol.ElicitParams:
+		if p != nil {
+			return p.Mode
+		}
+		return ""
+	case protocol.ElicitParams:
+		return p.Mode
+	}
+	var m struct {
+		Mode string `json:"mode"`
+	}
+	if raw, err := json.Marshal(params); err == nil {
+		_ = json.Unmarshal(raw, &m)
+	}
+	return m.Mode
+}
+
+// rawHas reports whether params, encoded, is an object with the member name.
+func rawHas(params any, name string) bool {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return false
+	}
+	_, ok := m[name]
+	return ok
+}
