@@ -30,17 +30,17 @@ func TestInitialize(t *testing.T) {
 		{
 			name: "latest version",
 			give: initRequest,
-			want: `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"toolgrain","version":"` + toolgrain.Version + `"},"instructions":"Be kind."}}`,
+			want: `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"logging":{},"completions":{}},"serverInfo":{"name":"toolgrain","version":"` + toolgrain.Version + `"},"instructions":"Be kind."}}`,
 		},
 		{
 			name: "older supported version is kept",
 			give: `{"jsonrpc":"2.0","id":"a","method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
-			want: `{"jsonrpc":"2.0","id":"a","result":{"protocolVersion":"2025-03-26","capabilities":{"tools":{}},"serverInfo":{"name":"toolgrain","version":"` + toolgrain.Version + `"},"instructions":"Be kind."}}`,
+			want: `{"jsonrpc":"2.0","id":"a","result":{"protocolVersion":"2025-03-26","capabilities":{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"logging":{},"completions":{}},"serverInfo":{"name":"toolgrain","version":"` + toolgrain.Version + `"},"instructions":"Be kind."}}`,
 		},
 		{
 			name: "unsupported version gets the latest",
 			give: `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2023-01-01","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
-			want: `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"toolgrain","version":"` + toolgrain.Version + `"},"instructions":"Be kind."}}`,
+			want: `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"logging":{},"completions":{}},"serverInfo":{"name":"toolgrain","version":"` + toolgrain.Version + `"},"instructions":"Be kind."}}`,
 		},
 	}
 	for _, tt := range tests {

@@ -27,17 +27,19 @@ func (stdioStream) Close()              {}
 // otherwise the reading goroutine ends at its next read. Close the server afterwards to flush
 // OnError reports and stop the actors.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	conn, err := s.eng.Connect("stdio")
-	if errors.Is(err, actors.ErrClosed) {
-		return ErrServerClosed
-	}
-	if err != nil {
-		return err
-	}
 	w := protocol.NewStreamWriter(out, func(err error) {
 		s.eng.Report(fmt.Errorf("stdio: write: %w", err))
 	})
 	stream := stdioStream{w: w}
+	// Over stdio, messages unrelated to any request share the one output.
+	conn, err := s.eng.ConnectNotify("stdio", stream)
+	if err != nil {
+		_ = w.Close()
+		if errors.Is(err, actors.ErrClosed) {
+			return ErrServerClosed
+		}
+		return err
+	}
 
 	readDone := make(chan error, 1)
 	// Owned by ServeStdio, which waits for it unless ctx ends first (see the doc comment); it

@@ -36,7 +36,9 @@ import (
 
 	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/diagnostics"
+	"github.com/toolgrain/toolgrain/prompts"
 	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/resources"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -94,6 +96,23 @@ type Config struct {
 	// ShutdownGrace is how long closing a connection, or the server, waits for handlers to
 	// return after their context was cancelled. 0 means 5 s.
 	ShutdownGrace time.Duration
+
+	// Resources and ResourceTemplates are the resources to serve, listed in this order; see
+	// package resources. Prompts are the prompts; see package prompts. Nil means none. All
+	// three, and Tools, can also change while the server runs ([Server.AddTools] and the
+	// like).
+	Resources         []resources.Resource
+	ResourceTemplates []resources.Template
+	Prompts           []prompts.Prompt
+
+	// LogLevel is the lowest level of the log messages handlers send (package session) that a
+	// client gets before it calls logging/setLevel: "debug" (everything, the meaning of ""),
+	// "info", "notice", "warning", "error", "critical", "alert" or "emergency".
+	LogLevel string
+	// ProgressInterval is the least time between two progress notifications of one call;
+	// reports in between are dropped, except one that reaches its total. 0 means 10 ms;
+	// negative means no limit.
+	ProgressInterval time.Duration
 }
 
 // Server is an MCP server. Its methods are safe for concurrent use.
@@ -104,9 +123,19 @@ type Server struct {
 
 // NewServer checks and compiles the tool definitions and starts the actor tree. Construction
 // problems are returned, never panicked: a bad or duplicate tool name is a *tools.ToolNameError,
-// a schema that does not compile (or whose root is not an object) a *tools.ToolSchemaError.
+// a schema that does not compile (or whose root is not an object) a *tools.ToolSchemaError, a
+// bad resource or template a *resources.DefinitionError, a bad prompt a
+// *prompts.DefinitionError.
 func NewServer(cfg Config) (*Server, error) {
 	set, err := tools.Compile(cfg.Tools)
+	if err != nil {
+		return nil, err
+	}
+	res, err := resources.Compile(cfg.Resources, cfg.ResourceTemplates)
+	if err != nil {
+		return nil, err
+	}
+	prm, err := prompts.Compile(cfg.Prompts)
 	if err != nil {
 		return nil, err
 	}
@@ -133,6 +162,10 @@ func NewServer(cfg Config) (*Server, error) {
 		DiagnosticsQueue: cfg.DiagnosticsQueue,
 		CallbackTimeout:  cfg.CallbackTimeout,
 		CloseGrace:       cfg.ShutdownGrace,
+		Resources:        res,
+		Prompts:          prm,
+		LogLevel:         cfg.LogLevel,
+		ProgressInterval: cfg.ProgressInterval,
 	})
 	if err != nil {
 		return nil, err

@@ -38,6 +38,8 @@ type connectionActor struct {
 	inflight map[string]*flight // by id key; only calls not yet cancelled
 	children map[string]*flight // by request actor PID id; every request actor alive
 	closing  bool
+
+	surface // resources, prompts, logging, requests to the client
 }
 
 var _ actor.SupervisorStrategy = (*connectionActor)(nil)
@@ -49,12 +51,15 @@ func newConnectionActor(e *Engine, c *Connection, log *zap.Logger) *connectionAc
 		log:      log,
 		inflight: make(map[string]*flight),
 		children: make(map[string]*flight),
+		surface:  newSurface(e),
 	}
 }
 
 func (c *connectionActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
-	case *actor.Started, *actor.Stopping, *actor.Restarting:
+	case *actor.Started:
+		c.shared.pid.Store(ctx.Self())
+	case *actor.Stopping, *actor.Restarting:
 	case *actor.Stopped:
 		c.eng.forget(c.conn)
 		close(c.conn.done)
@@ -71,14 +76,17 @@ func (c *connectionActor) Receive(ctx actor.Context) {
 		}
 		ctx.Stop(ctx.Self())
 	default:
-		c.log.Debug("connection: unexpected message", zap.String("type", fmt.Sprintf("%T", msg)))
+		if !c.receiveSurface(ctx, msg) {
+			c.log.Debug("connection: unexpected message", zap.String("type", fmt.Sprintf("%T", msg)))
+		}
 	}
 }
 
 func (c *connectionActor) handle(ctx actor.Context, m *protocol.Message, s Stream) {
 	switch {
 	case m.IsResponse():
-		// The engine sends the client no requests yet, so no response is awaited; ignore it.
+		// The answer to a request a handler sent the client.
+		c.routeResponse(m)
 		s.Close()
 		return
 	case m.IsNotification():
@@ -104,7 +112,9 @@ func (c *connectionActor) handle(ctx actor.Context, m *protocol.Message, s Strea
 			c.callTool(ctx, m, s)
 		}
 	default:
-		reply(s, protocol.EncodeError(m.ID, protocol.ErrMethodNotFound(m.Method)))
+		if !c.handleSurface(ctx, m, s) {
+			reply(s, protocol.EncodeError(m.ID, protocol.ErrMethodNotFound(m.Method)))
+		}
 	}
 }
 
@@ -148,11 +158,14 @@ func (c *connectionActor) initialize(m *protocol.Message, s Stream) {
 	}
 	c.initialized = true
 	c.version = protocol.NegotiateVersion(p.ProtocolVersion)
+	c.shared.caps.Store(protocol.ParseClientCapabilities(p.Capabilities))
+	info := p.ClientInfo
+	c.shared.info.Store(&info)
 	c.log.Debug("initialized", zap.String("protocol_version", c.version),
 		zap.String("client", p.ClientInfo.Name), zap.String("client_version", p.ClientInfo.Version))
 	c.result(s, m.ID, &protocol.InitializeResult{
 		ProtocolVersion: c.version,
-		Capabilities:    protocol.ServerCapabilities{Tools: &protocol.ListChangedCapability{}},
+		Capabilities:    serverCapabilities(),
 		ServerInfo:      c.eng.cfg.ServerInfo,
 		Instructions:    c.eng.cfg.Instructions,
 	})
@@ -183,7 +196,7 @@ func (c *connectionActor) listTools(m *protocol.Message, s Stream) {
 			return
 		}
 	}
-	all := c.eng.cfg.Tools.List()
+	all := c.eng.reg.tools.Load().set.List()
 	start := 0
 	if p.Cursor != "" {
 		off, ok := decodeCursor(p.Cursor, len(all))
@@ -210,7 +223,8 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("tools/call needs params with a string name")))
 		return
 	}
-	tool, ok := c.eng.cfg.Tools.Lookup(p.Name)
+	snap := c.eng.reg.tools.Load()
+	tool, ok := snap.set.Lookup(p.Name)
 	if !ok {
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("unknown tool %q", p.Name)))
 		return
@@ -224,12 +238,13 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 	spec := &callSpec{
 		eng:     c.eng,
 		tool:    tool,
-		toolPID: c.eng.toolPIDs[tool.Name()],
+		toolPID: snap.pids[tool.Name()],
 		id:      m.ID,
 		args:    p.Arguments,
 		meta:    p.Meta,
 		call:    f.call,
 		stream:  s,
+		peer:    newCallPeer(c.shared, f.call, s),
 	}
 	f.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newRequestActor(spec) }))
 	c.inflight[key] = f
@@ -255,6 +270,7 @@ func (c *connectionActor) beginClose(ctx actor.Context) {
 		return
 	}
 	c.closing = true
+	c.closeOutgoing()
 	for key, f := range c.inflight {
 		delete(c.inflight, key)
 		if f.call.Cancel(cancel.ErrConnectionClosed) {

@@ -25,7 +25,9 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/toolgrain/toolgrain/diagnostics"
+	"github.com/toolgrain/toolgrain/prompts"
 	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/resources"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -70,6 +72,17 @@ type Config struct {
 	// CloseGrace is how long a closing connection waits for its handlers to return after
 	// cancelling them. 0 means DefaultCloseGrace.
 	CloseGrace time.Duration
+
+	// Resources and Prompts are the compiled resources, resource templates and prompts. Nil
+	// means none (until added at run time).
+	Resources *resources.Set
+	Prompts   *prompts.Set
+	// LogLevel is the lowest level of log messages sent to a client that has not called
+	// logging/setLevel. "" means protocol.LevelDebug: everything.
+	LogLevel string
+	// ProgressInterval is the least time between two progress notifications of one call. 0
+	// means DefaultProgressInterval; negative means no limit.
+	ProgressInterval time.Duration
 }
 
 // Engine is a running actor tree. Its methods are safe for concurrent use.
@@ -92,6 +105,9 @@ type Engine struct {
 	closed bool
 
 	stats Stats
+
+	reg      registry // tools, resources and prompts, changeable at run time
+	logLevel int      // severity of cfg.LogLevel
 }
 
 // Stats are the engine's running counters.
@@ -130,7 +146,17 @@ func Start(cfg Config) (*Engine, error) {
 	if cfg.OnError == nil {
 		cfg.OnError = diagnostics.ZapSink(cfg.Logger)
 	}
-	e := &Engine{cfg: cfg, log: cfg.Logger, conns: make(map[*Connection]struct{})}
+	if cfg.ProgressInterval == 0 {
+		cfg.ProgressInterval = DefaultProgressInterval
+	}
+	level := 0
+	if cfg.LogLevel != "" {
+		var ok bool
+		if level, ok = protocol.LogSeverity(cfg.LogLevel); !ok {
+			return nil, fmt.Errorf("actors: invalid log level %q", cfg.LogLevel)
+		}
+	}
+	e := &Engine{cfg: cfg, log: cfg.Logger, conns: make(map[*Connection]struct{}), logLevel: level}
 	e.system = cfg.System
 	if e.system == nil {
 		e.system = NewSystem(cfg.Logger)
@@ -149,6 +175,7 @@ func Start(cfg Config) (*Engine, error) {
 	tree := res.(*treeStarted)
 	e.diag = tree.diag
 	e.toolPIDs = tree.tools
+	e.initRegistry(tree.tools)
 	return e, nil
 }
 
@@ -185,20 +212,29 @@ func (e *Engine) report(err error, d *diagnostics.ToolErrorDetails) {
 
 // Connection is the handle a transport holds on its connection actor.
 type Connection struct {
-	eng   *Engine
-	pid   *actor.PID
-	done  chan struct{}
-	close sync.Once
+	eng    *Engine
+	pid    *actor.PID
+	done   chan struct{}
+	close  sync.Once
+	notify Stream // messages unrelated to any request; nil drops them
 }
 
-// Connect spawns a connection actor. name is used in logs only.
-func (e *Engine) Connect(name string) (*Connection, error) {
+// Connect spawns a connection actor. name is used in logs only. Messages unrelated to any
+// request (list_changed, resources/updated, cancellations of requests to the client) are
+// dropped; see [Engine.ConnectNotify].
+func (e *Engine) Connect(name string) (*Connection, error) { return e.ConnectNotify(name, nil) }
+
+// ConnectNotify spawns a connection actor whose messages unrelated to any request go to notify:
+// the stdio output, or a stream of an HTTP session that sends on its standalone GET stream while
+// one is open (and drops, or keeps for replay, otherwise). The engine never closes notify. name
+// is used in logs only.
+func (e *Engine) ConnectNotify(name string, notify Stream) (*Connection, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return nil, ErrClosed
 	}
-	c := &Connection{eng: e, done: make(chan struct{})}
+	c := &Connection{eng: e, done: make(chan struct{}), notify: notify}
 	log := e.log.With(zap.String("conn", name))
 	props := actor.PropsFromProducer(func() actor.Actor { return newConnectionActor(e, c, log) })
 	res, err := e.system.Root.RequestFuture(e.supervisor, &spawnConnection{props: props}, defaultActorReplyTimeout).Result()

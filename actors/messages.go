@@ -63,3 +63,29 @@ type (
 	// is its *actor.PID.
 	spawnConnection struct{ props *actor.Props }
 )
+
+// Messages of resources, prompts, logging and requests to the client.
+type (
+	// sendRequest: handler goroutine → connection. Give o an id and send it to the client; the
+	// answer goes into o.reply.
+	sendRequest struct{ o *outgoing }
+	// requestAbandoned: handler goroutine → connection. The handler stopped waiting for o: forget
+	// it and tell the client with notifications/cancelled.
+	requestAbandoned struct {
+		o      *outgoing
+		reason string
+	}
+	// listChanged: engine → connection. A list changed; send the notification method.
+	listChanged struct{ method string }
+	// resourceUpdated: engine → connection. A resource changed; notify the client if it
+	// subscribed to uri.
+	resourceUpdated struct{ uri string }
+	// operationDone: handler goroutine → operation. The handler returned; result or err is set.
+	operationDone struct {
+		result any
+		err    error
+	}
+	// spawnTool: engine → supervisor (RequestFuture). Spawn an admission actor for a tool added
+	// at run time; the reply is its *actor.PID.
+	spawnTool struct{ limit int }
+)

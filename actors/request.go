@@ -35,6 +35,7 @@ type callSpec struct {
 	meta    json.RawMessage
 	call    *cancel.Call
 	stream  Stream
+	peer    *callPeer // the call's session: logs and requests to the client
 }
 
 // request phases.
@@ -135,9 +136,7 @@ func (r *requestActor) run(ctx actor.Context) {
 		hctx, stop = context.WithCancel(hctx)
 	}
 	r.stopHdlr, r.hctx = stop, hctx
-	if token := progressToken(r.meta); token != nil {
-		hctx = tools.WithProgress(hctx, r.progressFunc(token))
-	}
+	hctx = r.eng.handlerContext(hctx, r.peer, r.meta)
 	req := &tools.Request{Tool: r.tool.Name(), Arguments: r.args, Meta: r.meta}
 	self, root, tool := ctx.Self(), ctx.ActorSystem().Root, r.tool
 	r.eng.handlers.Add(1)
@@ -221,22 +220,4 @@ func progressToken(meta json.RawMessage) json.RawMessage {
 		return nil // a token must be a string or an integer
 	}
 	return m.ProgressToken
-}
-
-// progressFunc sends the call's progress notifications on its stream, and only while the call
-// is running (monotonicity is checked by tools.ReportProgress).
-func (r *requestActor) progressFunc(token json.RawMessage) tools.ProgressFunc {
-	stream, call := r.stream, r.call
-	return func(progress float64, total *float64, message string) error {
-		frame, err := protocol.EncodeNotification(protocol.MethodProgress, &protocol.ProgressParams{
-			ProgressToken: token, Progress: progress, Total: total, Message: message,
-		})
-		if err != nil {
-			return err
-		}
-		if !call.Notify(func() { stream.Send(frame) }) {
-			return tools.ErrCallFinished
-		}
-		return nil
-	}
 }

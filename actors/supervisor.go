@@ -40,6 +40,11 @@ func (s *supervisorActor) Receive(ctx actor.Context) {
 		ctx.Respond(&treeStarted{diag: s.diag, tools: s.tools})
 	case *spawnConnection:
 		ctx.Respond(ctx.SpawnPrefix(msg.props, "conn"))
+	case *spawnTool:
+		gate := newGate(msg.limit)
+		pid := ctx.SpawnPrefix(actor.PropsFromProducer(func() actor.Actor { return &toolActor{gate: gate} }), "tool")
+		s.tools["\x00"+pid.Id] = pid // run-time tools are keyed apart from configured names
+		ctx.Respond(pid)
 	default:
 		s.eng.log.Debug("supervisor: unexpected message", zap.String("type", fmt.Sprintf("%T", msg)))
 	}

@@ -61,7 +61,7 @@ func TestBinaryOverStdio(t *testing.T) {
 		return strings.TrimSuffix(line, "\n")
 	}
 	got := exchange(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-	if !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"toolgrain-demo"`) {
+	if !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"logging":{},"completions":{}},"serverInfo":{"name":"toolgrain-demo"`) {
 		t.Fatalf("initialize: %s", got)
 	}
 	_, _ = io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")

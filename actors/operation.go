@@ -1,0 +1,138 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/toolgrain/toolgrain/cancel"
+	"github.com/toolgrain/toolgrain/diagnostics"
+	"github.com/toolgrain/toolgrain/protocol"
+)
+
+// publicError is an error a handler outcome maps to on purpose (resource not found, a rejected
+// prompt argument): its wire error reaches the client as it is. Every other error of an
+// operation is an unexpected failure.
+type publicError struct{ we *protocol.WireError }
+
+func (e *publicError) Error() string { return e.we.Error() }
+
+// opSpec is everything an operation actor needs; built by the connection actor, never mutated.
+type opSpec struct {
+	eng    *Engine
+	id     protocol.ID
+	method string
+	name   string // the prompt, resource URI or reference, for logs
+	meta   json.RawMessage
+	call   *cancel.Call
+	stream Stream
+	peer   *callPeer
+	// run computes the result on the handler goroutine. A *publicError is answered as its
+	// wire error; any other error as -32603 and reported.
+	run func(ctx context.Context) (any, error)
+}
+
+// operationActor owns one resources/read, prompts/get or completion/complete whose handler is
+// user code: it runs the handler on a goroutine it owns, answers once, and stays silent after a
+// cancellation, like the request actor of a tools/call. It stops once it has answered (or been
+// silenced) and the goroutine has returned.
+type operationActor struct {
+	*opSpec
+	stop context.CancelFunc
+}
+
+func newOperationActor(spec *opSpec) *operationActor { return &operationActor{opSpec: spec} }
+
+func (o *operationActor) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		o.start(ctx)
+	case *operationDone:
+		o.answer(msg)
+		o.stream.Close()
+		ctx.Stop(ctx.Self())
+	case *cancelCall:
+		// The call is silenced and its context cancelled; the goroutine's operationDone ends
+		// the actor.
+	case *actor.Stopped:
+		if o.stop != nil {
+			o.stop()
+		}
+		o.call.Release()
+	}
+}
+
+func (o *operationActor) start(ctx actor.Context) {
+	hctx, stop := context.WithCancel(o.call.Context())
+	o.stop = stop
+	hctx = o.eng.handlerContext(hctx, o.peer, o.meta)
+	self, root, run := ctx.Self(), ctx.ActorSystem().Root, o.run
+	o.eng.handlers.Add(1)
+	// Owned by this operation actor, which waits for its operationDone before stopping. It ends
+	// when the handler returns; the handler's context is cancelled on client cancellation,
+	// connection close and shutdown.
+	go func() {
+		defer o.eng.handlers.Done()
+		res, err := runRecovered(hctx, o.method, run)
+		root.Send(self, &operationDone{result: res, err: err})
+	}()
+}
+
+func runRecovered(ctx context.Context, method string, run func(context.Context) (any, error)) (res any, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			res, err = nil, fmt.Errorf("%s: handler panicked: %v\n%s", method, v, debug.Stack())
+		}
+	}()
+	return run(ctx)
+}
+
+func (o *operationActor) answer(d *operationDone) {
+	var pub *publicError
+	switch {
+	case d.err == nil:
+		frame, err := protocol.EncodeResult(o.id, d.result)
+		if err != nil {
+			o.fail(fmt.Errorf("%s: encode result: %w", o.method, err))
+			return
+		}
+		o.call.Respond(func() { o.stream.Send(frame) })
+	case errors.As(d.err, &pub):
+		frame := protocol.EncodeError(o.id, pub.we)
+		o.call.Respond(func() { o.stream.Send(frame) })
+	default:
+		o.fail(d.err)
+	}
+}
+
+// fail answers -32603 and, only if that answer was sent, reports the original error.
+func (o *operationActor) fail(err error) {
+	frame := protocol.EncodeError(o.id, protocol.ErrInternal())
+	if !o.call.Respond(func() { o.stream.Send(frame) }) {
+		return
+	}
+	req := diagnostics.NewToolRequest(o.id, o.method, "", o.meta)
+	o.eng.report(err, diagnostics.NewToolErrorDetails("", req))
+}
+
+// spawnOperation starts an operation actor for m and registers it as in flight, so that
+// notifications/cancelled and the connection's close reach it.
+func (c *connectionActor) spawnOperation(ctx actor.Context, m *protocol.Message, s Stream, name string, meta json.RawMessage, run func(context.Context) (any, error)) {
+	key := m.ID.Key()
+	if _, busy := c.inflight[key]; busy {
+		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidRequest("id %s is already in use by a request in flight", m.ID)))
+		return
+	}
+	f := &flight{call: cancel.New(context.Background()), id: m.ID, stream: s}
+	spec := &opSpec{
+		eng: c.eng, id: m.ID, method: m.Method, name: name, meta: meta,
+		call: f.call, stream: s, peer: newCallPeer(c.shared, f.call, s), run: run,
+	}
+	f.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newOperationActor(spec) }))
+	c.inflight[key] = f
+	c.children[f.pid.Id] = f
+}

@@ -1,0 +1,185 @@
+package actors
+
+import (
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/toolgrain/toolgrain/prompts"
+	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/resources"
+	"github.com/toolgrain/toolgrain/tools"
+)
+
+// toolSnapshot is one version of the tool list with the admission actors of its limited tools.
+type toolSnapshot struct {
+	set  *tools.Set
+	pids map[string]*actor.PID // by tool name; only tools with a concurrency limit
+}
+
+// registry holds what the server offers. Connection actors read the current snapshot of each
+// list with one atomic load; writers (the server's Add and Remove methods, from any goroutine)
+// are serialised by mu, build a new snapshot, publish it, and then tell every connection that
+// the list changed. Calls running on an older snapshot finish on it.
+type registry struct {
+	mu        sync.Mutex
+	tools     atomic.Pointer[toolSnapshot]
+	resources atomic.Pointer[resources.Set]
+	prompts   atomic.Pointer[prompts.Set]
+	gates     map[string]gateRef // admission actors by tool name, kept across removals; under mu
+}
+
+// gateRef is an admission actor and the limit it enforces.
+type gateRef struct {
+	pid   *actor.PID
+	limit int
+}
+
+func (e *Engine) initRegistry(toolPIDs map[string]*actor.PID) {
+	e.reg.tools.Store(&toolSnapshot{set: e.cfg.Tools, pids: toolPIDs})
+	e.reg.resources.Store(e.cfg.Resources)
+	e.reg.prompts.Store(e.cfg.Prompts)
+	e.reg.gates = make(map[string]gateRef, len(toolPIDs))
+	for _, t := range e.cfg.Tools.List() {
+		if pid, ok := toolPIDs[t.Name()]; ok {
+			e.reg.gates[t.Name()] = gateRef{pid: pid, limit: t.Def().MaxConcurrency}
+		}
+	}
+}
+
+// AddTools compiles defs and adds them to the served tools; every connection is told with
+// notifications/tools/list_changed. A name already served is a *tools.ToolNameError ("duplicate");
+// on any error nothing is added.
+func (e *Engine) AddTools(defs ...tools.Tool) error {
+	e.reg.mu.Lock()
+	defer e.reg.mu.Unlock()
+	cur := e.reg.tools.Load()
+	next, err := cur.set.With(defs...)
+	if err != nil {
+		return err
+	}
+	pids := maps.Clone(cur.pids)
+	for _, t := range next.List() {
+		limit := t.Def().MaxConcurrency
+		if _, old := cur.set.Lookup(t.Name()); old || limit <= 0 {
+			continue
+		}
+		g, ok := e.reg.gates[t.Name()]
+		if !ok || g.limit != limit {
+			pid, err := e.spawnGate(limit)
+			if err != nil {
+				return err
+			}
+			g = gateRef{pid: pid, limit: limit}
+			e.reg.gates[t.Name()] = g
+		}
+		pids[t.Name()] = g.pid
+	}
+	e.reg.tools.Store(&toolSnapshot{set: next, pids: pids})
+	e.broadcast(&listChanged{method: protocol.MethodToolsListChanged})
+	return nil
+}
+
+// RemoveTools stops serving the named tools and returns how many it removed; when any was,
+// every connection is told. Calls already running finish.
+func (e *Engine) RemoveTools(names ...string) int {
+	e.reg.mu.Lock()
+	defer e.reg.mu.Unlock()
+	cur := e.reg.tools.Load()
+	next, n := cur.set.Without(names...)
+	if n == 0 {
+		return 0
+	}
+	pids := maps.Clone(cur.pids)
+	for _, name := range names {
+		delete(pids, name)
+	}
+	e.reg.tools.Store(&toolSnapshot{set: next, pids: pids})
+	e.broadcast(&listChanged{method: protocol.MethodToolsListChanged})
+	return n
+}
+
+// AddResources adds resources and templates; every connection is told with
+// notifications/resources/list_changed. On any error nothing is added.
+func (e *Engine) AddResources(res []resources.Resource, tpls []resources.Template) error {
+	e.reg.mu.Lock()
+	defer e.reg.mu.Unlock()
+	next, err := e.reg.resources.Load().With(res, tpls)
+	if err != nil {
+		return err
+	}
+	e.reg.resources.Store(next)
+	e.broadcast(&listChanged{method: protocol.MethodResourcesListChanged})
+	return nil
+}
+
+// RemoveResources removes the resources with the given URIs and the templates with the given
+// URI templates, and returns how many it removed; when any was, every connection is told.
+func (e *Engine) RemoveResources(keys ...string) int {
+	e.reg.mu.Lock()
+	defer e.reg.mu.Unlock()
+	next, n := e.reg.resources.Load().Without(keys...)
+	if n == 0 {
+		return 0
+	}
+	e.reg.resources.Store(next)
+	e.broadcast(&listChanged{method: protocol.MethodResourcesListChanged})
+	return n
+}
+
+// AddPrompts adds prompts; every connection is told with notifications/prompts/list_changed. On
+// any error nothing is added.
+func (e *Engine) AddPrompts(defs ...prompts.Prompt) error {
+	e.reg.mu.Lock()
+	defer e.reg.mu.Unlock()
+	next, err := e.reg.prompts.Load().With(defs...)
+	if err != nil {
+		return err
+	}
+	e.reg.prompts.Store(next)
+	e.broadcast(&listChanged{method: protocol.MethodPromptsListChanged})
+	return nil
+}
+
+// RemovePrompts removes the named prompts and returns how many it removed; when any was, every
+// connection is told.
+func (e *Engine) RemovePrompts(names ...string) int {
+	e.reg.mu.Lock()
+	defer e.reg.mu.Unlock()
+	next, n := e.reg.prompts.Load().Without(names...)
+	if n == 0 {
+		return 0
+	}
+	e.reg.prompts.Store(next)
+	e.broadcast(&listChanged{method: protocol.MethodPromptsListChanged})
+	return n
+}
+
+// ResourceUpdated sends notifications/resources/updated for uri to every connection whose
+// client subscribed to it. It never blocks.
+func (e *Engine) ResourceUpdated(uri string) {
+	e.broadcast(&resourceUpdated{uri: uri})
+}
+
+// broadcast sends msg to every open connection actor. It never blocks.
+func (e *Engine) broadcast(msg any) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for c := range e.conns {
+		if c.pid != nil {
+			e.system.Root.Send(c.pid, msg)
+		}
+	}
+}
+
+// spawnGate starts an admission actor for a tool added at run time.
+func (e *Engine) spawnGate(limit int) (*actor.PID, error) {
+	res, err := e.system.Root.RequestFuture(e.supervisor, &spawnTool{limit: limit}, defaultActorReplyTimeout).Result()
+	if err != nil {
+		return nil, fmt.Errorf("actors: spawn tool actor: %w", err)
+	}
+	return res.(*actor.PID), nil
+}

@@ -1,0 +1,176 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/toolgrain/toolgrain/cancel"
+	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/session"
+	"github.com/toolgrain/toolgrain/tools"
+)
+
+// Limits on what one call may send about itself.
+const (
+	// DefaultProgressInterval is the least time between two progress notifications of one call;
+	// reports in between are dropped, except one that reaches its total.
+	DefaultProgressInterval = 10 * time.Millisecond
+	// logBurst and logRate bound the log messages of one call: a burst of logBurst, then
+	// logRate per second; messages over the limit are dropped with session.ErrRateLimited.
+	logBurst = 100
+	logRate  = 100
+)
+
+// connShared is the part of a connection's state that handler goroutines read: who the client
+// is and what it declared, the session's log level, and where to send requests for the client.
+// The connection actor writes it; everything is atomic.
+type connShared struct {
+	root  *actor.RootContext
+	pid   atomic.Pointer[actor.PID]
+	caps  atomic.Pointer[protocol.ClientCapabilities]
+	info  atomic.Pointer[protocol.Implementation]
+	level atomic.Int32 // the lowest severity sent (index in protocol.LogLevels)
+}
+
+func newConnShared(root *actor.RootContext, level int) *connShared {
+	s := &connShared{root: root}
+	s.caps.Store(&protocol.ClientCapabilities{})
+	s.info.Store(&protocol.Implementation{})
+	s.level.Store(int32(level))
+	return s
+}
+
+// callPeer is the session.Peer of one call: it sends the call's log messages on the call's
+// stream, and its requests to the client through the connection actor, which owns their ids.
+type callPeer struct {
+	conn   *connShared
+	call   *cancel.Call
+	stream Stream
+
+	mu     sync.Mutex
+	tokens float64
+	refill time.Time
+}
+
+var _ session.Peer = (*callPeer)(nil)
+
+func newCallPeer(conn *connShared, call *cancel.Call, s Stream) *callPeer {
+	return &callPeer{conn: conn, call: call, stream: s, tokens: logBurst}
+}
+
+func (p *callPeer) ClientCapabilities() *protocol.ClientCapabilities { return p.conn.caps.Load() }
+
+func (p *callPeer) ClientInfo() protocol.Implementation { return *p.conn.info.Load() }
+
+func (p *callPeer) Log(level, logger string, data json.RawMessage) error {
+	sev, ok := protocol.LogSeverity(level)
+	if !ok {
+		return fmt.Errorf("%w %q", session.ErrInvalidLevel, level)
+	}
+	if int32(sev) < p.conn.level.Load() {
+		return nil
+	}
+	if p.call.State() != cancel.Running {
+		return session.ErrCallFinished
+	}
+	if !p.takeLogToken() {
+		return session.ErrRateLimited
+	}
+	frame, err := protocol.EncodeNotification(protocol.MethodLogMessage, &protocol.LogMessageParams{
+		Level: level, Logger: logger, Data: data,
+	})
+	if err != nil {
+		return fmt.Errorf("session: log data: %w", err)
+	}
+	if !p.call.Notify(func() { p.stream.Send(frame) }) {
+		return session.ErrCallFinished
+	}
+	return nil
+}
+
+// takeLogToken is a token bucket: logBurst tokens, refilled at logRate per second.
+func (p *callPeer) takeLogToken() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	if !p.refill.IsZero() {
+		p.tokens = min(logBurst, p.tokens+now.Sub(p.refill).Seconds()*logRate)
+	}
+	p.refill = now
+	if p.tokens < 1 {
+		return false
+	}
+	p.tokens--
+	return true
+}
+
+// Request sends a request to the client and waits, on the handler's goroutine, for the
+// connection actor to hand back the client's answer, or for ctx to end.
+func (p *callPeer) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	if err := session.CheckCapability(p.conn.caps.Load(), method, params); err != nil {
+		return nil, err
+	}
+	var raw json.RawMessage
+	if params != nil {
+		b, err := json.Marshal(params)
+		if err != nil {
+			return nil, fmt.Errorf("session: %s params: %w", method, err)
+		}
+		raw = b
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, context.Cause(ctx)
+	}
+	pid := p.conn.pid.Load()
+	o := &outgoing{method: method, params: raw, call: p.call, stream: p.stream, reply: make(chan outgoingReply, 1)}
+	p.conn.root.Send(pid, &sendRequest{o: o})
+	select {
+	case r := <-o.reply:
+		return r.result, r.err
+	case <-ctx.Done():
+		cause := context.Cause(ctx)
+		p.conn.root.Send(pid, &requestAbandoned{o: o, reason: cause.Error()})
+		return nil, cause
+	}
+}
+
+// progressSender returns the tools.ProgressFunc of a call: it sends on the call's stream while
+// the call runs, and at most one notification per interval (a report that reaches its total
+// always goes). tools.ReportProgress serialises its calls and checks monotonicity.
+func progressSender(s Stream, call *cancel.Call, token json.RawMessage, interval time.Duration) tools.ProgressFunc {
+	var last time.Time
+	return func(progress float64, total *float64, message string) error {
+		now := time.Now()
+		final := total != nil && progress >= *total
+		if interval > 0 && !last.IsZero() && now.Sub(last) < interval && !final {
+			return nil // rate-limited: the next report carries the news
+		}
+		frame, err := protocol.EncodeNotification(protocol.MethodProgress, &protocol.ProgressParams{
+			ProgressToken: token, Progress: progress, Total: total, Message: message,
+		})
+		if err != nil {
+			return err
+		}
+		if !call.Notify(func() { s.Send(frame) }) {
+			return tools.ErrCallFinished
+		}
+		last = now
+		return nil
+	}
+}
+
+// handlerContext decorates a handler's context with the call's session and, when the request
+// carried a progress token, its progress sink.
+func (e *Engine) handlerContext(ctx context.Context, peer *callPeer, meta json.RawMessage) context.Context {
+	ctx = session.WithPeer(ctx, peer)
+	if token := progressToken(meta); token != nil {
+		ctx = tools.WithProgress(ctx, progressSender(peer.stream, peer.call, token, e.cfg.ProgressInterval))
+	}
+	return ctx
+}
