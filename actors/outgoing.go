@@ -150,4 +150,3 @@ func (c *connectionActor) receiveSurface(ctx actor.Context, msg any) bool {
 	}
 	return true
 }
-

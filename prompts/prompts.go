@@ -86,7 +86,9 @@ type Handler interface {
 type HandlerFunc func(ctx context.Context, req *GetRequest) (*GetResult, error)
 
 // Get calls f(ctx, req).
-func (f HandlerFunc) Get(ctx context.Context, req *GetRequest) (*GetResult, error) { return f(ctx, req) }
+func (f HandlerFunc) Get(ctx context.Context, req *GetRequest) (*GetResult, error) {
+	return f(ctx, req)
+}
 
 var _ Handler = HandlerFunc(nil)
 

@@ -101,7 +101,9 @@ type Reader interface {
 type ReaderFunc func(ctx context.Context, req *ReadRequest) (*ReadResult, error)
 
 // Read calls f(ctx, req).
-func (f ReaderFunc) Read(ctx context.Context, req *ReadRequest) (*ReadResult, error) { return f(ctx, req) }
+func (f ReaderFunc) Read(ctx context.Context, req *ReadRequest) (*ReadResult, error) {
+	return f(ctx, req)
+}
 
 var _ Reader = ReaderFunc(nil)
 
@@ -294,7 +296,9 @@ func compileResource(def *Resource) (*CompiledResource, error) {
 }
 
 func compileTemplate(def *Template) (*CompiledTemplate, error) {
-	fail := func(reason string) error { return &DefinitionError{Kind: "template", Key: def.URITemplate, Reason: reason} }
+	fail := func(reason string) error {
+		return &DefinitionError{Kind: "template", Key: def.URITemplate, Reason: reason}
+	}
 	if def.Name == "" {
 		return nil, fail("empty name")
 	}
