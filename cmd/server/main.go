@@ -4,6 +4,10 @@
 // Usage:
 //
 //	server [--transport stdio] [--diagnostics-file PATH] [--log-level LEVEL] [--max-message-size N]
+//	       [--fixtures conformance]
+//
+// With --fixtures conformance it also serves the fixtures of the official MCP conformance suite:
+// its test_* tools, test:// resources and templates, and test_* prompts.
 //
 // Over stdio it reads newline-delimited JSON-RPC on stdin and answers on stdout; logs go to
 // stderr only. It exits 0 when stdin reaches EOF, or on SIGINT/SIGTERM, after cancelling the
@@ -19,12 +23,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/diagnostics"
+	"github.com/toolgrain/toolgrain/internal/conformance"
 	"github.com/toolgrain/toolgrain/internal/demo"
 )
 
@@ -44,6 +50,7 @@ type options struct {
 	diagnosticsFile string
 	logLevel        zapcore.Level
 	maxMessageSize  int
+	fixtures        string
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -54,6 +61,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.diagnosticsFile, "diagnostics-file", "", "append onError reports to `PATH` as JSON lines (error text, tool name, request id; never arguments)")
 	fs.Var(&o.logLevel, "log-level", "log `level` on stderr: debug, info, warn, error")
 	fs.IntVar(&o.maxMessageSize, "max-message-size", 0, "largest accepted message in `bytes` (0: 4 MiB)")
+	fs.StringVar(&o.fixtures, "fixtures", "", "also serve a fixture `set`: conformance (the MCP conformance suite's test_* tools, test:// resources and test_* prompts)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -62,6 +70,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.transport != "stdio" {
 		return nil, fmt.Errorf("unknown transport %q (want stdio)", o.transport)
+	}
+	if o.fixtures != "" && o.fixtures != "conformance" {
+		return nil, fmt.Errorf("unknown fixture set %q (want conformance)", o.fixtures)
 	}
 	return o, nil
 }
@@ -91,16 +102,28 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 	}
 
-	srv, err := toolgrain.NewServer(toolgrain.Config{
+	cfg := toolgrain.Config{
 		Name:           "toolgrain-demo",
 		Instructions:   "Demonstration tools: echo, greet, sleep and fail.",
 		Tools:          demo.Tools(),
 		OnError:        onError,
 		Logger:         log,
 		MaxMessageSize: o.maxMessageSize,
-	})
+	}
+	if o.fixtures == "conformance" {
+		cfg.Instructions += " Conformance fixtures: test_* tools, test:// resources, test_* prompts."
+		cfg.Tools = append(cfg.Tools, conformance.Tools()...)
+		cfg.Resources = conformance.Resources()
+		cfg.ResourceTemplates = conformance.Templates()
+		cfg.Prompts = conformance.Prompts()
+	}
+	srv, err := toolgrain.NewServer(cfg)
 	if err != nil {
 		return err
+	}
+	if o.fixtures == "conformance" {
+		stopWatch := watchResource(srv, conformance.WatchedResource, watchInterval)
+		defer stopWatch()
 	}
 	log.Info("serving", zap.String("transport", o.transport))
 	serveErr := srv.ServeStdio(ctx, stdin, stdout)
@@ -112,6 +135,30 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	log.Info("stopped")
 	return serveErr
+}
+
+// watchInterval is how often the conformance fixtures' watched resource is announced as updated.
+const watchInterval = 3 * time.Second
+
+// watchResource announces an update of uri every interval, to the clients subscribed to it,
+// until the returned function is called; that function waits for the goroutine to end.
+func watchResource(srv *toolgrain.Server, uri string, interval time.Duration) (stop func()) {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	// Owned by run, which calls stop (closing done and waiting on stopped) before it returns.
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				srv.NotifyResourceUpdated(uri)
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
 }
 
 func newLogger(w io.Writer, level zapcore.Level) *zap.Logger {
