@@ -99,6 +99,9 @@ type Engine struct {
 
 	// handlers counts handler goroutines still running; Shutdown waits for it.
 	handlers sync.WaitGroup
+	// pool runs the engine's mailboxes and handlers on warm goroutines.
+	pool       *workerPool
+	dispatcher actor.Dispatcher
 
 	mu     sync.Mutex
 	conns  map[*Connection]struct{}
@@ -156,7 +159,8 @@ func Start(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("actors: invalid log level %q", cfg.LogLevel)
 		}
 	}
-	e := &Engine{cfg: cfg, log: cfg.Logger, conns: make(map[*Connection]struct{}), logLevel: level}
+	e := &Engine{cfg: cfg, log: cfg.Logger, conns: make(map[*Connection]struct{}), pool: newWorkerPool(), logLevel: level}
+	e.dispatcher = poolDispatcher{pool: e.pool}
 	e.system = cfg.System
 	if e.system == nil {
 		e.system = NewSystem(cfg.Logger)
@@ -165,7 +169,7 @@ func Start(cfg Config) (*Engine, error) {
 	e.diagState = newDiagState(e)
 
 	props := actor.PropsFromProducer(func() actor.Actor { return &supervisorActor{eng: e} },
-		actor.WithGuardian(actor.NewRestartingStrategy()))
+		actor.WithGuardian(actor.NewRestartingStrategy()), actor.WithDispatcher(e.dispatcher))
 	e.supervisor = e.system.Root.SpawnPrefix(props, "toolgrain")
 	res, err := e.system.Root.RequestFuture(e.supervisor, &startTree{}, defaultActorReplyTimeout).Result()
 	if err != nil {
@@ -236,7 +240,7 @@ func (e *Engine) ConnectNotify(name string, notify Stream) (*Connection, error) 
 	}
 	c := &Connection{eng: e, done: make(chan struct{}), notify: notify}
 	log := e.log.With(zap.String("conn", name))
-	props := actor.PropsFromProducer(func() actor.Actor { return newConnectionActor(e, c, log) })
+	props := actor.PropsFromProducer(func() actor.Actor { return newConnectionActor(e, c, log) }, actor.WithDispatcher(e.dispatcher))
 	res, err := e.system.Root.RequestFuture(e.supervisor, &spawnConnection{props: props}, defaultActorReplyTimeout).Result()
 	if err != nil {
 		return nil, fmt.Errorf("actors: spawn connection: %w", err)
@@ -311,6 +315,9 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	}
 	if e.ownSystem {
 		e.system.Shutdown()
+	}
+	if err == nil {
+		e.pool.close()
 	}
 	return err
 }

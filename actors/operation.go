@@ -72,14 +72,14 @@ func (o *operationActor) start(ctx actor.Context) {
 	hctx = o.eng.handlerContext(hctx, o.peer, o.meta)
 	self, root, run := ctx.Self(), ctx.ActorSystem().Root, o.run
 	o.eng.handlers.Add(1)
-	// Owned by this operation actor, which waits for its operationDone before stopping. It ends
-	// when the handler returns; the handler's context is cancelled on client cancellation,
-	// connection close and shutdown.
-	go func() {
+	// The handler runs on a pool worker but belongs to this operation actor, which waits for
+	// its operationDone before stopping. It ends when the handler returns; the handler's context
+	// is cancelled on client cancellation, connection close and shutdown.
+	o.eng.pool.Go(func() {
 		defer o.eng.handlers.Done()
 		res, err := runRecovered(hctx, o.method, run)
 		root.Send(self, &operationDone{result: res, err: err})
-	}()
+	})
 }
 
 func runRecovered(ctx context.Context, method string, run func(context.Context) (any, error)) (res any, err error) {
