@@ -218,7 +218,9 @@ func TestCompletion(t *testing.T) {
 	cfg.Prompts = append(cfg.Prompts, prompts.Prompt{
 		Name: "many", Description: "Has a lot of suggestions.",
 		Arguments: []prompts.Argument{{Name: "v", Complete: func(context.Context, string, map[string]string) ([]string, error) { return many, nil }}},
-		Handler:   prompts.HandlerFunc(func(context.Context, *prompts.GetRequest) (*prompts.GetResult, error) { return &prompts.GetResult{}, nil }),
+		Handler: prompts.HandlerFunc(func(context.Context, *prompts.GetRequest) (*prompts.GetResult, error) {
+			return &prompts.GetResult{}, nil
+		}),
 	})
 	c := startStdio(t, cfg)
 	c.initialize()

@@ -224,3 +224,59 @@ func TestCallToolResultRawFields(t *testing.T) {
 		})
 	}
 }
+
+func TestSurfaceMarshal(t *testing.T) {
+	total := 2
+	tests := []struct {
+		name string
+		give any
+		want string
+	}{
+		{"resources_nil", protocol.ListResourcesResult{}, `{"resources":[]}`},
+		{"templates_nil", protocol.ListResourceTemplatesResult{}, `{"resourceTemplates":[]}`},
+		{"read_nil", protocol.ReadResourceResult{}, `{"contents":[]}`},
+		{"prompts_nil", protocol.ListPromptsResult{}, `{"prompts":[]}`},
+		{"prompt_get", protocol.GetPromptResult{Messages: []protocol.PromptMessage{{Role: "user", Content: protocol.TextContent("hi")}}}, `{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}]}`},
+		{"completion_empty", protocol.CompleteResult{}, `{"completion":{"values":[]}}`},
+		{"completion", protocol.CompleteResult{Completion: protocol.CompletionValues{Values: []string{"a"}, Total: &total, HasMore: true}}, `{"completion":{"values":["a"],"total":2,"hasMore":true}}`},
+		{"log", protocol.LogMessageParams{Level: "info", Data: json.RawMessage(`"x"`)}, `{"level":"info","data":"x"}`},
+		{"create_message", protocol.CreateMessageParams{Messages: []protocol.SamplingMessage{{Role: "user", Content: protocol.TextContent("q")}}, MaxTokens: 10}, `{"messages":[{"role":"user","content":{"type":"text","text":"q"}}],"maxTokens":10}`},
+		{"elicit", protocol.ElicitParams{Message: "m", RequestedSchema: json.RawMessage(`{"type":"object"}`)}, `{"message":"m","requestedSchema":{"type":"object"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := json.Marshal(tt.give)
+			if err != nil || string(got) != tt.want {
+				t.Errorf("json.Marshal = %s, %v; want %s", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLogSeverity(t *testing.T) {
+	for i, l := range protocol.LogLevels {
+		if n, ok := protocol.LogSeverity(l); !ok || n != i {
+			t.Errorf("LogSeverity(%q) = %d, %v", l, n, ok)
+		}
+	}
+	if _, ok := protocol.LogSeverity("warn"); ok {
+		t.Error(`"warn" is not a level`)
+	}
+}
+
+func TestCreateMessageResultText(t *testing.T) {
+	tests := []struct {
+		give string
+		want string
+	}{
+		{`{"type":"text","text":"hi"}`, "hi"},
+		{`{"type":"image","data":"AA=="}`, ""},
+		{`[{"type":"text","text":"hi"}]`, ""},
+	}
+	for _, tt := range tests {
+		r := &protocol.CreateMessageResult{Content: json.RawMessage(tt.give)}
+		if got := r.Text(); got != tt.want {
+			t.Errorf("Text(%s) = %q, want %q", tt.give, got, tt.want)
+		}
+	}
+}
