@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -139,11 +140,60 @@ func TestFlags(t *testing.T) {
 		{[]string{"--transport", "carrier-pigeon"}, `unknown transport "carrier-pigeon"`},
 		{[]string{"--log-level", "loud"}, `invalid value "loud"`},
 		{[]string{"extra"}, "unexpected arguments"},
+		{[]string{"--fixtures", "everything"}, `unknown fixture set "everything"`},
 	}
 	for _, tt := range tests {
 		_, err := parseFlags(tt.give, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 			t.Errorf("parseFlags(%q) = %v, want an error containing %q", tt.give, err, tt.wantErr)
 		}
+	}
+}
+
+// TestFixturesOverStdio runs the server in process with --fixtures conformance: the fixture
+// tools, resources and prompts answer next to the demonstration tools.
+func TestFixturesOverStdio(t *testing.T) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := run(context.Background(), []string{"--fixtures", "conformance", "--log-level", "error"}, inR, outW, io.Discard)
+		_ = outW.Close()
+		done <- err
+	}()
+	r := bufio.NewReader(outR)
+	exchange := func(req string) string {
+		t.Helper()
+		if _, err := io.WriteString(inW, req+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSuffix(line, "\n")
+	}
+	exchange(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	tests := []struct{ give, want string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_simple_text"}}`,
+			`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"This is a simple text response for testing."}]}}`},
+		{`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"still here"}}}`,
+			`{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"still here"}]}}`},
+		{`{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"test://static-text"}}`,
+			`{"jsonrpc":"2.0","id":3,"result":{"contents":[{"uri":"test://static-text","mimeType":"text/plain","text":"This is the content of the static text resource."}]}}`},
+		{`{"jsonrpc":"2.0","id":4,"method":"prompts/get","params":{"name":"test_simple_prompt"}}`,
+			`{"jsonrpc":"2.0","id":4,"result":{"messages":[{"role":"user","content":{"type":"text","text":"This is a simple prompt for testing."}}]}}`},
+	}
+	for _, tt := range tests {
+		if got := exchange(tt.give); got != tt.want {
+			t.Errorf("%s\n got: %s\nwant: %s", tt.give, got, tt.want)
+		}
+	}
+	_ = inW.Close()
+	if _, err := io.Copy(io.Discard, outR); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
