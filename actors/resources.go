@@ -80,6 +80,9 @@ func (c *connectionActor) readResource(ctx actor.Context, m *protocol.Message, s
 	})
 }
 
+// MaxSubscriptions bounds the resource subscriptions of one session.
+const MaxSubscriptions = 4096
+
 // subscribe records (or drops) a subscription to a URI. Any absolute URI may be subscribed to,
 // served yet or not: resources may appear later.
 func (c *connectionActor) subscribe(m *protocol.Message, s Stream, on bool) {
@@ -93,6 +96,10 @@ func (c *connectionActor) subscribe(m *protocol.Message, s Stream, on bool) {
 		return
 	}
 	if on {
+		if _, ok := c.subs[p.URI]; !ok && len(c.subs) >= MaxSubscriptions {
+			reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("too many subscriptions (the limit is %d per session)", MaxSubscriptions)))
+			return
+		}
 		c.subs[p.URI] = struct{}{}
 	} else {
 		delete(c.subs, p.URI)

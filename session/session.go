@@ -20,10 +20,13 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/toolgrain/toolgrain/protocol"
 )
@@ -44,6 +47,9 @@ var (
 	ErrRateLimited = errors.New("session: log message dropped by the rate limit")
 	// ErrInvalidLevel is returned by [Log] for a level that is not one of [protocol.LogLevels].
 	ErrInvalidLevel = errors.New("session: invalid log level")
+	// ErrInvalidContent is wrapped by the error [Elicit] returns, together with the result, when
+	// the client accepted a form whose content does not conform to the requested schema.
+	ErrInvalidContent = errors.New("session: elicited content does not match the requested schema")
 )
 
 // Peer is the engine's side of one call: the client it came from. Handlers use the package's
@@ -138,15 +144,66 @@ func CreateMessage(ctx context.Context, params *protocol.CreateMessageParams) (*
 // answer. Form mode (params.Mode "" or "form") needs the client's elicitation capability (form),
 // URL mode its elicitation.url; see the package doc for cancellation and errors. Form mode must
 // never ask for passwords, keys or other secrets.
+//
+// An accepted form's content is checked against params.RequestedSchema (JSON Schema 2020-12):
+// content that does not conform is returned together with an error wrapping
+// [ErrInvalidContent] that says why, for the handler to decide. A requested schema that cannot
+// be compiled is an error before anything is sent.
 func Elicit(ctx context.Context, params *protocol.ElicitParams) (*protocol.ElicitResult, error) {
 	if params == nil {
 		return nil, errors.New("session: nil ElicitParams")
+	}
+	var check *jsonschema.Schema
+	if len(params.RequestedSchema) > 0 && params.Mode != protocol.ElicitModeURL {
+		var err error
+		if check, err = compileRequested(params.RequestedSchema); err != nil {
+			return nil, fmt.Errorf("session: requested schema: %w", err)
+		}
 	}
 	var res protocol.ElicitResult
 	if err := request(ctx, protocol.MethodElicitationCreate, params, &res); err != nil {
 		return nil, err
 	}
+	if check != nil && res.Action == protocol.ElicitAccept {
+		if err := validateContent(check, res.Content); err != nil {
+			return &res, fmt.Errorf("%w: %v", ErrInvalidContent, err)
+		}
+	}
 	return &res, nil
+}
+
+// compileRequested compiles a requested schema on its own, without loading anything.
+func compileRequested(raw json.RawMessage) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noLoader{})
+	const url = "mem:///requested.json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, err
+	}
+	return c.Compile(url)
+}
+
+// noLoader refuses every external reference: a requested schema is self-contained.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("external schema %q is not loaded", url)
+}
+
+func validateContent(s *jsonschema.Schema, content json.RawMessage) error {
+	if len(content) == 0 {
+		content = json.RawMessage(`{}`)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(content))
+	if err != nil {
+		return err
+	}
+	return s.Validate(v)
 }
 
 // ListRoots asks the client for its roots (roots/list). The client must have declared roots;

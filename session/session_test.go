@@ -122,3 +122,34 @@ func TestWithPeer(t *testing.T) {
 		t.Error("ClientInfo")
 	}
 }
+
+func TestElicitChecksTheContent(t *testing.T) {
+	p := &fakePeer{caps: caps(`{"elicitation":{}}`)}
+	ctx := session.WithPeer(context.Background(), p)
+	schema := json.RawMessage(`{"type":"object","properties":{"age":{"type":"integer","minimum":0}},"required":["age"]}`)
+	tests := []struct {
+		name    string
+		result  string
+		wantErr bool
+	}{
+		{"valid", `{"action":"accept","content":{"age":3}}`, false},
+		{"invalid", `{"action":"accept","content":{"age":-1}}`, true},
+		{"missing", `{"action":"accept"}`, true},
+		{"declined", `{"action":"decline"}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p.result = tt.result
+			res, err := session.Elicit(ctx, &protocol.ElicitParams{Message: "age?", RequestedSchema: schema})
+			if res == nil {
+				t.Fatalf("no result (err %v)", err)
+			}
+			if got := errors.Is(err, session.ErrInvalidContent); got != tt.wantErr {
+				t.Errorf("Elicit error = %v, want invalid content %v", err, tt.wantErr)
+			}
+		})
+	}
+	if _, err := session.Elicit(ctx, &protocol.ElicitParams{Message: "m", RequestedSchema: json.RawMessage(`{"type":"nope"}`)}); err == nil {
+		t.Error("an invalid requested schema was sent")
+	}
+}
