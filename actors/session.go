@@ -27,6 +27,15 @@ const (
 	logRate  = 100
 )
 
+// Streamer is implemented by a [Stream] that knows whether it can carry messages before the
+// response: an HTTP POST whose client accepts an SSE answer can, one that accepts JSON only
+// cannot (its transport sends the response alone). A Stream that does not implement it is taken
+// to carry everything, as stdio does. A handler's request to the client on a stream that cannot
+// carry it fails at once with session.ErrNoStream rather than wait for an answer that cannot come.
+type Streamer interface {
+	Streaming() bool
+}
+
 // connShared is the part of a connection's state that handler goroutines read: who the client
 // is and what it declared, the session's log level, and where to send requests for the client.
 // The connection actor writes it; everything is atomic.
@@ -126,6 +135,9 @@ func (p *callPeer) Request(ctx context.Context, method string, params any) (json
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, context.Cause(ctx)
+	}
+	if st, ok := p.stream.(Streamer); ok && !st.Streaming() {
+		return nil, session.ErrNoStream
 	}
 	pid := p.conn.pid.Load()
 	o := &outgoing{method: method, params: raw, call: p.call, stream: p.stream, reply: make(chan outgoingReply, 1)}

@@ -47,6 +47,9 @@ var (
 	ErrRateLimited = errors.New("session: log message dropped by the rate limit")
 	// ErrInvalidLevel is returned by [Log] for a level that is not one of [protocol.LogLevels].
 	ErrInvalidLevel = errors.New("session: invalid log level")
+	// ErrNoStream is returned for a request to the client when the call's transport cannot carry
+	// it: an HTTP client whose request accepts a JSON answer only, not an SSE stream.
+	ErrNoStream = errors.New("session: the call's transport cannot carry requests to the client")
 	// ErrInvalidContent is wrapped by the error [Elicit] returns, together with the result, when
 	// the client accepted a form whose content does not conform to the requested schema.
 	ErrInvalidContent = errors.New("session: elicited content does not match the requested schema")
