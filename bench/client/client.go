@@ -170,6 +170,8 @@ type transport interface {
 	raw(ctx context.Context, body []byte, wait time.Duration) (*RawReply, error)
 	// alive reports why the server is gone, or nil.
 	alive() error
+	// progress grows whenever something leaves the client.
+	progress() int64
 	// close ends the connection and every goroutine the transport started.
 	close() error
 }
@@ -389,6 +391,13 @@ func (c *Client) CancelMany(ctx context.Context, calls []*Call, reason string, p
 	}
 	return len(bodies), nil
 }
+
+// Progress is a counter that grows whenever something leaves the client:
+// bytes written to the server's stdin, or HTTP requests written and
+// notifications accepted. A caller waiting on [Client.Flush] or
+// [Client.CancelMany] can watch it to tell a slow server from one that
+// stopped reading.
+func (c *Client) Progress() int64 { return c.tr.progress() }
 
 // Flush waits until every request and notification sent so far has been
 // written to the server (stdio: into its stdin; HTTP: the POSTs' bodies).

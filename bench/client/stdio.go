@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -205,6 +206,8 @@ func (t *stdioTransport) raw(ctx context.Context, body []byte, wait time.Duratio
 	}
 }
 
+func (t *stdioTransport) progress() int64 { return t.w.progress.Load() }
+
 func (t *stdioTransport) alive() error {
 	if t.cmd == nil {
 		return nil
@@ -312,6 +315,8 @@ type batchWriter struct {
 	written uint64 // sequence number of the last line written
 	err     error
 	closing bool
+
+	progress atomic.Int64 // bytes written
 }
 
 func newBatchWriter() *batchWriter {
@@ -405,7 +410,15 @@ func (w *batchWriter) run(out io.Writer) error {
 		w.pending = w.spare[:0]
 		w.mu.Unlock()
 
-		_, err := out.Write(buf)
+		// In pieces, so that Progress moves while a slow reader drains a
+		// large batch.
+		var err error
+		for rest := buf; len(rest) > 0 && err == nil; {
+			n := min(len(rest), 64<<10)
+			n, err = out.Write(rest[:n])
+			w.progress.Add(int64(n))
+			rest = rest[n:]
+		}
 
 		w.mu.Lock()
 		if cap(buf) <= 1<<20 {

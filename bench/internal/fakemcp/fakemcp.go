@@ -35,6 +35,9 @@ type Options struct {
 	// Session is the Mcp-Session-Id the HTTP handler assigns; empty means
 	// no session.
 	Session string
+	// StopReadingAfter makes Serve stop reading after that many messages,
+	// until Close, like a server whose reader got stuck; zero means never.
+	StopReadingAfter int
 }
 
 // Request is a message the server received.
@@ -100,7 +103,11 @@ func (s *Server) Serve(r io.Reader, w io.Writer) error {
 		w.Write(append(b, '\n'))
 	}
 	br := bufio.NewReaderSize(r, 64<<10)
-	for {
+	for n := 0; ; n++ {
+		if n == s.opts.StopReadingAfter && n > 0 {
+			<-s.ctx.Done()
+			return nil
+		}
 		line, err := br.ReadBytes('\n')
 		if len(bytes.TrimSpace(line)) > 0 {
 			s.handle(line, nil, send)
