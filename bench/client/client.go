@@ -433,14 +433,6 @@ func (c *Client) Close() error {
 	return err
 }
 
-// SetObserver makes f see every message the client receives, before it is
-// dispatched. f must not block. Set it before starting calls.
-func (c *Client) SetObserver(f func(*Message)) {
-	c.mu.Lock()
-	c.onMessage = f
-	c.mu.Unlock()
-}
-
 func (c *Client) markCancelled(call *Call) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -460,9 +452,6 @@ func (c *Client) markCancelled(call *Call) bool {
 func (c *Client) deliver(msg *Message, raw []byte, batch bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.onMessage != nil {
-		c.onMessage(msg)
-	}
 	switch {
 	case msg.Method != "" && msg.ID == nil:
 		c.stats.Notifications++

@@ -156,6 +156,7 @@ func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	if settled, ok := sample(pid); ok && before.RSSKB > 0 {
 		r.set("rss_settled_pct_of_before", 100*float64(settled.RSSKB)/float64(before.RSSKB))
 	}
+	r.clientNotes(c)
 	if err := c.Alive(); err != nil {
 		r.note("server gone at the end: %v", err)
 	}

@@ -85,7 +85,7 @@ func (w *worker) fail(start, end time.Time, msg *client.Message, err error) {
 
 // noteErrors adds a note naming the first failure, if there were any.
 func noteErrors(r *Result, sum tally) {
-	if sum.firstErr != "" {
+	if sum.errors > 0 && sum.firstErr != "" {
 		r.note("%d calls failed in the window; the first failure of the run: %s", sum.errors, sum.firstErr)
 	}
 }

@@ -186,6 +186,7 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		r.set("streams_open_after_window", float64(st.Open))
 		r.set("quiet_closes", float64(st.QuietCloses))
 	}
+	r.clientNotes(c)
 	endSample(r, pid)
 	if err := c.Alive(); err != nil {
 		r.note("server gone at the end: %v", err)

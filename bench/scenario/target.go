@@ -220,3 +220,19 @@ func untilStalled(ctx context.Context, c *client.Client, stall time.Duration, f 
 	}
 	return err
 }
+
+// clientNotes reports what the client saw that breaks the protocol: stdout
+// lines that were not JSON-RPC (stdio), responses to ids never sent, and
+// notifications not answered with 202 (HTTP).
+func (r *Result) clientNotes(c *client.Client) {
+	st := c.Stats()
+	if st.Garbage > 0 {
+		r.note("%d messages from the server were not JSON-RPC (stdio servers must write only MCP messages to stdout)", st.Garbage)
+	}
+	if st.Unknown > 0 {
+		r.note("%d responses carried an id that was never sent or was already answered", st.Unknown)
+	}
+	if st.NotifyNot202 > 0 {
+		r.note("%d notifications were answered with a 2xx status other than 202", st.NotifyNot202)
+	}
+}

@@ -51,6 +51,7 @@ func Throughput(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	noteErrors(r, sum)
 	latencyMetrics(r, "", sum.lat)
 	cpu.perCall(r, sum.ok)
+	r.clientNotes(c)
 	endSample(r, pid)
 	return r.finish(), nil
 }
