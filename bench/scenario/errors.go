@@ -233,7 +233,7 @@ func Errors(ctx context.Context, t Target, cfg Config) (*Result, error) {
 			w.fail(begin, done, msg, err)
 			return c.Lost()
 		}
-		if w.inWindow(done) {
+		if w.l.inWindow(done) {
 			if mentions(msg, Marker) {
 				w.t.leaks++
 			}

@@ -77,7 +77,7 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		case <-call.Done():
 			// Answered before its cancellation: only a rejection is this
 			// fast.
-			if now := time.Now(); !now.Before(l.from) && now.Before(l.to) {
+			if l.inWindow(time.Now()) {
 				sleepErr.Add(1)
 			}
 			l.failed.Add(1)
@@ -93,7 +93,7 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		cancel()
 		now := time.Now()
 		l.total.Add(1)
-		inWindow := !now.Before(l.from) && now.Before(l.to)
+		inWindow := l.inWindow(now)
 		switch {
 		case err == nil && sent:
 			cancelsSent.Add(1)
