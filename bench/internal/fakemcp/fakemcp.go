@@ -58,7 +58,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	received []Request
-	released int // held streams the client ended
+	released int                 // held streams the client ended
 	inflight map[string]*sleeper // by raw id
 	// early holds ids cancelled before their request arrived: over HTTP a
 	// cancellation can overtake its request on another connection.
