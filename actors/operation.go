@@ -132,7 +132,7 @@ func (c *connectionActor) spawnOperation(ctx actor.Context, m *protocol.Message,
 		eng: c.eng, id: m.ID, method: m.Method, name: name, meta: meta,
 		call: f.call, stream: s, peer: newCallPeer(c.shared, f.call, s), run: run,
 	}
-	f.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newOperationActor(spec) }))
+	f.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newOperationActor(spec) }, actor.WithDispatcher(c.eng.dispatcher)))
 	c.inflight[key] = f
 	c.children[f.pid.Id] = f
 }
