@@ -658,3 +658,29 @@ func TestFixtureTools(t *testing.T) {
 	c.send(`{"jsonrpc":"2.0","id":2,"result":{"action":"decline"}}`)
 	c.recvExact(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"Elicitation completed: action=decline, content={}"}]}}`)
 }
+
+func TestSurfaceConstructionErrors(t *testing.T) {
+	var resErr *resources.DefinitionError
+	var promptErr *prompts.DefinitionError
+	tests := []struct {
+		name  string
+		cfg   toolgrain.Config
+		check func(error) bool
+	}{
+		{"resource", toolgrain.Config{Resources: []resources.Resource{{URI: "x://a", Name: "a"}}}, func(err error) bool { return errors.As(err, &resErr) }},
+		{"template", toolgrain.Config{ResourceTemplates: []resources.Template{{URITemplate: "x://{?q}", Name: "t", Reader: resources.Static("", "", nil)}}}, func(err error) bool { return errors.As(err, &resErr) }},
+		{"prompt", toolgrain.Config{Prompts: []prompts.Prompt{{Name: "p"}}}, func(err error) bool { return errors.As(err, &promptErr) }},
+		{"log level", toolgrain.Config{LogLevel: "loud"}, func(err error) bool { return err != nil && strings.Contains(err.Error(), `invalid log level "loud"`) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, err := toolgrain.NewServer(tt.cfg)
+			if err == nil {
+				_ = srv.Close()
+			}
+			if !tt.check(err) {
+				t.Errorf("NewServer = %v", err)
+			}
+		})
+	}
+}
