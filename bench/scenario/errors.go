@@ -233,13 +233,11 @@ func Errors(ctx context.Context, t Target, cfg Config) (*Result, error) {
 			w.fail(begin, done, msg, err)
 			return c.Lost()
 		}
-		if w.l.inWindow(done) {
-			if mentions(msg, Marker) {
-				w.t.leaks++
-			}
-			if msg.Error != nil {
-				w.t.rpcErrors++
-			}
+		if mentions(msg, Marker) {
+			w.t.leaks++
+		}
+		if msg.Error != nil {
+			w.t.rpcErrors++
 		}
 		w.record(outOK, begin, done)
 		return nil
@@ -248,6 +246,7 @@ func Errors(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		r.note("connection lost during the fail load: %v", lost)
 	}
 	r.set("fail_calls_per_sec", float64(sum.ok)/cfg.Duration.Seconds())
+	r.set("calls_total", float64(sum.all))
 	r.set("errors", float64(sum.errors))
 	noteErrors(r, sum)
 	r.set("fail_leaks", float64(sum.leaks))
