@@ -94,12 +94,17 @@ type Config struct {
 	// ShutdownGrace is how long closing a connection, or the server, waits for handlers to
 	// return after their context was cancelled. 0 means 5 s.
 	ShutdownGrace time.Duration
+
+	// HTTP configures the Streamable HTTP transport ([Server.Handler]): session expiry, allowed
+	// origins and hosts, bearer auth. The zero value is usable.
+	HTTP HTTPConfig
 }
 
 // Server is an MCP server. Its methods are safe for concurrent use.
 type Server struct {
-	cfg Config
-	eng *actors.Engine
+	cfg  Config
+	eng  *actors.Engine
+	http *httpHandler
 }
 
 // NewServer checks and compiles the tool definitions and starts the actor tree. Construction
@@ -137,7 +142,12 @@ func NewServer(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, eng: eng}, nil
+	h, err := newHTTPHandler(eng, cfg)
+	if err != nil {
+		_ = eng.Shutdown(context.Background())
+		return nil, err
+	}
+	return &Server{cfg: cfg, eng: eng, http: h}, nil
 }
 
 // Stats is a snapshot of the server's diagnostics counters.
@@ -160,7 +170,13 @@ func (s *Server) Stats() Stats {
 // Shutdown stops the server gracefully: every connection is closed and its calls in flight are
 // cancelled (they get no response), handlers are given until ctx ends to return, the pending
 // OnError reports are delivered, and the actors stop. It returns ctx.Err() if ctx ended first.
-func (s *Server) Shutdown(ctx context.Context) error { return s.eng.Shutdown(ctx) }
+//
+// HTTP sessions end first: new requests get 503, open SSE streams end, and each cancelled
+// call's stream ends with no response.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.http.shutdown()
+	return s.eng.Shutdown(ctx)
+}
 
 // Close is Shutdown bounded by the ShutdownGrace plus the CallbackTimeout.
 func (s *Server) Close() error {
