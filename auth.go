@@ -107,7 +107,9 @@ type VerifierPanicError struct {
 }
 
 // Error returns "token verifier panicked: <value>"; it does not include the stack.
-func (e *VerifierPanicError) Error() string { return fmt.Sprintf("token verifier panicked: %v", e.Value) }
+func (e *VerifierPanicError) Error() string {
+	return fmt.Sprintf("token verifier panicked: %v", e.Value)
+}
 
 // PanicStack returns the stack, for sinks that log it (diagnostics.ZapSink).
 func (e *VerifierPanicError) PanicStack() []byte { return e.Stack }
