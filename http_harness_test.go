@@ -55,7 +55,9 @@ type reply struct {
 	events []string // the data of each event of an event stream
 }
 
-func (r reply) isSSE() bool { return strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") }
+func (r reply) isSSE() bool {
+	return strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream")
+}
 
 // httpSession is a client of one MCP session over HTTP.
 type httpSession struct {
