@@ -303,6 +303,10 @@ func (h *httpHandler) session(w http.ResponseWriter, r *http.Request, id *Identi
 // answers 404 (503 during shutdown) and returns nil. A session opened by one subject is not
 // found by another.
 func (h *httpHandler) acquire(w http.ResponseWriter, sid string, id *Identity) *session {
+	if !protocol.ValidSessionID(sid) {
+		writeError(w, http.StatusNotFound, protocol.ErrTransport("Not Found", "session not found"))
+		return nil
+	}
 	h.mu.Lock()
 	s, closed := h.sessions[sid], h.closed
 	h.mu.Unlock()
