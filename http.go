@@ -492,7 +492,7 @@ func startSSE(w http.ResponseWriter) {
 // relay writes the answers that the actors queue on st as the response to r: one JSON body when
 // the first frame is the final response, otherwise an SSE stream that ends after the response
 // (lazy upgrade). A stream closed with no response (a cancelled call) ends as an empty SSE
-// stream. before, if set, runs just before the status is written, with the first frame's kind
+// stream, or as 204 No Content for a client that does not accept SSE. before, if set, runs just before the status is written, with the first frame's kind
 // (FrameInvalid when there is none).
 //
 // relay runs on the handler goroutine and blocks until the response is complete, the client
@@ -542,10 +542,16 @@ func relay(w http.ResponseWriter, r *http.Request, st *postStream, conn *actors.
 			}
 		}
 		if closed || connGone {
-			if !sse {
+			switch {
+			case sse:
+			case sseOK:
 				begin(protocol.FrameInvalid)
 				startSSE(w)
 				_ = rc.Flush()
+			default:
+				// No response, and the client takes no event stream: there is nothing to say.
+				begin(protocol.FrameInvalid)
+				w.WriteHeader(http.StatusNoContent)
 			}
 			return
 		}

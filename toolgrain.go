@@ -1,7 +1,8 @@
 // Package toolgrain is an actor-based, high-concurrency MCP (Model Context Protocol) server
 // engine.
 //
-// A [Server] serves a set of tools (package tools) to MCP clients over stdio ([Server.ServeStdio]).
+// A [Server] serves a set of tools (package tools) to MCP clients over stdio ([Server.ServeStdio])
+// and over Streamable HTTP ([Server.Handler], with optional bearer auth: [AuthConfig]).
 // Every tools/call runs in its own request actor on protoactor-go, which owns the call's
 // cancellation state: a cancelled call gets no response at all, not even a late one.
 //
@@ -19,7 +20,10 @@
 //     result with the text "Tool execution failed" and no structuredContent. The original
 //     error reaches the operator privately through [Config].OnError, with the tool name and
 //     the request (id, method, tool name, client-supplied _meta), never the arguments;
-//   - nothing at all is sent, and nothing reported, for a call after it was cancelled.
+//   - nothing at all is sent, and nothing reported, for a call after it was cancelled;
+//   - over HTTP, a missing, rejected or under-scoped bearer token gets 401 or 403 and is not
+//     reported; a token verifier that fails unexpectedly gets 503 with no detail, and OnError
+//     receives the original error with nil details.
 //
 // OnError runs on a supervised diagnostics actor after the response was sent: a callback that
 // panics, is slow or blocks forever changes no response.
