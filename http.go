@@ -491,7 +491,7 @@ func startSSE(w http.ResponseWriter) {
 
 // relay writes the answers that the actors queue on st as the response to r: one JSON body when
 // the first frame is the final response, otherwise an SSE stream that ends after the response
-// (lazy upgrade). A stream closed with no response (a cancelled call) ends as an empty SSE
+// (lazy upgrade; a client that accepts only SSE always gets SSE). A stream closed with no response (a cancelled call) ends as an empty SSE
 // stream, or as 204 No Content for a client that does not accept SSE. before, if set, runs just before the status is written, with the first frame's kind
 // (FrameInvalid when there is none).
 //
@@ -500,7 +500,8 @@ func startSSE(w http.ResponseWriter) {
 // actor stopped.
 func relay(w http.ResponseWriter, r *http.Request, st *postStream, conn *actors.Connection, before func(protocol.FrameKind)) {
 	defer st.abandon()
-	sseOK := protocol.Accepts(r.Header.Values("Accept"), protocol.MediaTypeEventStream)
+	accept := r.Header.Values("Accept")
+	jsonOK, sseOK := protocol.Accepts(accept, protocol.MediaTypeJSON), protocol.Accepts(accept, protocol.MediaTypeEventStream)
 	rc := http.NewResponseController(w)
 	connDone, connGone := conn.Done(), false
 	sse := false
@@ -515,7 +516,7 @@ func relay(w http.ResponseWriter, r *http.Request, st *postStream, conn *actors.
 		for _, f := range frames {
 			kind := protocol.KindOf(f)
 			if !sse {
-				if kind.IsResponse() {
+				if kind.IsResponse() && jsonOK {
 					begin(kind)
 					writeFrame(w, http.StatusOK, f)
 					return

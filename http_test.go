@@ -167,6 +167,12 @@ func TestHTTPJSONOrSSE(t *testing.T) {
 		t.Errorf("last event = %s, want %s", got, want)
 	}
 
+	// A client that accepts SSE only gets SSE, even for a lone result.
+	r = c.post(call("4", "echo", `{"text":"sse"}`), "Accept", "text/event-stream")
+	if !r.isSSE() || len(r.events) != 1 || r.events[0] != `{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"sse"}]}}` {
+		t.Errorf("SSE-only client: %d %q events %q body %q", r.status, r.header.Get("Content-Type"), r.events, r.body)
+	}
+
 	// A client that accepts JSON only gets the result alone.
 	r = c.post(strings.Replace(progressCall, `"id":2`, `"id":3`, 1), "Accept", "application/json")
 	assertReply(t, "JSON-only client", r, http.StatusOK, `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"slept"}]}}`)
