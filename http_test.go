@@ -2,9 +2,11 @@ package toolgrain_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -433,5 +435,56 @@ func TestHTTPShutdownCancelsInFlight(t *testing.T) {
 	assertReply(t, "request after shutdown", c.post(pingRequest), http.StatusServiceUnavailable, errShuttingDown)
 	if got := rec.snapshot(); len(got) != 0 {
 		t.Errorf("shutdown reported %v", got[0].err)
+	}
+}
+
+// TestHTTPManyCallsCancelled puts many calls in flight on one session, each on its own POST
+// stream, cancels them all from other POSTs, and checks that every stream ends with no response
+// while the session goes on.
+func TestHTTPManyCallsCancelled(t *testing.T) {
+	n := 300
+	if testing.Short() {
+		n = 50
+	}
+	// hang says it started (one progress notification, which also turns its answer into an
+	// event stream), then waits for its cancellation.
+	hang := tools.Tool{Name: "hang", Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
+		if err := tools.ReportProgress(ctx, 1, nil, "started"); err != nil {
+			return nil, err
+		}
+		<-ctx.Done()
+		return tools.TextResult("late"), nil
+	})}
+	rec := newRecorder()
+	e := startHTTP(t, toolgrain.Config{Tools: []tools.Tool{hang, demo.Tools()[0]}, OnError: rec.onError})
+	c := e.client()
+	c.initialize()
+	streams := make([]*stream, n)
+	var wg sync.WaitGroup
+	for i := range streams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			streams[i] = c.open(http.MethodPost, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"hang","arguments":{},"_meta":{"progressToken":%d}}}`, i, i))
+		}()
+	}
+	wg.Wait()
+	for i, s := range streams {
+		if ev, ok := s.next(); !ok || !strings.Contains(ev, "notifications/progress") {
+			t.Fatalf("call %d: first event %q (ok %v)", i, ev, ok)
+		}
+	}
+	c.expect(pingRequest, pingResult) // answered at once with every call in flight
+	for i := range streams {
+		assertReply(t, "cancel", c.post(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, i)), http.StatusAccepted, "")
+	}
+	for i, s := range streams {
+		if ev, ok := s.next(); ok {
+			t.Fatalf("cancelled call %d sent %s", i, ev)
+		}
+	}
+	c.expect(call(`"after"`, "echo", `{"text":"after"}`), `{"jsonrpc":"2.0","id":"after","result":{"content":[{"type":"text","text":"after"}]}}`)
+	if got := rec.snapshot(); len(got) != 0 {
+		t.Errorf("cancelled calls were reported: %v", got[0].err)
 	}
 }
