@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -209,5 +210,31 @@ func TestHTTPIdentity(t *testing.T) {
 		if strings.Contains(dump, secret) {
 			t.Errorf("diagnostics or logs contain %q: %s", secret, dump)
 		}
+	}
+}
+
+// TestHTTPVerifierTimeout: a verifier that does not answer within VerifyTimeout is an unexpected
+// failure (503), reported with the context's error.
+func TestHTTPVerifierTimeout(t *testing.T) {
+	rec := newRecorder()
+	stuck := toolgrain.TokenVerifierFunc(func(ctx context.Context, token string) (*toolgrain.Identity, error) {
+		<-ctx.Done()
+		return nil, fmt.Errorf("introspection: %w", ctx.Err())
+	})
+	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.onError,
+		HTTP: toolgrain.HTTPConfig{Auth: &toolgrain.AuthConfig{Verifier: stuck, VerifyTimeout: 50 * time.Millisecond}}})
+	c := e.client()
+	c.token = "any"
+	assertReply(t, "stuck verifier", c.post(initRequest), http.StatusServiceUnavailable,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Service Unavailable: authentication is temporarily unavailable"}}`)
+	if r := rec.wait(t, 1)[0]; !errors.Is(r.err, context.DeadlineExceeded) || r.details != nil {
+		t.Errorf("report = (%v, %v), want the deadline and nil details", r.err, r.details)
+	}
+}
+
+func TestHTTPAuthConfigErrors(t *testing.T) {
+	_, err := toolgrain.NewServer(toolgrain.Config{Tools: demo.Tools(), HTTP: toolgrain.HTTPConfig{Auth: &toolgrain.AuthConfig{}}})
+	if err == nil || !strings.Contains(err.Error(), "Verifier is nil") {
+		t.Errorf("NewServer with an Auth without Verifier = %v", err)
 	}
 }
