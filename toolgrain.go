@@ -1,7 +1,8 @@
 // Package toolgrain is an actor-based, high-concurrency MCP (Model Context Protocol) server
 // engine.
 //
-// A [Server] serves a set of tools (package tools) to MCP clients over stdio ([Server.ServeStdio]).
+// A [Server] serves a set of tools (package tools) to MCP clients over stdio ([Server.ServeStdio])
+// and over Streamable HTTP ([Server.Handler], with optional bearer auth: [AuthConfig]).
 // Every tools/call runs in its own request actor on protoactor-go, which owns the call's
 // cancellation state: a cancelled call gets no response at all, not even a late one.
 //
@@ -19,7 +20,10 @@
 //     result with the text "Tool execution failed" and no structuredContent. The original
 //     error reaches the operator privately through [Config].OnError, with the tool name and
 //     the request (id, method, tool name, client-supplied _meta), never the arguments;
-//   - nothing at all is sent, and nothing reported, for a call after it was cancelled.
+//   - nothing at all is sent, and nothing reported, for a call after it was cancelled;
+//   - over HTTP, a missing, rejected or under-scoped bearer token gets 401 or 403 and is not
+//     reported; a token verifier that fails unexpectedly gets 503 with no detail, and OnError
+//     receives the original error with nil details.
 //
 // OnError runs on a supervised diagnostics actor after the response was sent: a callback that
 // panics, is slow or blocks forever changes no response.
@@ -97,6 +101,10 @@ type Config struct {
 	// return after their context was cancelled. 0 means 5 s.
 	ShutdownGrace time.Duration
 
+	// HTTP configures the Streamable HTTP transport ([Server.Handler]): session expiry, allowed
+	// origins and hosts, bearer auth. The zero value is usable.
+	HTTP HTTPConfig
+
 	// Resources and ResourceTemplates are the resources to serve, listed in this order; see
 	// package resources. Prompts are the prompts; see package prompts. Nil means none. All
 	// three, and Tools, can also change while the server runs ([Server.AddTools] and the
@@ -117,8 +125,9 @@ type Config struct {
 
 // Server is an MCP server. Its methods are safe for concurrent use.
 type Server struct {
-	cfg Config
-	eng *actors.Engine
+	cfg  Config
+	eng  *actors.Engine
+	http *httpHandler
 }
 
 // NewServer checks and compiles the tool definitions and starts the actor tree. Construction
@@ -170,7 +179,12 @@ func NewServer(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, eng: eng}, nil
+	h, err := newHTTPHandler(eng, cfg)
+	if err != nil {
+		_ = eng.Shutdown(context.Background())
+		return nil, err
+	}
+	return &Server{cfg: cfg, eng: eng, http: h}, nil
 }
 
 // Stats is a snapshot of the server's diagnostics counters.
@@ -193,7 +207,13 @@ func (s *Server) Stats() Stats {
 // Shutdown stops the server gracefully: every connection is closed and its calls in flight are
 // cancelled (they get no response), handlers are given until ctx ends to return, the pending
 // OnError reports are delivered, and the actors stop. It returns ctx.Err() if ctx ended first.
-func (s *Server) Shutdown(ctx context.Context) error { return s.eng.Shutdown(ctx) }
+//
+// HTTP sessions end first: new requests get 503, open SSE streams end, and each cancelled
+// call's stream ends with no response.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.http.shutdown()
+	return s.eng.Shutdown(ctx)
+}
 
 // Close is Shutdown bounded by the ShutdownGrace plus the CallbackTimeout.
 func (s *Server) Close() error {

@@ -7,13 +7,14 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/tools"
 )
 
 // complete answers completion/complete for a prompt argument or a resource-template variable:
 // -32602 for an unknown reference or argument, an empty list when the argument has no
 // completer, and otherwise the completer's values (at most 100, with total and hasMore) from an
 // operation actor.
-func (c *connectionActor) complete(ctx actor.Context, m *protocol.Message, s Stream) {
+func (c *connectionActor) complete(ctx actor.Context, m *protocol.Message, s Stream, caller *tools.Identity) {
 	var p protocol.CompleteParams
 	if err := json.Unmarshal(m.Params, &p); err != nil || p.Argument.Name == "" {
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("completion/complete needs params with ref and argument.name")))
@@ -61,7 +62,7 @@ func (c *connectionActor) complete(ctx actor.Context, m *protocol.Message, s Str
 		args = p.Context.Arguments
 	}
 	value := p.Argument.Value
-	c.spawnOperation(ctx, m, s, p.Argument.Name, nil, func(ctx context.Context) (any, error) {
+	c.spawnOperation(ctx, m, s, caller, p.Argument.Name, nil, func(ctx context.Context) (any, error) {
 		values, err := fn(ctx, value, args)
 		if err != nil {
 			return nil, err
@@ -93,7 +94,7 @@ func (c *connectionActor) setLevel(m *protocol.Message, s Stream) {
 }
 
 // handleSurface dispatches the requests beyond tools; it reports whether m was one of them.
-func (c *connectionActor) handleSurface(ctx actor.Context, m *protocol.Message, s Stream) bool {
+func (c *connectionActor) handleSurface(ctx actor.Context, m *protocol.Message, s Stream, caller *tools.Identity) bool {
 	switch m.Method {
 	case protocol.MethodResourcesList, protocol.MethodResourcesTemplatesList, protocol.MethodResourcesRead,
 		protocol.MethodResourcesSubscribe, protocol.MethodResourcesUnsubscribe,
@@ -111,7 +112,7 @@ func (c *connectionActor) handleSurface(ctx actor.Context, m *protocol.Message, 
 	case protocol.MethodResourcesTemplatesList:
 		c.listResourceTemplates(m, s)
 	case protocol.MethodResourcesRead:
-		c.readResource(ctx, m, s)
+		c.readResource(ctx, m, s, caller)
 	case protocol.MethodResourcesSubscribe:
 		c.subscribe(m, s, true)
 	case protocol.MethodResourcesUnsubscribe:
@@ -119,11 +120,11 @@ func (c *connectionActor) handleSurface(ctx actor.Context, m *protocol.Message, 
 	case protocol.MethodPromptsList:
 		c.listPrompts(m, s)
 	case protocol.MethodPromptsGet:
-		c.getPrompt(ctx, m, s)
+		c.getPrompt(ctx, m, s, caller)
 	case protocol.MethodLoggingSetLevel:
 		c.setLevel(m, s)
 	case protocol.MethodCompletionComplete:
-		c.complete(ctx, m, s)
+		c.complete(ctx, m, s, caller)
 	}
 	return true
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/toolgrain/toolgrain/cancel"
 	"github.com/toolgrain/toolgrain/diagnostics"
 	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/tools"
 )
 
 // publicError is an error a handler outcome maps to on purpose (resource not found, a rejected
@@ -31,6 +32,9 @@ type opSpec struct {
 	call   *cancel.Call
 	stream Stream
 	peer   *callPeer
+	// identity is the authenticated caller, nil when the transport has none; it only goes
+	// into the handler's context.
+	identity *tools.Identity
 	// run computes the result on the handler goroutine. A *publicError is answered as its
 	// wire error; any other error as -32603 and reported.
 	run func(ctx context.Context) (any, error)
@@ -70,6 +74,7 @@ func (o *operationActor) start(ctx actor.Context) {
 	hctx, stop := context.WithCancel(o.call.Context())
 	o.stop = stop
 	hctx = o.eng.handlerContext(hctx, o.peer, o.meta)
+	hctx = tools.WithIdentity(hctx, o.identity)
 	self, root, run := ctx.Self(), ctx.ActorSystem().Root, o.run
 	o.eng.handlers.Add(1)
 	// The handler runs on a pool worker but belongs to this operation actor, which waits for
@@ -121,7 +126,7 @@ func (o *operationActor) fail(err error) {
 
 // spawnOperation starts an operation actor for m and registers it as in flight, so that
 // notifications/cancelled and the connection's close reach it.
-func (c *connectionActor) spawnOperation(ctx actor.Context, m *protocol.Message, s Stream, name string, meta json.RawMessage, run func(context.Context) (any, error)) {
+func (c *connectionActor) spawnOperation(ctx actor.Context, m *protocol.Message, s Stream, caller *tools.Identity, name string, meta json.RawMessage, run func(context.Context) (any, error)) {
 	key := m.ID.Key()
 	if _, busy := c.inflight[key]; busy {
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidRequest("id %s is already in use by a request in flight", m.ID)))
@@ -130,7 +135,7 @@ func (c *connectionActor) spawnOperation(ctx actor.Context, m *protocol.Message,
 	f := &flight{call: cancel.New(context.Background()), id: m.ID, stream: s}
 	spec := &opSpec{
 		eng: c.eng, id: m.ID, method: m.Method, name: name, meta: meta,
-		call: f.call, stream: s, peer: newCallPeer(c.shared, f.call, s), run: run,
+		call: f.call, stream: s, peer: newCallPeer(c.shared, f.call, s), identity: caller, run: run,
 	}
 	f.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newOperationActor(spec) }, actor.WithDispatcher(c.eng.dispatcher)))
 	c.inflight[key] = f

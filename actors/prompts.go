@@ -10,6 +10,7 @@ import (
 
 	"github.com/toolgrain/toolgrain/prompts"
 	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/tools"
 )
 
 func (c *connectionActor) listPrompts(m *protocol.Message, s Stream) {
@@ -28,7 +29,7 @@ func (c *connectionActor) listPrompts(m *protocol.Message, s Stream) {
 // getPrompt checks the name and the arguments here (-32602 for an unknown prompt, a missing
 // required argument, an unknown argument or a value that is not a string) and runs the handler
 // in an operation actor.
-func (c *connectionActor) getPrompt(ctx actor.Context, m *protocol.Message, s Stream) {
+func (c *connectionActor) getPrompt(ctx actor.Context, m *protocol.Message, s Stream, caller *tools.Identity) {
 	var p protocol.GetPromptParams
 	if err := json.Unmarshal(m.Params, &p); err != nil || p.Name == "" {
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("prompts/get needs params with a string name")))
@@ -46,7 +47,7 @@ func (c *connectionActor) getPrompt(ctx actor.Context, m *protocol.Message, s St
 	}
 	req := &prompts.GetRequest{Name: p.Name, Arguments: args, Meta: p.Meta}
 	handler := prompt.Handler()
-	c.spawnOperation(ctx, m, s, p.Name, p.Meta, func(ctx context.Context) (any, error) {
+	c.spawnOperation(ctx, m, s, caller, p.Name, p.Meta, func(ctx context.Context) (any, error) {
 		res, err := handler.Get(ctx, req)
 		var argErr *prompts.ArgumentError
 		switch {

@@ -36,6 +36,9 @@ type callSpec struct {
 	call    *cancel.Call
 	stream  Stream
 	peer    *callPeer // the call's session: logs and requests to the client
+	// identity is the authenticated caller, nil when the transport has none; it only goes
+	// into the handler's context.
+	identity *tools.Identity
 }
 
 // request phases.
@@ -137,6 +140,7 @@ func (r *requestActor) run(ctx actor.Context) {
 	}
 	r.stopHdlr, r.hctx = stop, hctx
 	hctx = r.eng.handlerContext(hctx, r.peer, r.meta)
+	hctx = tools.WithIdentity(hctx, r.identity)
 	req := &tools.Request{Tool: r.tool.Name(), Arguments: r.args, Meta: r.meta}
 	self, root, tool := ctx.Self(), ctx.ActorSystem().Root, r.tool
 	r.eng.handlers.Add(1)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/resources"
+	"github.com/toolgrain/toolgrain/tools"
 )
 
 func (c *connectionActor) listResources(m *protocol.Message, s Stream) {
@@ -47,7 +48,7 @@ func errResourceNotFound(uri string) *protocol.WireError {
 
 // readResource resolves the URI here, answering -32002 at once when nothing serves it, and runs
 // the reader in an operation actor.
-func (c *connectionActor) readResource(ctx actor.Context, m *protocol.Message, s Stream) {
+func (c *connectionActor) readResource(ctx actor.Context, m *protocol.Message, s Stream, caller *tools.Identity) {
 	var p protocol.ReadResourceParams
 	if err := json.Unmarshal(m.Params, &p); err != nil || p.URI == "" {
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("resources/read needs params with a string uri")))
@@ -63,7 +64,7 @@ func (c *connectionActor) readResource(ctx actor.Context, m *protocol.Message, s
 		return
 	}
 	req.Meta = p.Meta
-	c.spawnOperation(ctx, m, s, p.URI, p.Meta, func(ctx context.Context) (any, error) {
+	c.spawnOperation(ctx, m, s, caller, p.URI, p.Meta, func(ctx context.Context) (any, error) {
 		res, err := reader.Read(ctx, req)
 		switch {
 		case errors.Is(err, resources.ErrNotFound):

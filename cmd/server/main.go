@@ -3,8 +3,8 @@
 //
 // Usage:
 //
-//	server [--transport stdio] [--diagnostics-file PATH] [--log-level LEVEL] [--max-message-size N]
-//	       [--fixtures conformance]
+//	server [--transport stdio|http] [--addr HOST:PORT] [--auth-token TOKEN]... [--diagnostics-file PATH]
+//	       [--log-level LEVEL] [--max-message-size N] [--fixtures conformance] [more HTTP flags: see --help]
 //
 // With --fixtures conformance it also serves the fixtures of the official MCP conformance suite:
 // its test_* tools, test:// resources and templates, and test_* prompts.
@@ -12,6 +12,13 @@
 // Over stdio it reads newline-delimited JSON-RPC on stdin and answers on stdout; logs go to
 // stderr only. It exits 0 when stdin reaches EOF, or on SIGINT/SIGTERM, after cancelling the
 // calls in flight and flushing the diagnostics.
+//
+// Over HTTP it serves MCP's Streamable HTTP transport at http://ADDR/mcp (127.0.0.1:8080 by
+// default) and the protected-resource metadata at /.well-known/oauth-protected-resource[/mcp].
+// With --auth-token it requires one of the given bearer tokens (a static-token demo verifier);
+// the token auth-outage makes the verifier fail unexpectedly, with an internal error whose text
+// contains SECRET-internal-detail, to show the auth row of the error model. On SIGINT/SIGTERM it
+// cancels the calls in flight, ends the sessions, stops the listener and exits 0.
 package main
 
 import (
@@ -22,6 +29,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -50,8 +58,16 @@ type options struct {
 	diagnosticsFile string
 	logLevel        zapcore.Level
 	maxMessageSize  int
+	shutdownGrace   time.Duration
+	http            httpOptions
 	fixtures        string
 }
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{logLevel: zapcore.InfoLevel}
@@ -60,16 +76,27 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.transport, "transport", "stdio", "transport: stdio")
 	fs.StringVar(&o.diagnosticsFile, "diagnostics-file", "", "append onError reports to `PATH` as JSON lines (error text, tool name, request id; never arguments)")
 	fs.Var(&o.logLevel, "log-level", "log `level` on stderr: debug, info, warn, error")
-	fs.IntVar(&o.maxMessageSize, "max-message-size", 0, "largest accepted message in `bytes` (0: 4 MiB)")
+	fs.IntVar(&o.maxMessageSize, "max-message-size", 0, "largest accepted message (HTTP: request body) in `bytes` (0: 4 MiB)")
+	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 5*time.Second, "on SIGINT/SIGTERM, how long cancelled handlers and open HTTP responses get to finish")
 	fs.StringVar(&o.fixtures, "fixtures", "", "also serve a fixture `set`: conformance (the MCP conformance suite's test_* tools, test:// resources and test_* prompts)")
+	o.http.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	if o.transport != "stdio" {
-		return nil, fmt.Errorf("unknown transport %q (want stdio)", o.transport)
+	switch o.transport {
+	case "stdio":
+		if len(o.http.tokens) > 0 {
+			return nil, errors.New("--auth-token needs --transport http (stdio takes no auth)")
+		}
+	case "http":
+		if err := o.http.check(); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("unknown transport %q (want stdio or http)", o.transport)
 	}
 	if o.fixtures != "" && o.fixtures != "conformance" {
 		return nil, fmt.Errorf("unknown fixture set %q (want conformance)", o.fixtures)
@@ -109,6 +136,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		OnError:        onError,
 		Logger:         log,
 		MaxMessageSize: o.maxMessageSize,
+		ShutdownGrace:  o.shutdownGrace,
+	}
+	if o.transport == "http" {
+		cfg.HTTP = o.http.config()
 	}
 	if o.fixtures == "conformance" {
 		cfg.Instructions += " Conformance fixtures: test_* tools, test:// resources, test_* prompts."
@@ -124,6 +155,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if o.fixtures == "conformance" {
 		stopWatch := watchResource(srv, conformance.WatchedResource, watchInterval)
 		defer stopWatch()
+	}
+	if o.transport == "http" {
+		return serveHTTP(ctx, srv, o, log)
 	}
 	log.Info("serving", zap.String("transport", o.transport))
 	serveErr := srv.ServeStdio(ctx, stdin, stdout)

@@ -1,0 +1,101 @@
+package toolgrain
+
+import (
+	"net/http"
+	"sync"
+
+	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/protocol"
+)
+
+// maxStandaloneQueue bounds the messages waiting for a standalone stream whose client reads
+// slowly; further ones are dropped.
+const maxStandaloneQueue = 1024
+
+// standaloneStream is an HTTP session's notification path (the notify stream of
+// [actors.Engine.ConnectNotify]): messages unrelated to any request — list_changed,
+// resources/updated, the withdrawal of a request to the client — go to the session's
+// standalone GET stream while one is open, and are dropped while none is (the transport keeps
+// no events for replay). The actors queue frames without blocking; the GET handler relays them.
+type standaloneStream struct {
+	wake chan struct{} // size 1, as postStream's
+
+	mu     sync.Mutex
+	frames [][]byte
+	open   bool
+}
+
+var _ actors.Stream = (*standaloneStream)(nil)
+
+func newStandaloneStream() *standaloneStream {
+	return &standaloneStream{wake: make(chan struct{}, 1)}
+}
+
+// Send queues frame for the open GET stream, or drops it.
+func (n *standaloneStream) Send(frame []byte) {
+	n.mu.Lock()
+	if !n.open || len(n.frames) >= maxStandaloneQueue {
+		n.mu.Unlock()
+		return
+	}
+	n.frames = append(n.frames, frame)
+	n.mu.Unlock()
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Close does nothing: the path lives as long as the session.
+func (*standaloneStream) Close() {}
+
+func (n *standaloneStream) attach() {
+	n.mu.Lock()
+	n.open = true
+	n.mu.Unlock()
+}
+
+func (n *standaloneStream) detach() {
+	n.mu.Lock()
+	n.open, n.frames = false, nil
+	n.mu.Unlock()
+}
+
+func (n *standaloneStream) take() [][]byte {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	frames := n.frames
+	n.frames = nil
+	return frames
+}
+
+// relayStandalone writes the session's notifications as SSE events on the GET response until the
+// client leaves, the session ends or its connection actor stopped. It runs on the GET's handler
+// goroutine, after the stream was attached.
+func relayStandalone(w http.ResponseWriter, r *http.Request, s *session) {
+	rc := http.NewResponseController(w)
+	var event []byte
+	for {
+		frames := s.notify.take()
+		for _, f := range frames {
+			event = protocol.AppendSSE(event[:0], f)
+			if _, err := w.Write(event); err != nil {
+				return
+			}
+		}
+		if len(frames) > 0 {
+			if err := rc.Flush(); err != nil {
+				return
+			}
+		}
+		select {
+		case <-s.notify.wake:
+		case <-r.Context().Done():
+			return
+		case <-s.ended:
+			return
+		case <-s.conn.Done():
+			return
+		}
+	}
+}
