@@ -6,7 +6,11 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-npm ci --no-audit --no-fund --loglevel=error
+# A fresh install unless node_modules already matches the lock file.
+if ! cmp -s package-lock.json node_modules/.toolgrain-lock 2>/dev/null; then
+	npm ci --no-audit --no-fund --loglevel=error
+	cp package-lock.json node_modules/.toolgrain-lock
+fi
 export PATH="$PWD/node_modules/.bin:$PATH" # node 22 and the suite, ahead of any system node
 echo "node $(node --version)"
 
