@@ -6,6 +6,11 @@
 // Every tools/call runs in its own request actor on protoactor-go, which owns the call's
 // cancellation state: a cancelled call gets no response at all, not even a late one.
 //
+// It also serves resources and resource templates (package resources), prompts (package
+// prompts), logging and completions; handlers reach their client through package session (log
+// messages, sampling, elicitation, roots). Tools, resources and prompts can change while the
+// server runs ([Server.AddTools] and the like).
+//
 // # Error model
 //
 // Clients get useful feedback for what they can fix, and nothing else:
