@@ -36,6 +36,7 @@ import (
 
 	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/diagnostics"
+	"github.com/toolgrain/toolgrain/metrics"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/tools"
 )
@@ -77,8 +78,16 @@ type Config struct {
 	Logger *zap.Logger
 
 	// ActorSystem is the protoactor system to run on. Nil means the server makes its own and
-	// shuts it down in Close; a given system is left running.
+	// shuts it down in Close. A given system (the host's) is shared: the server's actors live
+	// under one top-level actor named "toolgrain$<n>", a name checked to be free, and Close
+	// stops exactly those actors and leaves the system and the host's actors running. Tools
+	// backed by the host's actors (tools.NewActorHandler) need the server on their system.
 	ActorSystem *actor.ActorSystem
+
+	// Metrics receives the server's measurements: calls by tool and outcome, calls in flight,
+	// cancellations, late responses suppressed, diagnostics reports dropped and latency. Nil
+	// records nothing. See package metrics, and metrics/prom for Prometheus.
+	Metrics metrics.Recorder
 
 	// MaxMessageSize bounds one incoming message in bytes. 0 means
 	// protocol.DefaultMaxMessageSize (4 MiB).
@@ -133,6 +142,7 @@ func NewServer(cfg Config) (*Server, error) {
 		DiagnosticsQueue: cfg.DiagnosticsQueue,
 		CallbackTimeout:  cfg.CallbackTimeout,
 		CloseGrace:       cfg.ShutdownGrace,
+		Metrics:          cfg.Metrics,
 	})
 	if err != nil {
 		return nil, err

@@ -25,6 +25,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/toolgrain/toolgrain/diagnostics"
+	"github.com/toolgrain/toolgrain/metrics"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/tools"
 )
@@ -70,6 +71,8 @@ type Config struct {
 	// CloseGrace is how long a closing connection waits for its handlers to return after
 	// cancelling them. 0 means DefaultCloseGrace.
 	CloseGrace time.Duration
+	// Metrics receives the engine's measurements. Nil means metrics.Nop{}.
+	Metrics metrics.Recorder
 }
 
 // Engine is a running actor tree. Its methods are safe for concurrent use.
@@ -83,6 +86,8 @@ type Engine struct {
 	diag       *actor.PID
 	diagState  *diagState
 	toolPIDs   map[string]*actor.PID
+	actorTools actorTools
+	metrics    metrics.Recorder
 
 	// handlers counts handler goroutines still running; Shutdown waits for it.
 	handlers sync.WaitGroup
@@ -130,20 +135,36 @@ func Start(cfg Config) (*Engine, error) {
 	if cfg.OnError == nil {
 		cfg.OnError = diagnostics.ZapSink(cfg.Logger)
 	}
-	e := &Engine{cfg: cfg, log: cfg.Logger, conns: make(map[*Connection]struct{})}
+	if cfg.Metrics == nil {
+		cfg.Metrics = metrics.Nop{}
+	}
+	e := &Engine{cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics, conns: make(map[*Connection]struct{})}
 	e.system = cfg.System
 	if e.system == nil {
 		e.system = NewSystem(cfg.Logger)
 		e.ownSystem = true
 	}
+	if err := checkActorTools(cfg.Tools, e.system); err != nil {
+		return nil, err
+	}
 	e.diagState = newDiagState(e)
 
 	props := actor.PropsFromProducer(func() actor.Actor { return &supervisorActor{eng: e} },
 		actor.WithGuardian(actor.NewRestartingStrategy()))
-	e.supervisor = e.system.Root.SpawnPrefix(props, "toolgrain")
-	res, err := e.system.Root.RequestFuture(e.supervisor, &startTree{}, defaultActorReplyTimeout).Result()
+	sup, err := spawnRoot(e.system, props)
 	if err != nil {
-		e.system.Root.Stop(e.supervisor)
+		return nil, err
+	}
+	e.supervisor = sup
+	res, err := e.system.Root.RequestFuture(e.supervisor, &startTree{}, defaultActorReplyTimeout).Result()
+	if err == nil && e.actorTools.err != nil {
+		err = e.actorTools.err
+	}
+	if err != nil {
+		_ = e.system.Root.StopFuture(e.supervisor).Wait()
+		if e.ownSystem {
+			e.system.Shutdown()
+		}
 		return nil, fmt.Errorf("actors: start supervisor: %w", err)
 	}
 	tree := res.(*treeStarted)

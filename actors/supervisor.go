@@ -58,10 +58,14 @@ func (s *supervisorActor) spawnTree(ctx actor.Context) {
 		props := actor.PropsFromProducer(func() actor.Actor { return &toolActor{gate: gate} })
 		s.tools[t.Name()] = ctx.SpawnPrefix(props, "tool")
 	}
+	s.eng.actorTools.spawn(ctx, s.eng.cfg.Tools)
 }
 
 // HandleFailure implements [actor.SupervisorStrategy] for the supervisor's children.
-func (s *supervisorActor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason, _ interface{}) {
+func (s *supervisorActor) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason, message interface{}) {
+	if s.eng.actorTools.handleFailure(system, sup, child, reason, message, s.eng.log) {
+		return
+	}
 	if child.Equal(s.diag) || s.isTool(child) {
 		s.eng.log.Error("engine actor panicked; restarting it", zap.String("actor", child.Id), zap.Any("reason", reason))
 		sup.RestartChildren(child)
