@@ -150,6 +150,11 @@ func NewServer(cfg Config) (*Server, error) {
 	return &Server{cfg: cfg, eng: eng}, nil
 }
 
+// RootPID returns the server's top-level actor on its actor system: every actor of the server
+// is it or a descendant of it, with an id that starts with its id and a slash. A host can watch
+// it to learn that the server stopped; it must not send it anything.
+func (s *Server) RootPID() *actor.PID { return s.eng.Root() }
+
 // Stats is a snapshot of the server's diagnostics counters.
 type Stats struct {
 	DroppedReports     uint64 // reports dropped because the diagnostics queue was full
