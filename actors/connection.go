@@ -231,7 +231,7 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 		call:    f.call,
 		stream:  s,
 	}
-	f.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newRequestActor(spec) }))
+	f.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newRequestActor(spec) }, actor.WithDispatcher(c.eng.dispatcher)))
 	c.inflight[key] = f
 	c.children[f.pid.Id] = f
 }

@@ -91,6 +91,9 @@ type Engine struct {
 
 	// handlers counts handler goroutines still running; Shutdown waits for it.
 	handlers sync.WaitGroup
+	// pool runs the engine's mailboxes and handlers on warm goroutines.
+	pool       *workerPool
+	dispatcher actor.Dispatcher
 
 	mu     sync.Mutex
 	conns  map[*Connection]struct{}
@@ -138,7 +141,8 @@ func Start(cfg Config) (*Engine, error) {
 	if cfg.Metrics == nil {
 		cfg.Metrics = metrics.Nop{}
 	}
-	e := &Engine{cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics, conns: make(map[*Connection]struct{})}
+	e := &Engine{cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics, conns: make(map[*Connection]struct{}), pool: newWorkerPool()}
+	e.dispatcher = poolDispatcher{pool: e.pool}
 	e.system = cfg.System
 	if e.system == nil {
 		e.system = NewSystem(cfg.Logger)
@@ -150,7 +154,7 @@ func Start(cfg Config) (*Engine, error) {
 	e.diagState = newDiagState(e)
 
 	props := actor.PropsFromProducer(func() actor.Actor { return &supervisorActor{eng: e} },
-		actor.WithGuardian(actor.NewRestartingStrategy()))
+		actor.WithGuardian(actor.NewRestartingStrategy()), actor.WithDispatcher(e.dispatcher))
 	sup, err := spawnRoot(e.system, props)
 	if err != nil {
 		return nil, err
@@ -165,6 +169,7 @@ func Start(cfg Config) (*Engine, error) {
 		if e.ownSystem {
 			e.system.Shutdown()
 		}
+		e.pool.close()
 		return nil, fmt.Errorf("actors: start supervisor: %w", err)
 	}
 	tree := res.(*treeStarted)
@@ -221,7 +226,7 @@ func (e *Engine) Connect(name string) (*Connection, error) {
 	}
 	c := &Connection{eng: e, done: make(chan struct{})}
 	log := e.log.With(zap.String("conn", name))
-	props := actor.PropsFromProducer(func() actor.Actor { return newConnectionActor(e, c, log) })
+	props := actor.PropsFromProducer(func() actor.Actor { return newConnectionActor(e, c, log) }, actor.WithDispatcher(e.dispatcher))
 	res, err := e.system.Root.RequestFuture(e.supervisor, &spawnConnection{props: props}, defaultActorReplyTimeout).Result()
 	if err != nil {
 		return nil, fmt.Errorf("actors: spawn connection: %w", err)
@@ -296,6 +301,9 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	}
 	if e.ownSystem {
 		e.system.Shutdown()
+	}
+	if err == nil {
+		e.pool.close()
 	}
 	return err
 }

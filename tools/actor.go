@@ -98,8 +98,8 @@ var errPropsOutsideServer = errors.New("tools: an actor-backed tool defined by P
 // Result of an [*ActorResult] as it is (no output checks), the error of an [*ActorError] or an
 // error reply as it is, an [*ActorStoppedError] for a dead actor, and an error for a reply of
 // another type or no reply before ctx's deadline ([DefaultActorTimeout] when ctx has none).
-// When ctx ends first, the actor gets an [*ActorCancel] and Handle returns ctx.Err(). The call's
-// Progress is false.
+// When ctx ends first, or no reply came in time, the actor gets an [*ActorCancel]; for ctx,
+// Handle returns ctx.Err(). The call's Progress is false.
 //
 // Handle blocks until then. It works only for a handler made by [NewActorHandler]; a server
 // does not use it.
@@ -142,7 +142,9 @@ func (h *ActorHandler) Handle(ctx context.Context, req *Request) (*Result, error
 		case errors.Is(o.err, actor.ErrDeadLetter):
 			return nil, &ActorStoppedError{Tool: call.Tool, PID: h.pid, Reason: "dead letter"}
 		case errors.Is(o.err, actor.ErrTimeout):
-			return nil, fmt.Errorf("tool %q: actor %s: no reply within %s", call.Tool, h.pid, timeout)
+			err := fmt.Errorf("tool %q: actor %s: no reply within %s", call.Tool, h.pid, timeout)
+			h.system.Root.Send(h.pid, &ActorCancel{ID: call.ID, Cause: err})
+			return nil, err
 		case o.err != nil:
 			return nil, o.err
 		}

@@ -83,9 +83,13 @@ func TestActorHandlerDirect(t *testing.T) {
 func TestActorHandlerDirectFailures(t *testing.T) {
 	system := quietSystem()
 	defer system.Shutdown()
-	cancels := make(chan *tools.ActorCancel, 1)
-	silent := system.Root.Spawn(replier(func(*tools.ActorCall) any { return nil }, cancels))
-	defer system.Root.Stop(silent)
+	// silent returns an actor that never replies and passes on its cancellations.
+	silent := func(t *testing.T) (*actor.PID, chan *tools.ActorCancel) {
+		cancels := make(chan *tools.ActorCancel, 1)
+		pid := system.Root.Spawn(replier(func(*tools.ActorCall) any { return nil }, cancels))
+		t.Cleanup(func() { system.Root.Stop(pid) })
+		return pid, cancels
+	}
 
 	t.Run("dead actor", func(t *testing.T) {
 		dead := system.Root.Spawn(replier(func(*tools.ActorCall) any { return nil }, nil))
@@ -97,19 +101,25 @@ func TestActorHandlerDirectFailures(t *testing.T) {
 		}
 	})
 	t.Run("deadline", func(t *testing.T) {
+		pid, cancels := silent(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 		defer cancel()
-		_, err := tools.NewActorHandler(system, silent).Handle(ctx, &tools.Request{Tool: "t"})
+		_, err := tools.NewActorHandler(system, pid).Handle(ctx, &tools.Request{Tool: "t"})
 		if err == nil || !(strings.Contains(err.Error(), "no reply") || errors.Is(err, context.DeadlineExceeded)) {
 			t.Errorf("err = %v, want no reply", err)
 		}
-		drain(cancels)
+		select {
+		case <-cancels: // either way, the actor is told
+		case <-time.After(5 * time.Second):
+			t.Fatal("no ActorCancel")
+		}
 	})
 	t.Run("cancel", func(t *testing.T) {
+		pid, cancels := silent(t)
 		ctx, cancel := context.WithCancelCause(context.Background())
 		errWhy := errors.New("user left")
 		time.AfterFunc(20*time.Millisecond, func() { cancel(errWhy) })
-		_, err := tools.NewActorHandler(system, silent).Handle(ctx, nil)
+		_, err := tools.NewActorHandler(system, pid).Handle(ctx, nil)
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("err = %v, want context.Canceled", err)
 		}
@@ -128,16 +138,6 @@ func TestActorHandlerDirectFailures(t *testing.T) {
 			t.Error("a Props handler ran outside a server")
 		}
 	})
-}
-
-func drain(ch chan *tools.ActorCancel) {
-	for {
-		select {
-		case <-ch:
-		default:
-			return
-		}
-	}
 }
 
 func TestReadActorReply(t *testing.T) {

@@ -159,7 +159,8 @@ func (t *httpTransport) send(call *Call, body []byte) error {
 	return nil
 }
 
-func (t *httpTransport) markWritten(once *sync.Once) {
+func (t *httpTransport) markWritten(call *Call, once *sync.Once) {
+	call.markWritten()
 	once.Do(func() {
 		t.wrote.Add(1)
 		select {
@@ -171,14 +172,14 @@ func (t *httpTransport) markWritten(once *sync.Once) {
 
 func (t *httpTransport) roundTrip(ctx context.Context, call *Call, body []byte) {
 	var once sync.Once
-	defer t.markWritten(&once)
+	defer t.markWritten(call, &once)
 	req, err := t.newRequest(ctx, http.MethodPost, body)
 	if err != nil {
 		t.c.failCall(call, err)
 		return
 	}
 	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		WroteRequest: func(httptrace.WroteRequestInfo) { t.markWritten(&once) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { t.markWritten(call, &once) },
 	}))
 	resp, err := t.hc.Do(req)
 	if err != nil {

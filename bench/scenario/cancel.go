@@ -138,7 +138,8 @@ func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	}
 	mem("after")
 	if t.Transport == "http" {
-		r.set("streams_open_after_window", float64(c.CancelledOpen()))
+		r.set("streams_open_after_window", float64(st.Open))
+		r.set("quiet_closes", float64(st.QuietCloses))
 		c.AbortCancelled()
 	}
 	phase.Store("settling")

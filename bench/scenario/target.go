@@ -50,6 +50,7 @@ type Config struct {
 	CancelFrac   float64       // mixed: fraction of calls that are cancelled sleeps
 	MixedSleepMs int           // mixed: their duration; each is cancelled after a random delay below half of it
 	MaxSleeps    int           // mixed: sleep calls in flight at most
+	CancelWithin time.Duration // mixed: cancel each sleep after a random delay below this; zero means half its duration
 	ReplyWait    time.Duration // errors: how long to wait for a reply to a probe
 	Oversize     int           // errors: bytes of the oversized message
 	// Progress receives a progress line once a second; nil means none.

@@ -48,7 +48,8 @@ var scenarios = map[string]scenarioSpec{
 		func(fs *flag.FlagSet, cfg *scenario.Config) {
 			loadFlags(fs, cfg)
 			fs.Float64Var(&cfg.CancelFrac, "cancel-frac", cfg.CancelFrac, "fraction of calls that are sleep calls cancelled mid-flight")
-			fs.IntVar(&cfg.MixedSleepMs, "sleep", cfg.MixedSleepMs, "ms each sleep call asks for; it is cancelled after a random delay below half of it")
+			fs.IntVar(&cfg.MixedSleepMs, "sleep", cfg.MixedSleepMs, "ms each sleep call asks for")
+			fs.Var(seconds{&cfg.CancelWithin}, "cancel-within", "cancel each sleep call after a random delay below this (default: half of -sleep)")
 			fs.IntVar(&cfg.MaxSleeps, "max-sleeps", cfg.MaxSleeps, "sleep calls in flight at most (workers do not wait for them)")
 			fs.Var(seconds{&cfg.Window}, "window", "how long after the load late responses are still counted")
 		}},
