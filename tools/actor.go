@@ -142,7 +142,7 @@ func (h *ActorHandler) Handle(ctx context.Context, req *Request) (*Result, error
 		case errors.Is(o.err, actor.ErrDeadLetter):
 			return nil, &ActorStoppedError{Tool: call.Tool, PID: h.pid, Reason: "dead letter"}
 		case errors.Is(o.err, actor.ErrTimeout):
-			err := fmt.Errorf("tool %q: actor %s: no reply within %s", call.Tool, h.pid, timeout)
+			err := fmt.Errorf("tool %q: actor %s: no reply within %s", call.Tool, pidString(h.pid), timeout)
 			h.system.Root.Send(h.pid, &ActorCancel{ID: call.ID, Cause: err})
 			return nil, err
 		case o.err != nil:
@@ -272,9 +272,10 @@ type ActorStoppedError struct {
 	Reason string
 }
 
-// Error returns `tool "<tool>": actor <pid> is not running (<reason>)`.
+// Error returns `tool "<tool>": actor <id> is not running (<reason>)`, with the PID's id (and
+// its address, for a remote actor).
 func (e *ActorStoppedError) Error() string {
-	return fmt.Sprintf("tool %q: actor %s is not running (%s)", e.Tool, e.PID, e.Reason)
+	return fmt.Sprintf("tool %q: actor %s is not running (%s)", e.Tool, pidString(e.PID), e.Reason)
 }
 
 // ActorPanicError reports that the actor of an actor-backed tool spawned by the server panicked
@@ -288,9 +289,10 @@ type ActorPanicError struct {
 	Value any
 }
 
-// Error returns `tool "<tool>": actor <pid> panicked: <value>`.
+// Error returns `tool "<tool>": actor <id> panicked: <value>`, with the PID's id (and its
+// address, for a remote actor).
 func (e *ActorPanicError) Error() string {
-	return fmt.Sprintf("tool %q: actor %s panicked: %v", e.Tool, e.PID, e.Value)
+	return fmt.Sprintf("tool %q: actor %s panicked: %v", e.Tool, pidString(e.PID), e.Value)
 }
 
 // Unwrap returns Value when it is an error.
@@ -336,4 +338,16 @@ func checkActorHandler(def *Tool) error {
 		return errors.New("providers need a Go handler: an actor-backed tool cannot use them")
 	}
 	return nil
+}
+
+// pidString names a PID in error text: its id, prefixed with its address when it is remote.
+func pidString(pid *actor.PID) string {
+	switch {
+	case pid == nil:
+		return "<nil>"
+	case pid.Address == "" || pid.Address == "nonhost":
+		return pid.Id
+	default:
+		return pid.Address + "/" + pid.Id
+	}
 }
