@@ -114,9 +114,10 @@ type Histogram struct {
 	// Counts[i] counts observations v with Bounds[i-1] < v <= Bounds[i] (not cumulative);
 	// the last element counts those above every bound.
 	Counts []uint64
-	// Count is the number of observations and Sum their total.
+	// Count is the number of observations.
 	Count uint64
-	Sum   float64
+	// Sum is the total of the observations, in seconds.
+	Sum float64
 }
 
 func (h *Histogram) observe(v float64) {

@@ -197,6 +197,7 @@ type ActorCall struct {
 // Go handler would return: a public error result ([ErrorResult]) reaches the client unchanged.
 // A nil Result is an unexpected failure.
 type ActorResult struct {
+	// Result is the call's result, as a Go handler would return it.
 	Result *Result
 }
 
@@ -204,6 +205,7 @@ type ActorResult struct {
 // failure: the client sees only "Tool execution failed" and Err goes to the server's OnError,
 // so Err may be as detailed as is useful. Replying with any error value does the same.
 type ActorError struct {
+	// Err is the failure, for the operator's eyes only.
 	Err error
 }
 
@@ -223,9 +225,12 @@ func (e *ActorError) Unwrap() error { return e.Err }
 // apply: Progress must increase with each report, and reports after the call ended are
 // dropped.
 type ActorProgress struct {
+	// Progress is the work done so far; it must increase with each report of a call.
 	Progress float64
-	Total    *float64
-	Message  string
+	// Total is the work to do, when known; nil otherwise.
+	Total *float64
+	// Message describes the progress for people; empty means none.
+	Message string
 }
 
 // ActorCancel tells a tool actor that the engine no longer waits for a call: engine → tool
