@@ -3,7 +3,9 @@ package toolgrain_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/demo"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -180,4 +183,68 @@ func TestServerOwnSystem(t *testing.T) {
 		t.Fatal(err)
 	}
 	goleak.VerifyNone(t, baseline, goleak.IgnoreTopFunction(deadLetterThrottle))
+}
+
+// logRecorder is a slog handler that keeps every record's text, for a host's actor system.
+type logRecorder struct {
+	mu    *sync.Mutex
+	lines *[]string
+}
+
+func (h logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (h logRecorder) Handle(_ context.Context, r slog.Record) error {
+	line := r.Message
+	r.Attrs(func(a slog.Attr) bool { line += " " + a.String(); return true })
+	h.mu.Lock()
+	*h.lines = append(*h.lines, line)
+	h.mu.Unlock()
+	return nil
+}
+func (h logRecorder) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h logRecorder) WithGroup(string) slog.Handler      { return h }
+
+// TestNoDeadLetterNoiseInTheHostLog: the engine's own messages that reach its actors after
+// they stopped (cancellations racing completions, timers after shutdown, a client closing after
+// the server) leave no line in the host's actor-system log.
+func TestNoDeadLetterNoiseInTheHostLog(t *testing.T) {
+	var mu sync.Mutex
+	var lines []string
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(logRecorder{&mu, &lines})
+	}))
+	defer system.Shutdown()
+	srv, err := toolgrain.NewServer(toolgrain.Config{ActorSystem: system, Tools: demo.Tools(), ShutdownGrace: 50 * time.Millisecond,
+		OnError: func(error, *toolgrain.ToolErrorDetails) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := srv.ConnectInMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	defer cancel()
+	if _, err := c.Initialize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		// Cancellations that race the call's own completion.
+		cctx, ccancel := context.WithTimeout(ctx, time.Duration(i%5)*time.Millisecond)
+		_, _ = c.CallTool(cctx, "sleep", map[string]int{"ms": 2})
+		ccancel()
+	}
+	go func() { _, _ = c.CallTool(ctx, "sleep", map[string]int{"ms": 60000}) }()
+	time.Sleep(20 * time.Millisecond)
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Close()
+	time.Sleep(200 * time.Millisecond) // past the close grace and the timers
+	mu.Lock()
+	defer mu.Unlock()
+	for _, l := range lines {
+		if strings.Contains(l, "DeadLetter") {
+			t.Errorf("host log: %s", l)
+		}
+	}
 }
