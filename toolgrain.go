@@ -184,11 +184,11 @@ func NewServer(cfg Config) (*Server, error) {
 		Instructions:     cfg.Instructions,
 		OnError:          cfg.OnError,
 		Logger:           cfg.Logger,
+		Metrics:          cfg.Metrics,
 		PageSize:         cfg.PageSize,
 		DiagnosticsQueue: cfg.DiagnosticsQueue,
 		CallbackTimeout:  cfg.CallbackTimeout,
 		CloseGrace:       cfg.ShutdownGrace,
-		Metrics:          cfg.Metrics,
 	})
 	if err != nil {
 		return nil, err

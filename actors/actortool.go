@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -26,17 +27,30 @@ type (
 		pid    *actor.PID
 		reason any
 	}
+	// spawnActorTools: engine → supervisor (RequestFuture). Spawn an actor for every tool of
+	// set defined by Props that has none yet; the reply is an *actorToolsSpawned.
+	spawnActorTools struct{ set *tools.Set }
+	// actorToolsSpawned: supervisor → engine. err is the first spawn failure, or nil.
+	actorToolsSpawned struct{ err error }
 )
 
-// actorTools are the engine's actor-backed tools that it spawns from Props.
+// actorTools are the actors the engine spawned from Props for actor-backed tools.
 type actorTools struct {
-	// spawned maps a tool name to the PID of the actor spawned for it. The supervisor fills it
-	// while handling startTree, before Start returns; it is read-only afterwards.
-	spawned map[string]*actor.PID
-	// tools maps a spawned actor's PID id to its tool name; supervisor only.
-	tools map[string]string
-	// err is the first spawn failure; Start returns it.
-	err error
+	// mu guards spawned: the supervisor writes it, request actors read it.
+	mu      sync.RWMutex
+	spawned map[string]*actor.PID // by tool name
+	// names maps a spawned actor's PID id to its tool name; supervisor only.
+	names map[string]string
+}
+
+// prepareEmbedding settles what the engine needs for embedding before any actor starts: the
+// metrics recorder, and a check of the actor-backed tools.
+func (e *Engine) prepareEmbedding() error {
+	e.metrics = e.cfg.Metrics
+	if e.metrics == nil {
+		e.metrics = metrics.Nop{}
+	}
+	return checkActorTools(e.cfg.Tools, e.system)
 }
 
 // checkActorTools reports an actor-backed tool whose actor lives on another actor system than
@@ -51,26 +65,72 @@ func checkActorTools(set *tools.Set, system *actor.ActorSystem) error {
 	return nil
 }
 
-// spawn spawns one actor for every tool defined by Props, as children of the supervisor (ctx),
-// named "tool-<name>" under it.
-func (a *actorTools) spawn(ctx actor.Context, set *tools.Set) {
-	a.spawned = make(map[string]*actor.PID)
-	a.tools = make(map[string]string)
+// startActorTools checks the actor-backed tools of set and has the supervisor spawn an actor
+// for each one defined by Props that has none yet. It blocks until they are spawned; call it
+// from outside any actor (Start, or when tools are added at run time).
+func (e *Engine) startActorTools(set *tools.Set) error {
+	if err := checkActorTools(set, e.system); err != nil {
+		return err
+	}
+	need := false
+	for _, t := range set.List() {
+		if h, ok := t.Def().Handler.(*tools.ActorHandler); ok && h.Props() != nil {
+			need = true
+			break
+		}
+	}
+	if !need {
+		return nil
+	}
+	res, err := e.system.Root.RequestFuture(e.supervisor, &spawnActorTools{set: set}, defaultActorReplyTimeout).Result()
+	if err != nil {
+		return fmt.Errorf("actors: spawn tool actors: %w", err)
+	}
+	return res.(*actorToolsSpawned).err
+}
+
+// receive handles the supervisor's spawnActorTools and reports whether the message was one.
+func (a *actorTools) receive(ctx actor.Context) bool {
+	m, ok := ctx.Message().(*spawnActorTools)
+	if !ok {
+		return false
+	}
+	ctx.Respond(&actorToolsSpawned{err: a.spawn(ctx, m.set)})
+	return true
+}
+
+// spawn spawns one actor for every tool of set defined by Props that has none yet, as children
+// of the supervisor (ctx), named "tool-<name>" under it. It returns the first failure.
+func (a *actorTools) spawn(ctx actor.Context, set *tools.Set) error {
+	var first error
 	for _, t := range set.List() {
 		h, ok := t.Def().Handler.(*tools.ActorHandler)
 		if !ok || h.Props() == nil {
 			continue
 		}
+		a.mu.RLock()
+		_, done := a.spawned[t.Name()]
+		a.mu.RUnlock()
+		if done {
+			continue
+		}
 		pid, err := spawnChild(ctx, h.Props(), "tool-"+t.Name())
 		if err != nil {
-			if a.err == nil {
-				a.err = fmt.Errorf("tool %q: spawn its actor: %w", t.Name(), err)
+			if first == nil {
+				first = fmt.Errorf("tool %q: spawn its actor: %w", t.Name(), err)
 			}
 			continue
 		}
+		a.mu.Lock()
+		if a.spawned == nil {
+			a.spawned = make(map[string]*actor.PID)
+			a.names = make(map[string]string)
+		}
 		a.spawned[t.Name()] = pid
-		a.tools[pid.Id] = t.Name()
+		a.names[pid.Id] = t.Name()
+		a.mu.Unlock()
 	}
+	return first
 }
 
 // spawnChild is ctx.SpawnNamed that turns protoactor's panic on props it cannot spawn as a
@@ -93,7 +153,9 @@ func (a *actorTools) target(t *tools.Compiled) *actor.PID {
 	if pid := h.PID(); pid != nil {
 		return pid
 	}
-	return a.spawned[t.Name()]
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.spawned[t.Name()] // nil if never spawned: the call then fails as a Go handler would
 }
 
 // handleFailure is the supervisor's decision for a spawned tool actor that panicked: the
@@ -101,7 +163,7 @@ func (a *actorTools) target(t *tools.Compiled) *actor.PID {
 // restarted with its mailbox kept, so the calls queued behind the failing one still run. It
 // reports whether child was such an actor.
 func (a *actorTools) handleFailure(system *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, reason, message any, log *zap.Logger) bool {
-	name, ok := a.tools[child.Id]
+	name, ok := a.names[child.Id] // written on this same supervisor goroutine
 	if !ok {
 		return false
 	}
@@ -122,11 +184,11 @@ func (a *actorTools) handleFailure(system *actor.ActorSystem, sup actor.Supervis
 
 // actorCallState is a request actor's state for a call of an actor-backed tool.
 type actorCallState struct {
-	target   *actor.PID      // the tool's actor, once the call was sent to it
-	watching bool            // watching target
-	timeout  time.Duration   // the call's timeout
-	progress context.Context // carries the progress sink, when the client asked for progress
-	stray    string          // type of the last message outside the contract, for diagnosis
+	target       *actor.PID      // the tool's actor, once the call was sent to it
+	watching     bool            // watching target
+	actorTimeout time.Duration   // the call's timeout
+	progress     context.Context // carries the progress sink, when the client asked for progress
+	stray        string          // type of the last message outside the contract, for diagnosis
 }
 
 // runOnActor sends the call to the tool's actor and starts waiting for its reply.
@@ -134,18 +196,18 @@ func (r *requestActor) runOnActor(ctx actor.Context, target *actor.PID) {
 	r.phase = phaseRunning
 	r.target = target
 	r.hctx = r.call.Context()
-	r.timeout = r.tool.Def().Timeout
-	if r.timeout <= 0 {
-		r.timeout = tools.DefaultActorTimeout
+	r.actorTimeout = r.tool.Def().Timeout
+	if r.actorTimeout <= 0 {
+		r.actorTimeout = tools.DefaultActorTimeout
 	}
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	r.timer = time.AfterFunc(r.timeout, func() { root.Send(self, &callTimedOut{}) })
+	r.timer = time.AfterFunc(r.actorTimeout, func() { root.Send(self, &callTimedOut{}) })
 	call := &tools.ActorCall{
 		ID:        self.Id,
 		Tool:      r.tool.Name(),
 		Arguments: r.args,
 		Meta:      r.meta,
-		Deadline:  time.Now().Add(r.timeout),
+		Deadline:  time.Now().Add(r.actorTimeout),
 		ReplyTo:   self,
 	}
 	if token := progressToken(r.meta); token != nil {
@@ -176,7 +238,7 @@ func (r *requestActor) receiveFromActor(ctx actor.Context) bool {
 		r.settle(metrics.Cancelled)
 		r.cancelActor(ctx, r.call.Cause())
 	case *callTimedOut:
-		err := fmt.Errorf("tool %q: %w after %s", name, ErrTimeout, r.timeout)
+		err := fmt.Errorf("tool %q: %w after %s", name, ErrTimeout, r.actorTimeout)
 		if r.stray != "" {
 			err = fmt.Errorf("%w; the actor sent %s, which is not a reply of the contract", err, r.stray)
 		}

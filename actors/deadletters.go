@@ -9,22 +9,24 @@ import "github.com/asynkron/protoactor-go/actor"
 // actor.IgnoreDeadLetterLogging keeps these drops out of the actor system's log, which on an
 // embedding host is the host's own log.
 
-func (*inbound) IgnoreDeadLetterLogging()          {}
-func (*inputEnded) IgnoreDeadLetterLogging()       {}
-func (*graceExpired) IgnoreDeadLetterLogging()     {}
-func (*cancelCall) IgnoreDeadLetterLogging()       {}
-func (*handlerDone) IgnoreDeadLetterLogging()      {}
-func (*callTimedOut) IgnoreDeadLetterLogging()     {}
-func (*acquireSlot) IgnoreDeadLetterLogging()      {}
-func (*releaseSlot) IgnoreDeadLetterLogging()      {}
-func (*slotGranted) IgnoreDeadLetterLogging()      {}
-func (*report) IgnoreDeadLetterLogging()           {}
-func (*callbackDone) IgnoreDeadLetterLogging()     {}
-func (*callbackTimedOut) IgnoreDeadLetterLogging() {}
-func (*flush) IgnoreDeadLetterLogging()            {}
-func (*flushed) IgnoreDeadLetterLogging()          {}
-func (*spawnConnection) IgnoreDeadLetterLogging()  {}
-func (*actorCrashed) IgnoreDeadLetterLogging()     {}
+func (*inbound) IgnoreDeadLetterLogging()           {}
+func (*inputEnded) IgnoreDeadLetterLogging()        {}
+func (*graceExpired) IgnoreDeadLetterLogging()      {}
+func (*cancelCall) IgnoreDeadLetterLogging()        {}
+func (*handlerDone) IgnoreDeadLetterLogging()       {}
+func (*callTimedOut) IgnoreDeadLetterLogging()      {}
+func (*acquireSlot) IgnoreDeadLetterLogging()       {}
+func (*releaseSlot) IgnoreDeadLetterLogging()       {}
+func (*slotGranted) IgnoreDeadLetterLogging()       {}
+func (*report) IgnoreDeadLetterLogging()            {}
+func (*callbackDone) IgnoreDeadLetterLogging()      {}
+func (*callbackTimedOut) IgnoreDeadLetterLogging()  {}
+func (*flush) IgnoreDeadLetterLogging()             {}
+func (*flushed) IgnoreDeadLetterLogging()           {}
+func (*spawnConnection) IgnoreDeadLetterLogging()   {}
+func (*actorCrashed) IgnoreDeadLetterLogging()      {}
+func (*spawnActorTools) IgnoreDeadLetterLogging()   {}
+func (*actorToolsSpawned) IgnoreDeadLetterLogging() {}
 
 var (
 	_ actor.IgnoreDeadLetterLogging = (*inbound)(nil)
@@ -43,4 +45,6 @@ var (
 	_ actor.IgnoreDeadLetterLogging = (*flushed)(nil)
 	_ actor.IgnoreDeadLetterLogging = (*spawnConnection)(nil)
 	_ actor.IgnoreDeadLetterLogging = (*actorCrashed)(nil)
+	_ actor.IgnoreDeadLetterLogging = (*spawnActorTools)(nil)
+	_ actor.IgnoreDeadLetterLogging = (*actorToolsSpawned)(nil)
 )

@@ -57,6 +57,8 @@ type Config struct {
 	OnError diagnostics.OnError
 	// Logger is the engine's logger. Nil means zap.NewNop().
 	Logger *zap.Logger
+	// Metrics receives the engine's measurements. Nil means metrics.Nop{}.
+	Metrics metrics.Recorder
 	// PageSize is the number of tools per tools/list page; 0 means DefaultPageSize.
 	PageSize int
 	// DiagnosticsQueue bounds the reports waiting for onError; further ones are dropped and
@@ -71,8 +73,6 @@ type Config struct {
 	// CloseGrace is how long a closing connection waits for its handlers to return after
 	// cancelling them. 0 means DefaultCloseGrace.
 	CloseGrace time.Duration
-	// Metrics receives the engine's measurements. Nil means metrics.Nop{}.
-	Metrics metrics.Recorder
 }
 
 // Engine is a running actor tree. Its methods are safe for concurrent use.
@@ -138,20 +138,17 @@ func Start(cfg Config) (*Engine, error) {
 	if cfg.OnError == nil {
 		cfg.OnError = diagnostics.ZapSink(cfg.Logger)
 	}
-	if cfg.Metrics == nil {
-		cfg.Metrics = metrics.Nop{}
-	}
-	e := &Engine{cfg: cfg, log: cfg.Logger, metrics: cfg.Metrics, conns: make(map[*Connection]struct{}), pool: newWorkerPool()}
+	e := &Engine{cfg: cfg, log: cfg.Logger, conns: make(map[*Connection]struct{}), pool: newWorkerPool()}
 	e.dispatcher = poolDispatcher{pool: e.pool}
 	e.system = cfg.System
 	if e.system == nil {
 		e.system = NewSystem(cfg.Logger)
 		e.ownSystem = true
 	}
-	if err := checkActorTools(cfg.Tools, e.system); err != nil {
+	e.diagState = newDiagState(e)
+	if err := e.prepareEmbedding(); err != nil {
 		return nil, err
 	}
-	e.diagState = newDiagState(e)
 
 	props := actor.PropsFromProducer(func() actor.Actor { return &supervisorActor{eng: e} },
 		actor.WithGuardian(actor.NewRestartingStrategy()), actor.WithDispatcher(e.dispatcher))
@@ -161,8 +158,8 @@ func Start(cfg Config) (*Engine, error) {
 	}
 	e.supervisor = sup
 	res, err := e.system.Root.RequestFuture(e.supervisor, &startTree{}, defaultActorReplyTimeout).Result()
-	if err == nil && e.actorTools.err != nil {
-		err = e.actorTools.err
+	if err == nil {
+		err = e.startActorTools(e.cfg.Tools)
 	}
 	if err != nil {
 		_ = e.system.Root.StopFuture(e.supervisor).Wait()
@@ -293,6 +290,9 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	}
 	if err == nil {
 		err = e.flushDiagnostics(ctx)
+	}
+	if err == nil {
+		err = e.awaitConnectionsGone(ctx)
 	}
 	// Stopping the supervisor stops its children first: diagnostics, tools and any connection
 	// left over after ctx ended.

@@ -40,15 +40,20 @@ func (r *requestActor) settleAtStop() {
 	r.settle(metrics.Failed)
 }
 
-// respond sends frame as the call's one response and settles the call with outcome o. When the
+// respondAs sends frame as the call's one response and settles the call with outcome o. When the
 // call was silenced first, nothing is sent, the dropped outcome is counted as a late response
-// suppressed, and respond returns false.
-func (r *requestActor) respond(frame []byte, o metrics.Outcome) bool {
-	if !r.call.Respond(func() { r.stream.Send(frame) }) {
+// suppressed, and respondAs returns false.
+//
+// The call is settled just before its frame is queued, so a client that has the response also
+// finds the call counted.
+func (r *requestActor) respondAs(frame []byte, o metrics.Outcome) bool {
+	if !r.call.Respond(func() {
+		r.settle(o)
+		r.stream.Send(frame)
+	}) {
 		r.eng.metrics.LateResponseSuppressed(r.tool.Name())
 		r.settle(metrics.Cancelled)
 		return false
 	}
-	r.settle(o)
 	return true
 }

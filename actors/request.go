@@ -190,7 +190,7 @@ func (r *requestActor) answer(d *handlerDone) {
 	if d.result.IsError {
 		outcome = metrics.ToolError
 	}
-	r.respond(frame, outcome)
+	r.respondAs(frame, outcome)
 }
 
 // fail answers an unexpected failure with the generic result and, only if that answer was
@@ -201,7 +201,7 @@ func (r *requestActor) fail(err error) {
 	if errors.Is(err, ErrTimeout) {
 		outcome = metrics.Timeout
 	}
-	if !r.respond(frame, outcome) {
+	if !r.respondAs(frame, outcome) {
 		return
 	}
 	req := diagnostics.NewToolRequest(r.id, protocol.MethodToolsCall, r.tool.Name(), r.meta)
@@ -214,7 +214,7 @@ func (r *requestActor) respondResult(res *protocol.CallToolResult) {
 		r.fail(&tools.OutputError{Tool: r.tool.Name(), Err: err})
 		return
 	}
-	r.respond(frame, metrics.Invalid)
+	r.respondAs(frame, metrics.Invalid)
 }
 
 // finish ends the request: the stream is closed, the run slot released, and the actor stops.

@@ -26,11 +26,16 @@ type supervisorActor struct {
 	eng   *Engine
 	diag  *actor.PID
 	tools map[string]*actor.PID
+
+	goneWaiters []*actor.PID // awaitConnectionsGone requesters (shutdown.go)
 }
 
 var _ actor.SupervisorStrategy = (*supervisorActor)(nil)
 
 func (s *supervisorActor) Receive(ctx actor.Context) {
+	if s.receiveEmbedding(ctx) {
+		return
+	}
 	switch msg := ctx.Message().(type) {
 	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting, *actor.Terminated:
 	case *startTree:
@@ -58,7 +63,6 @@ func (s *supervisorActor) spawnTree(ctx actor.Context) {
 		props := actor.PropsFromProducer(func() actor.Actor { return &toolActor{gate: gate} }, actor.WithDispatcher(s.eng.dispatcher))
 		s.tools[t.Name()] = ctx.SpawnPrefix(props, "tool")
 	}
-	s.eng.actorTools.spawn(ctx, s.eng.cfg.Tools)
 }
 
 // HandleFailure implements [actor.SupervisorStrategy] for the supervisor's children.
