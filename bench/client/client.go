@@ -170,6 +170,8 @@ type transport interface {
 	raw(ctx context.Context, body []byte, wait time.Duration) (*RawReply, error)
 	// alive reports why the server is gone, or nil.
 	alive() error
+	// progress grows whenever something leaves the client.
+	progress() int64
 	// close ends the connection and every goroutine the transport started.
 	close() error
 }
@@ -390,6 +392,13 @@ func (c *Client) CancelMany(ctx context.Context, calls []*Call, reason string, p
 	return len(bodies), nil
 }
 
+// Progress is a counter that grows whenever something leaves the client:
+// bytes written to the server's stdin, or HTTP requests written and
+// notifications accepted. A caller waiting on [Client.Flush] or
+// [Client.CancelMany] can watch it to tell a slow server from one that
+// stopped reading.
+func (c *Client) Progress() int64 { return c.tr.progress() }
+
 // Flush waits until every request and notification sent so far has been
 // written to the server (stdio: into its stdin; HTTP: the POSTs' bodies).
 func (c *Client) Flush(ctx context.Context) error { return c.tr.flush(ctx) }
@@ -424,14 +433,6 @@ func (c *Client) Close() error {
 	return err
 }
 
-// SetObserver makes f see every message the client receives, before it is
-// dispatched. f must not block. Set it before starting calls.
-func (c *Client) SetObserver(f func(*Message)) {
-	c.mu.Lock()
-	c.onMessage = f
-	c.mu.Unlock()
-}
-
 func (c *Client) markCancelled(call *Call) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -451,9 +452,6 @@ func (c *Client) markCancelled(call *Call) bool {
 func (c *Client) deliver(msg *Message, raw []byte, batch bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.onMessage != nil {
-		c.onMessage(msg)
-	}
 	switch {
 	case msg.Method != "" && msg.ID == nil:
 		c.stats.Notifications++
@@ -525,6 +523,13 @@ func (c *Client) failCall(call *Call, err error) {
 		delete(c.cancelled, call.ID)
 		c.stats.QuietCloses++
 	}
+}
+
+// answered reports whether call got its response.
+func (c *Client) answered(call *Call) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return call.resp != nil
 }
 
 func (c *Client) countGarbage() {

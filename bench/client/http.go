@@ -55,7 +55,9 @@ func DialHTTP(url string, opts HTTPOptions) (*Client, error) {
 			idle = 64
 		}
 		hc = &http.Client{Transport: &http.Transport{
-			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			// Generous: thousands of calls may open connections at once,
+			// and a server's accept backlog makes them wait.
+			DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 			MaxIdleConns:        idle,
 			MaxIdleConnsPerHost: idle,
 			IdleConnTimeout:     90 * time.Second,
@@ -95,6 +97,7 @@ type httpTransport struct {
 
 	started  atomic.Int64  // request POSTs started
 	wrote    atomic.Int64  // request POSTs whose body was written (or that failed)
+	moved    atomic.Int64  // requests written plus notifications accepted
 	written  chan struct{} // size 1: signals a change of wrote
 	closeOne sync.Once
 }
@@ -163,12 +166,18 @@ func (t *httpTransport) markWritten(call *Call, once *sync.Once) {
 	call.markWritten()
 	once.Do(func() {
 		t.wrote.Add(1)
+		t.moved.Add(1)
 		select {
 		case t.written <- struct{}{}:
 		default:
 		}
 	})
 }
+
+// linger is how long an SSE stream may stay open after it carried its
+// call's response; the spec says the server should end it, and a client
+// reading it forever would pile up connections.
+const linger = 2 * time.Second
 
 func (t *httpTransport) roundTrip(ctx context.Context, call *Call, body []byte) {
 	var once sync.Once
@@ -200,9 +209,21 @@ func (t *httpTransport) roundTrip(ctx context.Context, call *Call, body []byte) 
 		return
 	}
 	if isEventStream(resp) {
+		var stop *time.Timer
+		defer func() {
+			if stop != nil {
+				stop.Stop()
+			}
+		}()
 		err = readSSE(resp.Body, func(data []byte) bool {
 			t.deliverData(data)
-			return false // read on until the server ends the stream
+			// Read on until the server ends the stream: a response after a
+			// cancellation is a late response, and ending the stream lets
+			// the connection be reused. Once answered, wait only so long.
+			if stop == nil && t.c.answered(call) {
+				stop = time.AfterFunc(linger, func() { call.abort() })
+			}
+			return false
 		})
 	} else {
 		var b []byte
@@ -248,6 +269,7 @@ func (t *httpTransport) notify(ctx context.Context, body []byte) error {
 	defer resp.Body.Close()
 	t.keepSession(resp)
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	t.moved.Add(1)
 	switch {
 	case resp.StatusCode == http.StatusAccepted:
 		return nil
@@ -343,16 +365,15 @@ func (t *httpTransport) raw(ctx context.Context, body []byte, wait time.Duration
 		}
 	}
 	reply.Elapsed = time.Since(start)
-	if err != nil && !errors.Is(err, io.EOF) && len(reply.Messages) > 0 {
+	if errors.Is(err, io.EOF) || len(reply.Messages) > 0 {
 		err = nil // the reply came; how the stream ended does not matter
-	}
-	if errors.Is(err, io.EOF) {
-		err = nil
 	}
 	return reply, err
 }
 
 func (t *httpTransport) alive() error { return nil }
+
+func (t *httpTransport) progress() int64 { return t.moved.Load() }
 
 func (t *httpTransport) close() error {
 	t.closeOne.Do(func() {

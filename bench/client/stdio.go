@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -162,11 +163,8 @@ func (t *stdioTransport) flush(ctx context.Context) error {
 
 func (t *stdioTransport) raw(ctx context.Context, body []byte, wait time.Duration) (*RawReply, error) {
 	t.c.takeUnmatched() // replies to earlier probes are not this one's
-	if !bytes.HasSuffix(body, []byte("\n")) {
-		body = append(bytes.Clone(body), '\n')
-	}
 	start := time.Now()
-	seq, err := t.w.enqueueRaw(body)
+	seq, err := t.w.enqueue(bytes.TrimSuffix(body, []byte("\n")))
 	if err != nil {
 		return nil, err
 	}
@@ -204,6 +202,8 @@ func (t *stdioTransport) raw(ctx context.Context, body []byte, wait time.Duratio
 		}
 	}
 }
+
+func (t *stdioTransport) progress() int64 { return t.w.progress.Load() }
 
 func (t *stdioTransport) alive() error {
 	if t.cmd == nil {
@@ -312,6 +312,8 @@ type batchWriter struct {
 	written uint64 // sequence number of the last line written
 	err     error
 	closing bool
+
+	progress atomic.Int64 // bytes written
 }
 
 func newBatchWriter() *batchWriter {
@@ -329,19 +331,6 @@ func (w *batchWriter) enqueue(p []byte) (uint64, error) {
 	}
 	w.pending = append(w.pending, p...)
 	w.pending = append(w.pending, '\n')
-	w.queued++
-	w.cond.Broadcast()
-	return w.queued, nil
-}
-
-// enqueueRaw queues p as is.
-func (w *batchWriter) enqueueRaw(p []byte) (uint64, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err != nil || w.closing {
-		return 0, w.errLocked()
-	}
-	w.pending = append(w.pending, p...)
 	w.queued++
 	w.cond.Broadcast()
 	return w.queued, nil
@@ -405,7 +394,15 @@ func (w *batchWriter) run(out io.Writer) error {
 		w.pending = w.spare[:0]
 		w.mu.Unlock()
 
-		_, err := out.Write(buf)
+		// In pieces, so that Progress moves while a slow reader drains a
+		// large batch.
+		var err error
+		for rest := buf; len(rest) > 0 && err == nil; {
+			n := min(len(rest), 64<<10)
+			n, err = out.Write(rest[:n])
+			w.progress.Add(int64(n))
+			rest = rest[n:]
+		}
 
 		w.mu.Lock()
 		if cap(buf) <= 1<<20 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolgrain/toolgrain/bench/client"
+	"github.com/toolgrain/toolgrain/bench/internal/procstat"
 )
 
 // Cancel puts cfg.N sleep calls of cfg.SleepMs in flight, cancels every one
@@ -20,7 +21,7 @@ func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	r := newResult("cancel", t, map[string]any{
 		"n": cfg.N, "sleep_ms": cfg.SleepMs, "window_sec": cfg.Window.Seconds(),
 		"settle_sec": cfg.Settle.Seconds(), "load_wait_sec": cfg.LoadWait.Seconds(),
-		"timeout_sec": cfg.Timeout.Seconds(),
+		"timeout_sec": cfg.Timeout.Seconds(), "stall_sec": cfg.Stall.Seconds(),
 	})
 	c, err := t.Dial(ctx)
 	if err != nil {
@@ -37,14 +38,15 @@ func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	if pid <= 0 {
 		r.note("no server pid (stdio gives it; over HTTP pass --pid): memory and threads not sampled")
 	}
-	mem := func(prefix string) {
-		if s, ok := sample(pid); ok {
+	mem := func(prefix string) procstat.Sample {
+		s, ok := sample(pid)
+		if ok {
 			r.set("rss_"+prefix+"_kb", float64(s.RSSKB))
 			r.set("threads_"+prefix, float64(s.Threads))
 		}
+		return s
 	}
-	mem("before")
-	before, _ := sample(pid)
+	before := mem("before")
 
 	// Load: every sleep call in flight.
 	var phase atomic.Value
@@ -68,18 +70,19 @@ func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	}
 	r.set("sent", float64(len(calls)))
 	phase.Store("waiting for the server to take the calls")
-	fctx, fcancel := context.WithTimeout(ctx, cfg.Timeout)
-	if err := c.Flush(fctx); err != nil {
-		r.note("not all %d sleep calls reached the server within %s: it stopped reading its input (%v)", len(calls), cfg.Timeout, err)
+	flushErr := untilStalled(ctx, c, cfg.Stall, c.Flush)
+	if flushErr != nil {
+		// Anything sent now would queue behind the unread calls: the ping is
+		// skipped, and the cancellations wait cfg.Stall at most.
+		r.note("not all %d sleep calls reached the server: %v", len(calls), flushErr)
 	} else {
 		r.set("written", float64(len(calls)))
-	}
-	fcancel()
-	pingStart := time.Now()
-	if _, err := callOnce(ctx, c, cfg.Timeout, "ping", nil); err != nil {
-		r.note("no answer to a ping with the sleep calls in flight: %v", err)
-	} else {
-		r.set("loaded_ping_ms", ms(time.Since(pingStart)))
+		pingStart := time.Now()
+		if _, err := callOnce(ctx, c, cfg.Timeout, "ping", nil); err != nil {
+			r.note("no answer to a ping with the sleep calls in flight: %v", err)
+		} else {
+			r.set("loaded_ping_ms", ms(time.Since(pingStart)))
+		}
 	}
 	phase.Store("calls in flight")
 	if err := sleepCtx(ctx, cfg.LoadWait); err != nil {
@@ -102,19 +105,24 @@ func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
 
 	// Cancel them all, then see how soon the server answers again.
 	phase.Store("cancelling")
-	cctx, ccancel := context.WithTimeout(ctx, cfg.Timeout)
 	firstCancel := time.Now()
-	sent, cancelErr := c.CancelMany(cctx, calls, "mcpbench cancel scenario", max(cfg.Concurrency, 1))
+	var sent int
+	cancelErr := untilStalled(ctx, c, cfg.Stall, func(ctx context.Context) error {
+		var err error
+		sent, err = c.CancelMany(ctx, calls, "mcpbench cancel scenario", max(cfg.Concurrency, 1))
+		return err
+	})
 	lastCancel := time.Now()
-	ccancel()
 	r.set("cancels_sent", float64(sent))
 	if cancelErr != nil {
-		r.note("sending the cancellations failed or timed out after %s: %v", cfg.Timeout, cancelErr)
+		r.note("sending the cancellations failed: %v", cancelErr)
 	} else {
 		r.set("cancel_send_ms", ms(lastCancel.Sub(firstCancel)))
 	}
 	phase.Store("follow-up echo")
-	if msg, err := callOnce(ctx, c, cfg.Timeout, "tools/call", echoParams); err != nil || !echoOK(msg, "after") {
+	if cancelErr != nil {
+		r.note("no follow-up echo: the cancellations themselves did not get through")
+	} else if msg, err := callOnce(ctx, c, cfg.Timeout, "tools/call", echoParams); err != nil || !echoOK(msg, "after") {
 		r.note("the follow-up echo was not answered correctly within %s: %s", cfg.Timeout, describe(msg, err))
 	} else {
 		now := time.Now()
@@ -146,10 +154,10 @@ func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	if err := sleepCtx(ctx, cfg.Settle); err != nil {
 		return nil, err
 	}
-	mem("settled")
-	if settled, ok := sample(pid); ok && before.RSSKB > 0 {
+	if settled := mem("settled"); settled.RSSKB > 0 && before.RSSKB > 0 {
 		r.set("rss_settled_pct_of_before", 100*float64(settled.RSSKB)/float64(before.RSSKB))
 	}
+	r.clientNotes(c)
 	if err := c.Alive(); err != nil {
 		r.note("server gone at the end: %v", err)
 	}

@@ -16,21 +16,23 @@ import (
 type outcome int
 
 const (
-	outOK        outcome = iota // answered as expected
-	outError                    // failed
-	outCancelled                // cancelled by the client (mixed)
+	outOK    outcome = iota // answered as expected
+	outError                // failed
 )
 
 // tally is what one worker saw in the measured window.
 type tally struct {
-	ok, errors, cancelled, leaks, rpcErrors int64
-	lat                                     []time.Duration // of outOK operations
+	ok, errors, leaks, rpcErrors int64
+	lat                          []time.Duration // of outOK operations
+	firstErr                     string          // what the first failure was, warm-up included
 }
 
 func (t *tally) add(o *tally) {
+	if t.firstErr == "" {
+		t.firstErr = o.firstErr
+	}
 	t.ok += o.ok
 	t.errors += o.errors
-	t.cancelled += o.cancelled
 	t.leaks += o.leaks
 	t.rpcErrors += o.rpcErrors
 	t.lat = append(t.lat, o.lat...)
@@ -56,7 +58,7 @@ func (w *worker) record(o outcome, start, end time.Time) {
 	if o == outError {
 		w.l.failed.Add(1)
 	}
-	if end.Before(w.l.from) || !end.Before(w.l.to) {
+	if !w.l.inWindow(end) {
 		return
 	}
 	switch o {
@@ -65,13 +67,27 @@ func (w *worker) record(o outcome, start, end time.Time) {
 		w.t.lat = append(w.t.lat, end.Sub(start))
 	case outError:
 		w.t.errors++
-	case outCancelled:
-		w.t.cancelled++
 	}
 }
 
-// inWindow reports whether end lies in the measured window.
-func (w *worker) inWindow(end time.Time) bool { return !end.Before(w.l.from) && end.Before(w.l.to) }
+// fail records a failed operation and remembers the first failure's
+// description.
+func (w *worker) fail(start, end time.Time, msg *client.Message, err error) {
+	if w.t.firstErr == "" {
+		w.t.firstErr = describe(msg, err)
+	}
+	w.record(outError, start, end)
+}
+
+// noteErrors adds a note naming the first failure, if there were any.
+func noteErrors(r *Result, sum tally) {
+	if sum.errors > 0 && sum.firstErr != "" {
+		r.note("%d calls failed in the window; the first failure of the run: %s", sum.errors, sum.firstErr)
+	}
+}
+
+// inWindow reports whether t lies in the measured window.
+func (l *load) inWindow(t time.Time) bool { return !t.Before(l.from) && t.Before(l.to) }
 
 // loadHooks are called by runLoad's own goroutine at the window's edges.
 type loadHooks struct {

@@ -59,6 +59,7 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		slots               = make(chan struct{}, max(cfg.MaxSleeps, 1)) // sleep calls in flight
 		cancelled, sleepErr atomic.Int64                                 // in the window
 		cancelsSent         atomic.Int64                                 // in the whole run
+		firstSleepErr       atomic.Pointer[string]
 	)
 	// cancelLater cancels call after delay and counts the outcome.
 	cancelLater := func(l *load, call *client.Call, delay time.Duration) {
@@ -76,8 +77,12 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		case <-call.Done():
 			// Answered before its cancellation: only a rejection is this
 			// fast.
-			sleepErr.Add(1)
+			if l.inWindow(time.Now()) {
+				sleepErr.Add(1)
+			}
 			l.failed.Add(1)
+			msg, err := call.Result()
+			firstSleepErr.CompareAndSwap(nil, ptr("sleep answered before its cancellation: "+describe(msg, err)))
 			return
 		case <-ctx.Done():
 			return
@@ -88,7 +93,7 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		cancel()
 		now := time.Now()
 		l.total.Add(1)
-		inWindow := !now.Before(l.from) && now.Before(l.to)
+		inWindow := l.inWindow(now)
 		switch {
 		case err == nil && sent:
 			cancelsSent.Add(1)
@@ -100,6 +105,11 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 			if inWindow {
 				sleepErr.Add(1)
 			}
+			what := "sleep answered while its cancellation was being sent"
+			if err != nil {
+				what = "cancellation failed: " + err.Error()
+			}
+			firstSleepErr.CompareAndSwap(nil, &what)
 		}
 	}
 
@@ -111,7 +121,7 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 			msg, err := callOnce(opCtx, c, cfg.Timeout, "tools/call", echoParams)
 			done := time.Now()
 			if err != nil || !echoOK(msg, text) {
-				w.record(outError, begin, done)
+				w.fail(begin, done, msg, err)
 				return c.Lost()
 			}
 			w.record(outOK, begin, done)
@@ -125,7 +135,7 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		call, err := c.Start("tools/call", sleepParams)
 		if err != nil {
 			<-slots
-			w.record(outError, begin, time.Now())
+			w.fail(begin, time.Now(), nil, err)
 			return c.Lost()
 		}
 		delay := time.Duration(0)
@@ -151,6 +161,11 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	r.set("echo_per_sec", float64(sum.ok)/secs)
 	r.set("cancelled_per_sec", float64(nCancelled)/secs)
 	r.set("errors", float64(sum.errors+sleepErr.Load()))
+	if sum.firstErr == "" && firstSleepErr.Load() != nil {
+		sum.firstErr = *firstSleepErr.Load()
+	}
+	sum.errors += sleepErr.Load()
+	noteErrors(r, sum)
 	latencyMetrics(r, "", sum.lat)
 	cpu.perCall(r, sum.ok+nCancelled)
 
@@ -171,6 +186,7 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		r.set("streams_open_after_window", float64(st.Open))
 		r.set("quiet_closes", float64(st.QuietCloses))
 	}
+	r.clientNotes(c)
 	endSample(r, pid)
 	if err := c.Alive(); err != nil {
 		r.note("server gone at the end: %v", err)
@@ -184,3 +200,5 @@ func maxDelaySec(cfg Config) float64 {
 	}
 	return (time.Duration(cfg.MixedSleepMs) * time.Millisecond / 2).Seconds()
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -42,7 +42,7 @@ func stdioTarget(tb testing.TB, opts fakemcp.Options) scenario.Target {
 			c := client.Connect(fromSrvR, toSrvW)
 			mu.Lock()
 			// The scenario closes c; after that the fake's input ends.
-			cleanups = append(cleanups, func() { c.Close(); <-served; srv.Close() })
+			cleanups = append(cleanups, func() { c.Close(); srv.Close(); <-served })
 			mu.Unlock()
 			if err := c.Initialize(ctx); err != nil {
 				return nil, err
@@ -254,5 +254,28 @@ func TestErrors(t *testing.T) {
 				t.Errorf("battery_leaks = %v, want at least the fail probes", r.Metrics["battery_leaks"])
 			}
 		})
+	}
+}
+
+// TestCancelServerStopsReading pins what the cancel scenario reports for a
+// server whose reader gets stuck: notes, and no late-response count that
+// would flatter it.
+func TestCancelServerStopsReading(t *testing.T) {
+	cfg := quick()
+	cfg.N = 2000 // far more than the pipe holds
+	cfg.Stall = 100 * time.Millisecond
+	cfg.Timeout = 100 * time.Millisecond
+	r, err := scenario.Cancel(context.Background(), stdioTarget(t, fakemcp.Options{StopReadingAfter: 50}), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Metrics["late_responses"]; ok {
+		t.Errorf("late_responses reported though the cancellations never arrived: %v", r.Metrics)
+	}
+	if _, ok := r.Metrics["written"]; ok {
+		t.Errorf("written reported though the server stopped reading: %v", r.Metrics)
+	}
+	if len(r.Notes) < 2 {
+		t.Errorf("notes = %q, want the stuck reader and the failed cancellations explained", r.Notes)
 	}
 }

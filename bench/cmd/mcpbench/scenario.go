@@ -42,7 +42,8 @@ var scenarios = map[string]scenarioSpec{
 			fs.Var(seconds{&cfg.Window}, "window", "how long after the last cancellation late responses are counted")
 			fs.Var(seconds{&cfg.Settle}, "settle", "wait after the window before the last memory sample")
 			fs.Var(seconds{&cfg.LoadWait}, "load-wait", "wait with the calls in flight before the loaded memory sample")
-			fs.Var(seconds{&cfg.Timeout}, "timeout", "limit for each waiting phase and call")
+			fs.Var(seconds{&cfg.Timeout}, "timeout", "limit for each call (ping, echo)")
+			fs.Var(seconds{&cfg.Stall}, "stall", "sending the sleep calls or the cancellations fails once nothing could be sent for this long")
 		}},
 	"mixed": {"mixed", "echo load with a fraction of short sleep calls cancelled mid-flight", scenario.Mixed,
 		func(fs *flag.FlagSet, cfg *scenario.Config) {

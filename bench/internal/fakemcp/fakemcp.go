@@ -35,6 +35,12 @@ type Options struct {
 	// Session is the Mcp-Session-Id the HTTP handler assigns; empty means
 	// no session.
 	Session string
+	// StopReadingAfter makes Serve stop reading after that many messages,
+	// until Close, like a server whose reader got stuck; zero means never.
+	StopReadingAfter int
+	// HoldStreams keeps each SSE response stream open after its response
+	// until the client goes away (or Close), against the spec's advice.
+	HoldStreams bool
 }
 
 // Request is a message the server received.
@@ -52,6 +58,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	received []Request
+	released int                 // held streams the client ended
 	inflight map[string]*sleeper // by raw id
 	// early holds ids cancelled before their request arrived: over HTTP a
 	// cancellation can overtake its request on another connection.
@@ -87,6 +94,14 @@ func (s *Server) Received() []Request {
 	return append([]Request(nil), s.received...)
 }
 
+// Released counts held SSE streams (Options.HoldStreams) that the client
+// closed.
+func (s *Server) Released() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.released
+}
+
 // Serve reads newline-delimited messages from r and writes replies to w
 // until r ends. Writes to w are serialised.
 func (s *Server) Serve(r io.Reader, w io.Writer) error {
@@ -100,7 +115,11 @@ func (s *Server) Serve(r io.Reader, w io.Writer) error {
 		w.Write(append(b, '\n'))
 	}
 	br := bufio.NewReaderSize(r, 64<<10)
-	for {
+	for n := 0; ; n++ {
+		if n == s.opts.StopReadingAfter && n > 0 {
+			<-s.ctx.Done()
+			return nil
+		}
 		line, err := br.ReadBytes('\n')
 		if len(bytes.TrimSpace(line)) > 0 {
 			s.handle(line, nil, send)
@@ -313,6 +332,16 @@ func (s *Server) Handler() http.Handler {
 				io.WriteString(w, "event: message\ndata: ")
 				w.Write(reply)
 				io.WriteString(w, "\n\n")
+			}
+			if s.opts.HoldStreams {
+				w.(http.Flusher).Flush()
+				select {
+				case <-r.Context().Done():
+					s.mu.Lock()
+					s.released++
+					s.mu.Unlock()
+				case <-s.ctx.Done():
+				}
 			}
 			return
 		}
