@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -259,4 +260,81 @@ func Example_metrics() {
 	s := rec.Snapshot()
 	fmt.Println(s.Calls("echo", metrics.OK), s.Calls("echo", metrics.Invalid), s.InFlight)
 	// Output: 1 1 0
+}
+
+// Shutdown ends every connection and cancels the calls in flight: their handlers see their
+// context cancelled and the clients get no response for them. Then the pending OnError reports
+// are delivered and the actors stop.
+func ExampleServer_Shutdown() {
+	started := make(chan struct{})
+	srv, err := toolgrain.NewServer(toolgrain.Config{Tools: []tools.Tool{{
+		Name: "wait",
+		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
+			close(started)
+			<-ctx.Done()
+			fmt.Println("handler:", context.Cause(ctx))
+			return nil, ctx.Err()
+		}),
+	}}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	client, err := srv.ConnectInMemory()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	if _, err := client.Initialize(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	called := make(chan error, 1)
+	go func() {
+		_, err := client.CallTool(ctx, "wait", nil)
+		called <- err
+	}()
+	<-started
+
+	shutCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	fmt.Println("shutdown:", srv.Shutdown(shutCtx))
+	fmt.Println("client:", <-called)
+	// Output:
+	// handler: connection closed
+	// shutdown: <nil>
+	// client: toolgrain: in-memory connection closed
+}
+
+// A Call whose context ends sends notifications/cancelled for its request: the handler's
+// context is cancelled and the server sends nothing more for that request.
+func ExampleInMemoryClient_Call() {
+	srv, err := toolgrain.NewServer(toolgrain.Config{Tools: []tools.Tool{{
+		Name: "wait",
+		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}),
+	}}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	client, err := srv.ConnectInMemory()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	if _, err := client.Initialize(context.Background()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err = client.Call(ctx, "tools/call", map[string]any{"name": "wait"})
+	fmt.Println(err)
+	// Output: context deadline exceeded
 }

@@ -3,11 +3,17 @@
 //	server supervisor
 //	├── diagnostics actor   runs onError; its failures never reach a client
 //	├── tool actors         one per tool; the admission gate for tools with a concurrency limit
+//	├── tool-<name>         one per actor-backed tool defined by Props, running the host's actor
 //	└── connection actors   one per stdio stream or HTTP session
 //	    └── request actors  one per tools/call; each owns its call's cancellation state
 //
 // No Receive ever blocks: handlers run on goroutines owned by their request actor, onError
-// callbacks on goroutines owned by the diagnostics actor, and every wait is a message.
+// callbacks on goroutines owned by the diagnostics actor, and every wait is a message. A call of
+// an actor-backed tool is a message to the tool's actor (the host's, or a tool-<name> child),
+// whose reply comes back as a message too.
+//
+// On an actor system shared with a host, the supervisor's name is checked to be free (see
+// [RootPrefix]) and Shutdown stops exactly the tree below it.
 package actors
 
 import (
