@@ -14,11 +14,14 @@
 //
 //   - [Server.ServeStdio]: newline-delimited JSON-RPC on any reader and writer (os.Stdin and
 //     os.Stdout for a local client, a pipe, a net.Conn);
+//   - [Server.Handler]: Streamable HTTP, an http.Handler to mount in any mux next to other
+//     routes, with optional bearer auth ([AuthConfig]);
 //   - [Server.ConnectInMemory]: a client in the same process, for tests and in-process callers.
 //
-// Serving stdio and another transport at once is a matter of calling both from their own
-// goroutines on the one server. [Server.Shutdown] (or [Server.Close]) ends every connection,
-// cancelling the calls in flight, delivers the pending OnError reports and stops the actors.
+// Serving stdio and HTTP at once is a matter of mounting the handler and calling ServeStdio
+// from its own goroutine, on the one server. [Server.Shutdown] (or [Server.Close]) ends every
+// connection and session, cancelling the calls in flight, delivers the pending OnError reports
+// and stops the actors.
 //
 // # Tools
 //
@@ -45,7 +48,10 @@
 //     with the text "Tool execution failed" ([FailedText]) and no structuredContent. The
 //     original error reaches the operator privately through [Config].OnError, with the tool
 //     name and the request (id, method, tool name, client-supplied _meta), never the arguments;
-//   - nothing at all is sent, and nothing reported, for a call after it was cancelled.
+//   - nothing at all is sent, and nothing reported, for a call after it was cancelled;
+//   - over HTTP, a missing, rejected or under-scoped bearer token gets 401 or 403 and is not
+//     reported; a token verifier that fails unexpectedly gets 503 with no detail, and OnError
+//     receives the original error with nil details.
 //
 // OnError runs on a supervised diagnostics actor after the response was sent: a callback that
 // panics, is slow or blocks forever changes no response.
@@ -149,12 +155,17 @@ type Config struct {
 	// ShutdownGrace is how long closing a connection, or the server, waits for handlers to
 	// return after their context was cancelled. 0 means 5 s.
 	ShutdownGrace time.Duration
+
+	// HTTP configures the Streamable HTTP transport ([Server.Handler]): session expiry, allowed
+	// origins and hosts, bearer auth. The zero value is usable.
+	HTTP HTTPConfig
 }
 
 // Server is an MCP server. Its methods are safe for concurrent use.
 type Server struct {
-	cfg Config
-	eng *actors.Engine
+	cfg  Config
+	eng  *actors.Engine
+	http *httpHandler
 }
 
 // NewServer checks and compiles the tool definitions and starts the actor tree. Construction
@@ -193,7 +204,12 @@ func NewServer(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, eng: eng}, nil
+	h, err := newHTTPHandler(eng, cfg)
+	if err != nil {
+		_ = eng.Shutdown(context.Background())
+		return nil, err
+	}
+	return &Server{cfg: cfg, eng: eng, http: h}, nil
 }
 
 // RootPID returns the server's top-level actor on its actor system: every actor of the server
@@ -221,7 +237,13 @@ func (s *Server) Stats() Stats {
 // Shutdown stops the server gracefully: every connection is closed and its calls in flight are
 // cancelled (they get no response), handlers are given until ctx ends to return, the pending
 // OnError reports are delivered, and the actors stop. It returns ctx.Err() if ctx ended first.
-func (s *Server) Shutdown(ctx context.Context) error { return s.eng.Shutdown(ctx) }
+//
+// HTTP sessions end first: new requests get 503, open SSE streams end, and each cancelled
+// call's stream ends with no response.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.http.shutdown()
+	return s.eng.Shutdown(ctx)
+}
 
 // Close is Shutdown bounded by the ShutdownGrace plus the CallbackTimeout.
 func (s *Server) Close() error {

@@ -207,6 +207,7 @@ func (r *requestActor) runOnActor(ctx actor.Context, target *actor.PID) {
 		Tool:      r.tool.Name(),
 		Arguments: r.args,
 		Meta:      r.meta,
+		Identity:  r.identity,
 		Deadline:  time.Now().Add(r.actorTimeout),
 		ReplyTo:   self,
 	}

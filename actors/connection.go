@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgrain/toolgrain/cancel"
 	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/tools"
 )
 
 // flight is one tools/call in progress on a connection.
@@ -61,7 +62,7 @@ func (c *connectionActor) Receive(ctx actor.Context) {
 	case *actor.Terminated:
 		c.childEnded(ctx, msg.Who)
 	case *inbound:
-		c.handle(ctx, msg.msg, msg.stream)
+		c.handle(ctx, msg.msg, msg.stream, msg.identity)
 	case *inputEnded:
 		c.beginClose(ctx)
 	case *graceExpired:
@@ -75,7 +76,7 @@ func (c *connectionActor) Receive(ctx actor.Context) {
 	}
 }
 
-func (c *connectionActor) handle(ctx actor.Context, m *protocol.Message, s Stream) {
+func (c *connectionActor) handle(ctx actor.Context, m *protocol.Message, s Stream, caller *tools.Identity) {
 	switch {
 	case m.IsResponse():
 		// The engine sends the client no requests yet, so no response is awaited; ignore it.
@@ -101,7 +102,7 @@ func (c *connectionActor) handle(ctx actor.Context, m *protocol.Message, s Strea
 		}
 	case protocol.MethodToolsCall:
 		if c.requireInit(m, s) {
-			c.callTool(ctx, m, s)
+			c.callTool(ctx, m, s, caller)
 		}
 	default:
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrMethodNotFound(m.Method)))
@@ -204,7 +205,7 @@ func (c *connectionActor) listTools(m *protocol.Message, s Stream) {
 	c.result(s, m.ID, &res)
 }
 
-func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Stream) {
+func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Stream, caller *tools.Identity) {
 	var p protocol.CallToolParams
 	if err := json.Unmarshal(m.Params, &p); err != nil || p.Name == "" {
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("tools/call needs params with a string name")))
@@ -231,6 +232,7 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 		call:    f.call,
 		stream:  s,
 	}
+	spec.identity = caller
 	f.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newRequestActor(spec) }, actor.WithDispatcher(c.eng.dispatcher)))
 	c.inflight[key] = f
 	c.children[f.pid.Id] = f

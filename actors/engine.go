@@ -244,6 +244,13 @@ func (c *Connection) Deliver(msg *protocol.Message, s Stream) {
 	c.eng.system.Root.Send(c.pid, &inbound{msg: msg, stream: s})
 }
 
+// DeliverWith is [Connection.Deliver] for a message whose sender the transport authenticated:
+// a tools/call it starts runs with id in its handler's context (tools.IdentityFromContext). A
+// nil id is Deliver. The identity goes nowhere else: not into logs, not into diagnostics.
+func (c *Connection) DeliverWith(msg *protocol.Message, s Stream, id *tools.Identity) {
+	c.eng.system.Root.Send(c.pid, &inbound{msg: msg, stream: s, identity: id})
+}
+
 // Close tells the connection that its input ended: every call in flight is cancelled and the
 // connection actor stops once their handlers returned (or after the close grace). It does not
 // wait; see [Connection.Done].

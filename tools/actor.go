@@ -119,7 +119,7 @@ func (h *ActorHandler) Handle(ctx context.Context, req *Request) (*Result, error
 		return nil, err
 	}
 	f := actor.NewFuture(h.system, timeout)
-	call := &ActorCall{ID: f.PID().Id, Deadline: deadline, ReplyTo: f.PID()}
+	call := &ActorCall{ID: f.PID().Id, Identity: IdentityFromContext(ctx), Deadline: deadline, ReplyTo: f.PID()}
 	if req != nil {
 		call.Tool, call.Arguments, call.Meta = req.Tool, req.Arguments, req.Meta
 	}
@@ -183,6 +183,10 @@ type ActorCall struct {
 	// Meta is the client-supplied params._meta, or nil. It is not verified: never trust it for
 	// authorisation.
 	Meta json.RawMessage
+	// Identity is the caller as the server's token verifier authenticated it (HTTP with auth),
+	// or nil. Use it, not Meta, for authorisation; like everything here it must not be
+	// modified.
+	Identity *Identity
 	// Deadline is when the call times out; zero when it has no deadline.
 	Deadline time.Time
 	// Progress says the client asked for progress notifications: the actor may send

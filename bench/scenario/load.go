@@ -22,9 +22,12 @@ const (
 
 // tally is what one worker saw in the measured window.
 type tally struct {
-	ok, errors, leaks, rpcErrors int64
-	lat                          []time.Duration // of outOK operations
-	firstErr                     string          // what the first failure was, warm-up included
+	ok, errors int64 // in the window
+	all        int64 // outOK over the whole run, warm-up included
+	// Counted by the op itself, over the whole run.
+	leaks, rpcErrors int64
+	lat              []time.Duration // of outOK operations
+	firstErr         string          // what the first failure was, warm-up included
 }
 
 func (t *tally) add(o *tally) {
@@ -32,6 +35,7 @@ func (t *tally) add(o *tally) {
 		t.firstErr = o.firstErr
 	}
 	t.ok += o.ok
+	t.all += o.all
 	t.errors += o.errors
 	t.leaks += o.leaks
 	t.rpcErrors += o.rpcErrors
@@ -55,7 +59,10 @@ type worker struct {
 // record counts one finished operation if it ended inside the window.
 func (w *worker) record(o outcome, start, end time.Time) {
 	w.l.total.Add(1)
-	if o == outError {
+	switch o {
+	case outOK:
+		w.t.all++
+	case outError:
 		w.l.failed.Add(1)
 	}
 	if !w.l.inWindow(end) {
@@ -117,7 +124,8 @@ func runLoad(ctx context.Context, cfg Config, workers int, op func(context.Conte
 		go func() {
 			defer wg.Done()
 			w := &worker{l: l, rng: rand.New(rand.NewPCG(uint64(start.UnixNano()), uint64(i)))}
-			var err error
+			// At least one op each, however late the worker gets to run.
+			err := op(ctx, w)
 			for err == nil && ctx.Err() == nil && time.Now().Before(l.to) {
 				err = op(ctx, w)
 			}

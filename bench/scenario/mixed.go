@@ -158,6 +158,7 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	secs := cfg.Duration.Seconds()
 	nCancelled := cancelled.Load()
 	r.set("completed_per_sec", float64(sum.ok+nCancelled)/secs)
+	r.set("calls_total", float64(sum.all+cancelsSent.Load()))
 	r.set("echo_per_sec", float64(sum.ok)/secs)
 	r.set("cancelled_per_sec", float64(nCancelled)/secs)
 	r.set("errors", float64(sum.errors+sleepErr.Load()))
