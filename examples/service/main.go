@@ -3,18 +3,19 @@
 //
 // The service keeps an inventory in an actor of its own and exposes it twice: as JSON routes
 // for its usual clients (GET /inventory, GET /healthz, GET /metrics), and as MCP tools for
-// models (stock, reserve, restock). The MCP server runs on the service's actor system; its
-// tools are backed by the service's actors rather than Go functions, and its metrics go to the
-// service's own Prometheus registry.
+// models (stock, reserve, restock) at /mcp, in the same mux and behind the same middleware. The
+// MCP server runs on the service's actor system; its tools are backed by the service's actors
+// rather than Go functions, and its metrics go to the service's own Prometheus registry.
 //
 // Usage:
 //
 //	go run ./examples/service [--addr 127.0.0.1:8090] [--stdio] [--log-level info]
 //
-// With --stdio the service also serves MCP on stdin and stdout, and exits when stdin ends;
-// without it, it runs until SIGINT or SIGTERM. On the way out it closes the MCP server first,
-// which stops the server's actors and goroutines and leaves the service's own running, and
-// then stops the rest.
+// MCP clients connect to http://127.0.0.1:8090/mcp (Streamable HTTP). With --stdio the service
+// also serves one MCP session on stdin and stdout, at the same time and on the same server,
+// and exits when stdin ends; without it, it runs until SIGINT or SIGTERM. On the way out it
+// closes the MCP server first, which stops the server's actors and goroutines and leaves the
+// service's own running, and then stops the rest.
 package main
 
 import (
@@ -98,7 +99,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	served := make(chan error, 1)
 	// Owned by run, which shuts the HTTP server down before returning and waits for this.
 	go func() { served <- hs.Serve(ln) }()
-	log.Info("serving", zap.String("http", "http://"+ln.Addr().String()), zap.Bool("stdio", o.stdio))
+	log.Info("serving", zap.String("http", "http://"+ln.Addr().String()), zap.String("mcp", "http://"+ln.Addr().String()+"/mcp"), zap.Bool("stdio", o.stdio))
 
 	var runErr error
 	if o.stdio {
@@ -130,7 +131,8 @@ type host struct {
 	registry  *prometheus.Registry
 
 	mcp             *toolgrain.Server
-	ordersCancelled atomic.Int64 // restock orders dropped because their call ended
+	mcpHTTP         atomic.Pointer[http.Handler] // the MCP server's handler while it runs
+	ordersCancelled atomic.Int64                 // restock orders dropped because their call ended
 }
 
 // newHost starts the service's own actor system and actors. Its protoactor log lines go to the
@@ -199,6 +201,8 @@ func (h *host) startMCP(o options) error {
 		return err
 	}
 	h.mcp = srv
+	handler := srv.Handler()
+	h.mcpHTTP.Store(&handler)
 	return nil
 }
 
@@ -213,6 +217,7 @@ func (h *host) stopMCP() error {
 	if h.mcp == nil {
 		return nil
 	}
+	h.mcpHTTP.Store(nil)
 	return h.mcp.Close()
 }
 
@@ -231,7 +236,19 @@ func (h *host) routes() http.Handler {
 	})
 	mux.HandleFunc("GET /inventory", h.serveInventory)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(h.registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/mcp", h.serveMCP)
 	return h.logRequests(mux)
+}
+
+// serveMCP hands /mcp to the MCP server's Streamable HTTP handler, and answers 503 while the
+// MCP server is not running: the mux outlives it.
+func (h *host) serveMCP(w http.ResponseWriter, r *http.Request) {
+	handler := h.mcpHTTP.Load()
+	if handler == nil {
+		http.Error(w, "MCP server not running", http.StatusServiceUnavailable)
+		return
+	}
+	(*handler).ServeHTTP(w, r)
 }
 
 // serveInventory asks the inventory actor for its stock. The HTTP handler's goroutine may wait

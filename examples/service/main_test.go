@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -39,7 +43,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	core, logs := observer.New(zap.InfoLevel)
+	core, logs := observer.New(zap.DebugLevel)
 	h := newHost(zap.New(core))
 	t.Cleanup(h.close)
 	if err := h.startMCP(options{restockTimeout: 300 * time.Millisecond}); err != nil {
@@ -206,6 +210,74 @@ func get(t *testing.T, url string) string {
 	return string(b)
 }
 
+// mcpPost sends one JSON-RPC message to the MCP endpoint as a Streamable HTTP client does and
+// returns the status, the session id the server gave and the body.
+func mcpPost(t *testing.T, url, session, body string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if session != "" {
+		req.Header.Set(protocol.HeaderSessionID, session)
+		req.Header.Set(protocol.HeaderProtocolVersion, protocol.LatestVersion)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header.Get(protocol.HeaderSessionID), string(b)
+}
+
+// TestMCPOverHTTP: the MCP server's Streamable HTTP handler sits in the service's mux at /mcp,
+// behind the service's middleware, next to its other routes; the actor-backed tools answer
+// there as they do in memory.
+func TestMCPOverHTTP(t *testing.T) {
+	f := newFixture(t)
+	ts := httptest.NewServer(f.h.routes())
+	defer ts.Close()
+	url := ts.URL + "/mcp"
+	status, sid, body := mcpPost(t, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if status != http.StatusOK || sid == "" || !strings.Contains(body, `"name":"inventory"`) {
+		t.Fatalf("initialize: %d, session %q, %s", status, sid, body)
+	}
+	if status, _, _ := mcpPost(t, url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); status != http.StatusAccepted {
+		t.Fatalf("initialized: %d", status)
+	}
+	for _, tt := range []struct{ give, want string }{
+		{`{"name":"stock","arguments":{"item":"nuts"}}`, `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"80 nuts in stock"}],"structuredContent":{"item":"nuts","qty":80}}}`},
+		{`{"name":"stock","arguments":{"item":"gears"}}`, `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"unknown item \"gears\""}],"isError":true}}`},
+		{`{"name":"restock","arguments":{"item":"nuts","qty":1,"supplier":"offline"}}`, `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"Tool execution failed"}],"isError":true}}`},
+	} {
+		status, _, body := mcpPost(t, url, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":`+tt.give+`}`)
+		if status != http.StatusOK || body != tt.want {
+			t.Errorf("%s\n got %d %s\nwant 200 %s", tt.give, status, body, tt.want)
+		}
+	}
+	if got := f.failures(t, 1); len(got) != 1 || !strings.Contains(got[0].ContextMap()["error"].(string), "192.0.2.10") {
+		t.Errorf("reports = %v", got)
+	}
+	seen := 0
+	for _, e := range f.logs.FilterMessage("http").All() {
+		if e.ContextMap()["path"] == "/mcp" {
+			seen++
+		}
+	}
+	if seen != 5 {
+		t.Errorf("the service's middleware saw %d /mcp requests, want 5", seen)
+	}
+	if body := get(t, ts.URL+"/healthz"); body != "ok\n" {
+		t.Errorf("healthz next to /mcp: %q", body)
+	}
+}
+
 // TestStopMCPLeavesTheHostRunning: closing the MCP server with calls in flight stops every
 // actor and goroutine it started, and the host's actor system, actors and routes keep running.
 func TestStopMCPLeavesTheHostRunning(t *testing.T) {
@@ -260,6 +332,9 @@ func TestStopMCPLeavesTheHostRunning(t *testing.T) {
 			ctx.Respond(s)
 		}
 	}))
+	if status, _, _ := mcpPost(t, ts.URL+"/mcp", "", `{"jsonrpc":"2.0","id":1,"method":"ping"}`); status != http.StatusServiceUnavailable {
+		t.Errorf("/mcp after stopMCP: %d, want 503", status)
+	}
 	if res, err := h.system.Root.RequestFuture(echo, "still here", time.Second).Result(); err != nil || res != "still here" {
 		t.Errorf("new host actor: %v, %v", res, err)
 	}
@@ -269,30 +344,84 @@ func TestStopMCPLeavesTheHostRunning(t *testing.T) {
 	}
 }
 
-// TestRunOverStdio runs the whole command with --stdio: a session on stdin and stdout, the
-// HTTP routes on a free port, and a clean exit at EOF.
-func TestRunOverStdio(t *testing.T) {
-	in := strings.NewReader(strings.Join([]string{
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
-		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
-	}, "\n") + "\n")
-	var out, errOut bytes.Buffer
+// TestRunStdioAndHTTPAtOnce runs the whole command with --stdio: one MCP session on stdin and
+// stdout and another over HTTP at /mcp, served by the one server at the same time, then a
+// clean exit when stdin ends.
+func TestRunStdioAndHTTPAtOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var errOut syncBuffer
 	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
 	defer cancel()
-	if err := run(ctx, []string{"--stdio", "--addr", "127.0.0.1:0"}, in, &out, &errOut); err != nil {
+	done := make(chan error, 1)
+	go func() {
+		err := run(ctx, []string{"--stdio", "--addr", addr}, inR, outW, &errOut)
+		outW.Close()
+		done <- err
+	}()
+	out := bufio.NewScanner(outR)
+	fmt.Fprintln(inW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if !out.Scan() || !strings.Contains(out.Text(), `"name":"inventory"`) {
+		t.Fatalf("stdio initialize: %s", out.Text())
+	}
+	fmt.Fprintln(inW, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	// The HTTP session, while the stdio one is open.
+	url := "http://" + addr + "/mcp"
+	deadline := time.Now().Add(watchdog)
+	var sid string
+	for sid == "" && time.Now().Before(deadline) {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err != nil {
+			time.Sleep(10 * time.Millisecond) // the listener is not up yet
+			continue
+		}
+		resp.Body.Close()
+		_, sid, _ = mcpPost(t, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"h","version":"1"}}}`)
+	}
+	mcpPost(t, url, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if _, _, body := mcpPost(t, url, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"reserve","arguments":{"item":"bolts","qty":20}}}`); !strings.Contains(body, "reserved 20 bolts, 100 left") {
+		t.Fatalf("http reserve: %s", body)
+	}
+	// The stdio session sees the same inventory.
+	fmt.Fprintln(inW, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"stock","arguments":{"item":"bolts"}}}`)
+	if !out.Scan() || !strings.Contains(out.Text(), "100 bolts in stock") {
+		t.Fatalf("stdio stock: %s", out.Text())
+	}
+
+	inW.Close() // EOF: the service exits
+	for out.Scan() {
+	}
+	defer http.DefaultClient.CloseIdleConnections()
+	if err := <-done; err != nil {
 		t.Fatalf("run: %v\n%s", err, errOut.String())
 	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 2 || !strings.Contains(lines[0], `"name":"inventory"`) {
-		t.Fatalf("stdout:\n%s", out.String())
-	}
-	for _, name := range []string{"stock", "reserve", "restock"} {
-		if !strings.Contains(lines[1], `"name":"`+name+`"`) {
-			t.Errorf("tools/list lacks %s: %s", name, lines[1])
-		}
-	}
-	if !strings.Contains(errOut.String(), `"msg":"serving"`) {
+	if !strings.Contains(errOut.String(), `"msg":"serving"`) || !strings.Contains(errOut.String(), `"msg":"stopped"`) {
 		t.Errorf("stderr: %s", errOut.String())
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
