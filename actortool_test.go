@@ -391,3 +391,47 @@ func TestActorToolConstruction(t *testing.T) {
 		})
 	}
 }
+
+// TestIdentityReachesTools: the caller's identity reaches a Go handler through its context and
+// a tool actor in its ActorCall; here from an in-memory client that stands for an
+// authenticated one.
+func TestIdentityReachesTools(t *testing.T) {
+	system := newHostSystem()
+	defer system.Shutdown()
+	whoami := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		if c, ok := ctx.Message().(*tools.ActorCall); ok {
+			subject := "anonymous"
+			if c.Identity.HasScope("inventory:read") {
+				subject = c.Identity.Subject
+			}
+			ctx.Respond(&tools.ActorResult{Result: tools.TextResult(subject)})
+		}
+	}))
+	defer system.Root.Stop(whoami)
+	srv, err := toolgrain.NewServer(toolgrain.Config{ActorSystem: system, Tools: []tools.Tool{
+		{Name: "actor", Handler: tools.NewActorHandler(system, whoami)},
+		{Name: "func", Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
+			return tools.TextResult(tools.IdentityFromContext(ctx).Subject), nil
+		})},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := srv.ConnectInMemoryAs(&toolgrain.Identity{Subject: "ada", Scopes: []string{"inventory:read"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	defer cancel()
+	if _, err := c.Initialize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"actor", "func"} {
+		res, err := c.CallTool(ctx, name, nil)
+		if err != nil || resultText(res) != "ada" {
+			t.Errorf("%s: %+v, %v", name, res, err)
+		}
+	}
+}

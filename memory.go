@@ -28,8 +28,9 @@ var ErrClientClosed = errors.New("toolgrain: in-memory connection closed")
 // answers to messages given to [InMemoryClient.Send]) is read with [InMemoryClient.Receive].
 // Messages wait unread without limit: a test that ignores them holds them in memory.
 type InMemoryClient struct {
-	srv  *Server
-	conn *actors.Connection
+	srv      *Server
+	conn     *actors.Connection
+	identity *Identity // every message's caller; nil for none
 
 	mu      sync.Mutex
 	inbox   [][]byte               // server messages not matched to a Call
@@ -44,8 +45,14 @@ type InMemoryClient struct {
 // ConnectInMemory opens an in-memory connection to s; see [InMemoryClient]. The connection is
 // not initialized: call [InMemoryClient.Initialize] first, as an MCP client does. Close it with
 // [InMemoryClient.Close]; closing the server closes it too. After [Server.Close] it returns
-// [ErrServerClosed].
-func (s *Server) ConnectInMemory() (*InMemoryClient, error) {
+// [ErrServerClosed]. Its calls have no authenticated caller, as over stdio.
+func (s *Server) ConnectInMemory() (*InMemoryClient, error) { return s.ConnectInMemoryAs(nil) }
+
+// ConnectInMemoryAs is [Server.ConnectInMemory] for a caller authenticated as identity, as if a
+// token verifier had returned it: handlers find it with tools.IdentityFromContext, tool actors in
+// [tools.ActorCall].Identity. It lets a host test its authorisation rules without HTTP. The
+// identity must not be modified afterwards.
+func (s *Server) ConnectInMemoryAs(identity *Identity) (*InMemoryClient, error) {
 	conn, err := s.eng.Connect("memory")
 	if errors.Is(err, actors.ErrClosed) {
 		return nil, ErrServerClosed
@@ -54,10 +61,11 @@ func (s *Server) ConnectInMemory() (*InMemoryClient, error) {
 		return nil, err
 	}
 	return &InMemoryClient{
-		srv:     s,
-		conn:    conn,
-		waiters: make(map[string]chan []byte),
-		arrived: make(chan struct{}, 1),
+		srv:      s,
+		conn:     conn,
+		identity: identity,
+		waiters:  make(map[string]chan []byte),
+		arrived:  make(chan struct{}, 1),
 	}, nil
 }
 
@@ -117,7 +125,7 @@ func (c *InMemoryClient) Send(message []byte) error {
 		c.deliver(protocol.EncodeError(id, werr))
 		return nil
 	}
-	c.conn.Deliver(msg, memoryStream{c})
+	c.conn.DeliverWith(msg, memoryStream{c}, c.identity)
 	return nil
 }
 
@@ -168,7 +176,7 @@ func (c *InMemoryClient) Notify(method string, params any) error {
 	if c.isClosed() {
 		return ErrClientClosed
 	}
-	c.conn.Deliver(&protocol.Message{Method: method, Params: raw}, memoryStream{c})
+	c.conn.DeliverWith(&protocol.Message{Method: method, Params: raw}, memoryStream{c}, c.identity)
 	return nil
 }
 
@@ -192,7 +200,7 @@ func (c *InMemoryClient) Call(ctx context.Context, method string, params any) (j
 	c.waiters[id.Key()] = w
 	c.mu.Unlock()
 
-	c.conn.Deliver(&protocol.Message{ID: id, Method: method, Params: raw}, memoryStream{c})
+	c.conn.DeliverWith(&protocol.Message{ID: id, Method: method, Params: raw}, memoryStream{c}, c.identity)
 	select {
 	case frame := <-w:
 		m, werr := protocol.Decode(frame)
