@@ -50,7 +50,9 @@ const DefaultActorTimeout = 30 * time.Second
 //   - The client cancels the call, its connection closes or the server shuts down: the server
 //     stops waiting at once, sends the actor an [*ActorCancel] and sends the client nothing.
 //
-// Replies that arrive after the call ended go to the actor system's dead letters, silently.
+// A message of another type is not a reply: the call goes on, and if it then times out, the
+// report names that type. Replies that arrive after the call ended go to the actor system's
+// dead letters, silently.
 // Providers cannot be used with an actor-backed tool ([Compile] rejects them): they hand values
 // to a Go handler through its context, and an actor has none.
 //
