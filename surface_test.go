@@ -620,9 +620,11 @@ func TestProgressIsRateLimited(t *testing.T) {
 	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{burst}, ProgressInterval: time.Hour})
 	c.initialize()
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"burst","_meta":{"progressToken":"p"}}}`)
-	// The first report goes, the next 998 fall inside the interval, the one that reaches the
-	// total goes.
-	c.recvExact(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1,"total":1000}}`)
+	// A burst of ten goes, the next 989 find the bucket empty, the one that reaches the total
+	// goes.
+	for i := 1; i <= 10; i++ {
+		c.recvExact(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":%d,"total":1000}}`, i))
+	}
 	c.recvExact(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1000,"total":1000}}`)
 	c.recvExact(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"done"}]}}`)
 }
@@ -682,5 +684,45 @@ func TestSurfaceConstructionErrors(t *testing.T) {
 				t.Errorf("NewServer = %v", err)
 			}
 		})
+	}
+}
+
+// TestInMemoryClientSurface: an in-memory client gets list changes and can answer a request
+// to the client like any other.
+func TestInMemoryClientSurface(t *testing.T) {
+	srv, err := toolgrain.NewServer(fixtureConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := srv.ConnectInMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	defer cancel()
+	if err := c.Send([]byte(`{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"m","version":"1"}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := c.Receive(ctx); err != nil || !strings.Contains(string(msg), `"result"`) {
+		t.Fatalf("initialize: %s %v", msg, err)
+	}
+	if n := srv.RemovePrompts("test_simple_prompt"); n != 1 {
+		t.Fatal("RemovePrompts")
+	}
+	if msg, err := c.Receive(ctx); err != nil || string(msg) != `{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}` {
+		t.Fatalf("list change: %s %v", msg, err)
+	}
+	if err := c.Send([]byte(call(`"s"`, "test_sampling", `{"prompt":"p"}`))); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := c.Receive(ctx); err != nil || !strings.Contains(string(msg), `"method":"sampling/createMessage"`) {
+		t.Fatalf("sampling request: %s %v", msg, err)
+	}
+	_ = c.Send([]byte(`{"jsonrpc":"2.0","id":1,"result":{"role":"assistant","content":{"type":"text","text":"ok"},"model":"m"}}`))
+	want := `{"jsonrpc":"2.0","id":"s","result":{"content":[{"type":"text","text":"LLM response: ok"}]}}`
+	if msg, err := c.Receive(ctx); err != nil || string(msg) != want {
+		t.Fatalf("result: %s %v", msg, err)
 	}
 }

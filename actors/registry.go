@@ -61,6 +61,10 @@ func (e *Engine) AddTools(defs ...tools.Tool) error {
 	if err != nil {
 		return err
 	}
+	// Actor-backed tools defined by Props get their actor before they are listed.
+	if err := e.startActorTools(next); err != nil {
+		return err
+	}
 	pids := maps.Clone(cur.pids)
 	for _, t := range next.List() {
 		limit := t.Def().MaxConcurrency

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgrain/toolgrain/cancel"
 	"github.com/toolgrain/toolgrain/diagnostics"
+	"github.com/toolgrain/toolgrain/metrics"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/tools"
 )
@@ -60,11 +61,17 @@ type requestActor struct {
 	timer    *time.Timer
 	stopHdlr context.CancelFunc // cancels the handler context (timeout, responded)
 	hctx     context.Context    // the handler's context
+
+	callMetrics    // what the call reports to the engine's metrics (metrics.go)
+	actorCallState // the call of an actor-backed tool (actortool.go)
 }
 
 func newRequestActor(spec *callSpec) *requestActor { return &requestActor{callSpec: spec} }
 
 func (r *requestActor) Receive(ctx actor.Context) {
+	if r.target != nil && r.receiveFromActor(ctx) {
+		return
+	}
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		r.start(ctx)
@@ -79,6 +86,7 @@ func (r *requestActor) Receive(ctx actor.Context) {
 		r.run(ctx)
 	case *cancelCall:
 		// The call is already silenced; only a request still waiting for a slot has to act.
+		r.settle(metrics.Cancelled)
 		if r.phase == phaseWaiting {
 			r.finish(ctx)
 		}
@@ -91,6 +99,8 @@ func (r *requestActor) Receive(ctx actor.Context) {
 	case *handlerDone:
 		if r.phase == phaseRunning {
 			r.answer(msg)
+		} else {
+			r.eng.metrics.LateResponseSuppressed(r.tool.Name()) // after the timeout answered
 		}
 		r.finish(ctx)
 	case *actor.Stopped:
@@ -101,10 +111,12 @@ func (r *requestActor) Receive(ctx actor.Context) {
 			r.stopHdlr()
 		}
 		r.call.Release()
+		r.settleAtStop()
 	}
 }
 
 func (r *requestActor) start(ctx actor.Context) {
+	r.begin()
 	if fb := r.tool.ValidateMeta(r.meta); fb != nil {
 		r.respondResult(feedbackResult(fb))
 		r.finish(ctx)
@@ -128,6 +140,10 @@ func (r *requestActor) start(ctx actor.Context) {
 
 // run starts the handler goroutine.
 func (r *requestActor) run(ctx actor.Context) {
+	if target := r.eng.actorTools.target(r.tool); target != nil {
+		r.runOnActor(ctx, target)
+		return
+	}
 	r.phase = phaseRunning
 	hctx := r.call.Context()
 	var stop context.CancelFunc
@@ -173,14 +189,22 @@ func (r *requestActor) answer(d *handlerDone) {
 		r.fail(&tools.OutputError{Tool: r.tool.Name(), Err: err})
 		return
 	}
-	r.call.Respond(func() { r.stream.Send(frame) })
+	outcome := metrics.OK
+	if d.result.IsError {
+		outcome = metrics.ToolError
+	}
+	r.respondAs(frame, outcome)
 }
 
 // fail answers an unexpected failure with the generic result and, only if that answer was
 // actually sent (the call was not cancelled), hands the original error to diagnostics.
 func (r *requestActor) fail(err error) {
 	frame, _ := protocol.EncodeResult(r.id, failedResult)
-	if !r.call.Respond(func() { r.stream.Send(frame) }) {
+	outcome := metrics.Failed
+	if errors.Is(err, ErrTimeout) {
+		outcome = metrics.Timeout
+	}
+	if !r.respondAs(frame, outcome) {
 		return
 	}
 	req := diagnostics.NewToolRequest(r.id, protocol.MethodToolsCall, r.tool.Name(), r.meta)
@@ -193,7 +217,7 @@ func (r *requestActor) respondResult(res *protocol.CallToolResult) {
 		r.fail(&tools.OutputError{Tool: r.tool.Name(), Err: err})
 		return
 	}
-	r.call.Respond(func() { r.stream.Send(frame) })
+	r.respondAs(frame, metrics.Invalid)
 }
 
 // finish ends the request: the stream is closed, the run slot released, and the actor stops.

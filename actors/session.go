@@ -18,8 +18,9 @@ import (
 
 // Limits on what one call may send about itself.
 const (
-	// DefaultProgressInterval is the least time between two progress notifications of one call;
-	// reports in between are dropped, except one that reaches its total.
+	// DefaultProgressInterval is the time one progress notification of a call costs in its
+	// token bucket: after a burst, reports come through one per interval, the others are
+	// dropped, except one that reaches its total.
 	DefaultProgressInterval = 10 * time.Millisecond
 	// logBurst and logRate bound the log messages of one call: a burst of logBurst, then
 	// logRate per second; messages over the limit are dropped with session.ErrRateLimited.
@@ -152,16 +153,28 @@ func (p *callPeer) Request(ctx context.Context, method string, params any) (json
 	}
 }
 
+// progressBurst is how many progress notifications of one call may go out back to back before
+// the interval applies.
+const progressBurst = 10
+
 // progressSender returns the tools.ProgressFunc of a call: it sends on the call's stream while
-// the call runs, and at most one notification per interval (a report that reaches its total
-// always goes). tools.ReportProgress serialises its calls and checks monotonicity.
+// the call runs, a burst of progressBurst notifications and then one per interval (a token
+// bucket); a report over the limit is dropped, except one that reaches its total.
+// tools.ReportProgress serialises its calls and checks monotonicity.
 func progressSender(s Stream, call *cancel.Call, token json.RawMessage, interval time.Duration) tools.ProgressFunc {
-	var last time.Time
+	tokens, last := float64(progressBurst), time.Time{}
 	return func(progress float64, total *float64, message string) error {
 		now := time.Now()
-		final := total != nil && progress >= *total
-		if interval > 0 && !last.IsZero() && now.Sub(last) < interval && !final {
-			return nil // rate-limited: the next report carries the news
+		if interval > 0 {
+			if !last.IsZero() {
+				tokens = min(progressBurst, tokens+float64(now.Sub(last))/float64(interval))
+			}
+			last = now
+			final := total != nil && progress >= *total
+			if tokens < 1 && !final {
+				return nil // rate-limited: a later report carries the news
+			}
+			tokens = max(tokens-1, 0)
 		}
 		frame, err := protocol.EncodeNotification(protocol.MethodProgress, &protocol.ProgressParams{
 			ProgressToken: token, Progress: progress, Total: total, Message: message,
@@ -172,7 +185,6 @@ func progressSender(s Stream, call *cancel.Call, token json.RawMessage, interval
 		if !call.Notify(func() { s.Send(frame) }) {
 			return tools.ErrCallFinished
 		}
-		last = now
 		return nil
 	}
 }
