@@ -726,3 +726,27 @@ func TestInMemoryClientSurface(t *testing.T) {
 		t.Fatalf("result: %s %v", msg, err)
 	}
 }
+
+// TestURLElicitation: a URL-mode elicitation goes to a client that declared it, and its
+// completion is announced to that client only, once.
+func TestURLElicitation(t *testing.T) {
+	visit := tools.Tool{Name: "visit", Description: "Sends the user to a page.",
+		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
+			res, err := session.Elicit(ctx, &protocol.ElicitParams{Mode: protocol.ElicitModeURL, Message: "Sign in", URL: "https://example.com/login", ElicitationID: "e1"})
+			if err != nil {
+				return nil, err
+			}
+			return tools.TextResult(res.Action), nil
+		})}
+	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{visit}})
+	c.initWith(`{"elicitation":{"url":{}}}`)
+	c.send(call("1", "visit", `{}`))
+	c.recvExact(`{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"mode":"url","message":"Sign in","url":"https://example.com/login","elicitationId":"e1"}}`)
+	c.send(`{"jsonrpc":"2.0","id":1,"result":{"action":"accept"}}`)
+	c.recvExact(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"accept"}]}}`)
+	c.srv.NotifyElicitationComplete("other")
+	c.srv.NotifyElicitationComplete("e1")
+	c.recvExact(`{"jsonrpc":"2.0","method":"notifications/elicitation/complete","params":{"elicitationId":"e1"}}`)
+	c.srv.NotifyElicitationComplete("e1")
+	c.silent(100 * time.Millisecond)
+}

@@ -80,6 +80,9 @@ type (
 	}
 	// listChanged: engine → connection. A list changed; send the notification method.
 	listChanged struct{ method string }
+	// elicitationCompleted: engine → connection. A URL-mode elicitation finished; notify the
+	// client if this connection sent it.
+	elicitationCompleted struct{ id string }
 	// resourceUpdated: engine → connection. A resource changed; notify the client if it
 	// subscribed to uri.
 	resourceUpdated struct{ uri string }

@@ -40,7 +40,13 @@ type surface struct {
 	out     map[string]*outgoing // by the key of the id the engine gave it
 	nextOut int64
 	subs    map[string]struct{} // subscribed resource URIs
+	// urlElicitations are the ids of the URL-mode elicitations sent on this connection and not
+	// completed yet (at most maxURLElicitations; the oldest are forgotten first).
+	urlElicitations []string
 }
+
+// maxURLElicitations bounds the URL-mode elicitation ids a connection remembers.
+const maxURLElicitations = 256
 
 func newSurface(e *Engine) surface {
 	return surface{
@@ -66,6 +72,9 @@ func (c *connectionActor) sendRequest(o *outgoing) {
 	}
 	o.id = id
 	c.out[id.Key()] = o
+	if o.method == protocol.MethodElicitationCreate {
+		c.rememberURLElicitation(o.params)
+	}
 	if !o.call.Notify(func() { o.stream.Send(frame) }) {
 		delete(c.out, id.Key())
 		o.reply <- outgoingReply{err: session.ErrCallFinished}
@@ -138,6 +147,17 @@ func (c *connectionActor) receiveSurface(ctx actor.Context, msg any) bool {
 		if frame, err := protocol.EncodeNotification(msg.method, nil); err == nil {
 			c.notify(frame)
 		}
+	case *elicitationCompleted:
+		for i, id := range c.urlElicitations {
+			if id == msg.id {
+				c.urlElicitations = append(c.urlElicitations[:i], c.urlElicitations[i+1:]...)
+				frame, err := protocol.EncodeNotification(protocol.MethodElicitationComplete, &protocol.ElicitationCompleteParams{ElicitationID: id})
+				if err == nil {
+					c.notify(frame)
+				}
+				break
+			}
+		}
 	case *resourceUpdated:
 		if _, ok := c.subs[msg.uri]; ok {
 			frame, err := protocol.EncodeNotification(protocol.MethodResourcesUpdated, &protocol.ResourceUpdatedParams{URI: msg.uri})
@@ -149,4 +169,17 @@ func (c *connectionActor) receiveSurface(ctx actor.Context, msg any) bool {
 		return false
 	}
 	return true
+}
+
+// rememberURLElicitation records the id of a URL-mode elicitation, so that its completion can be
+// announced to this connection's client.
+func (c *connectionActor) rememberURLElicitation(params json.RawMessage) {
+	var p protocol.ElicitParams
+	if json.Unmarshal(params, &p) != nil || p.Mode != protocol.ElicitModeURL || p.ElicitationID == "" {
+		return
+	}
+	if len(c.urlElicitations) >= maxURLElicitations {
+		c.urlElicitations = c.urlElicitations[1:]
+	}
+	c.urlElicitations = append(c.urlElicitations, p.ElicitationID)
 }

@@ -168,6 +168,12 @@ func (e *Engine) ResourceUpdated(uri string) {
 	e.broadcast(&resourceUpdated{uri: uri})
 }
 
+// ElicitationComplete sends notifications/elicitation/complete for the URL-mode elicitation id
+// to the connection that requested it, if any. It never blocks.
+func (e *Engine) ElicitationComplete(id string) {
+	e.broadcast(&elicitationCompleted{id: id})
+}
+
 // broadcast sends msg to every open connection actor. It never blocks.
 func (e *Engine) broadcast(msg any) {
 	e.mu.Lock()

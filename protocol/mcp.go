@@ -889,3 +889,12 @@ type ListRootsResult struct {
 	Roots []Root          `json:"roots"`
 	Meta  json.RawMessage `json:"_meta,omitempty"`
 }
+
+// MethodElicitationComplete tells the client that a URL-mode elicitation finished out of band;
+// its params are [ElicitationCompleteParams].
+const MethodElicitationComplete = "notifications/elicitation/complete"
+
+// ElicitationCompleteParams are the params of [MethodElicitationComplete].
+type ElicitationCompleteParams struct {
+	ElicitationID string `json:"elicitationId"`
+}
