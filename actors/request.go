@@ -176,11 +176,19 @@ func (r *requestActor) timeoutError() error {
 
 // answer turns the handler's outcome into the call's one response.
 func (r *requestActor) answer(d *handlerDone) {
-	if d.err != nil {
-		// A handler that gave up at its deadline, just before the timer's message arrived.
-		if cause := context.Cause(r.hctx); errors.Is(cause, ErrTimeout) && !errors.Is(d.err, ErrTimeout) {
+	// The deadline passed before this message arrived (its timer's message is still queued):
+	// the call timed out whatever the handler returned, exactly as if the timer had won.
+	if cause := context.Cause(r.hctx); errors.Is(cause, ErrTimeout) {
+		if d.err == nil {
+			r.eng.metrics.LateResponseSuppressed(r.tool.Name())
+			r.fail(cause)
+			return
+		}
+		if !errors.Is(d.err, ErrTimeout) {
 			d.err = fmt.Errorf("%w (handler returned: %w)", cause, d.err)
 		}
+	}
+	if d.err != nil {
 		r.fail(d.err)
 		return
 	}
