@@ -192,6 +192,9 @@ func progressSender(s Stream, call *cancel.Call, token json.RawMessage, interval
 // handlerContext decorates a handler's context with the call's session and, when the request
 // carried a progress token, its progress sink.
 func (e *Engine) handlerContext(ctx context.Context, peer *callPeer, meta json.RawMessage) context.Context {
+	if peer == nil {
+		return ctx
+	}
 	ctx = session.WithPeer(ctx, peer)
 	if token := progressToken(meta); token != nil {
 		ctx = tools.WithProgress(ctx, progressSender(peer.stream, peer.call, token, e.cfg.ProgressInterval))
