@@ -28,6 +28,7 @@ package toolgrain
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -94,12 +95,40 @@ type Config struct {
 	// ShutdownGrace is how long closing a connection, or the server, waits for handlers to
 	// return after their context was cancelled. 0 means 5 s.
 	ShutdownGrace time.Duration
+
+	// Limits; see the README's reliability section. A zero value means the default given.
+
+	// MaxCallsPerConnection bounds the tools/call requests in flight on one connection. A call
+	// counts from its acceptance until it is answered or cancelled; one over the limit is
+	// refused, unprocessed, with the JSON-RPC error -31000 "Server busy: too many calls in
+	// flight on this connection (limit N)" and data {"scope":"connection","limit":N} (see
+	// protocol.ErrServerBusy). Pings, cancellations and every other message are still
+	// processed. 0 means 20,000; negative means no limit.
+	MaxCallsPerConnection int
+	// MaxCalls bounds the calls in flight on the whole server, over every connection; a call
+	// over it is refused with "... on the server (limit N)" and scope "server". 0 means
+	// 100,000; negative means no limit.
+	MaxCalls int
+	// ToolTimeout is the timeout of each call of a tool whose own tools.Tool.Timeout is zero.
+	// A call past its timeout is an unexpected failure: the client gets the generic result and
+	// OnError an error wrapping actors.ErrTimeout. 0 means no timeout.
+	ToolTimeout time.Duration
+	// MaxOutputBacklog bounds, in bytes, the answers queued for a client that does not read
+	// them (a slow consumer). While a stdio connection's backlog is over it, the connection
+	// reads no new message (calls in flight go on, and their answers queue); it reads again
+	// once the backlog has drained to half of it. 0 means 16 MiB; negative means no limit.
+	MaxOutputBacklog int
 }
+
+// DefaultMaxOutputBacklog is the MaxOutputBacklog of a zero Config: 16 MiB.
+const DefaultMaxOutputBacklog = 16 << 20
 
 // Server is an MCP server. Its methods are safe for concurrent use.
 type Server struct {
 	cfg Config
 	eng *actors.Engine
+
+	outputPauses atomic.Uint64 // times a connection stopped reading for a slow consumer
 }
 
 // NewServer checks and compiles the tool definitions and starts the actor tree. Construction
@@ -122,6 +151,9 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.MaxMessageSize <= 0 {
 		cfg.MaxMessageSize = protocol.DefaultMaxMessageSize
 	}
+	if cfg.MaxOutputBacklog == 0 {
+		cfg.MaxOutputBacklog = DefaultMaxOutputBacklog
+	}
 	eng, err := actors.Start(actors.Config{
 		System:           cfg.ActorSystem,
 		Tools:            set,
@@ -133,6 +165,10 @@ func NewServer(cfg Config) (*Server, error) {
 		DiagnosticsQueue: cfg.DiagnosticsQueue,
 		CallbackTimeout:  cfg.CallbackTimeout,
 		CloseGrace:       cfg.ShutdownGrace,
+
+		MaxCallsPerConnection: cfg.MaxCallsPerConnection,
+		MaxCalls:              cfg.MaxCalls,
+		ToolTimeout:           cfg.ToolTimeout,
 	})
 	if err != nil {
 		return nil, err
@@ -145,6 +181,8 @@ type Stats struct {
 	DroppedReports     uint64 // reports dropped because the diagnostics queue was full
 	AbandonedCallbacks uint64 // OnError calls abandoned after CallbackTimeout
 	CallbackPanics     uint64 // OnError calls that panicked
+	RefusedCalls       uint64 // calls refused with -31000 because a limit on calls in flight was reached
+	OutputPauses       uint64 // times a connection stopped reading because its client read too slowly
 }
 
 // Stats returns the server's counters.
@@ -154,6 +192,8 @@ func (s *Server) Stats() Stats {
 		DroppedReports:     st.DroppedReports.Load(),
 		AbandonedCallbacks: st.AbandonedCallbacks.Load(),
 		CallbackPanics:     st.CallbackPanics.Load(),
+		RefusedCalls:       st.RefusedCalls.Load(),
+		OutputPauses:       s.outputPauses.Load(),
 	}
 }
 

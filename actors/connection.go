@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -21,6 +22,7 @@ type flight struct {
 	call   *cancel.Call
 	id     protocol.ID
 	stream Stream
+	slot   *callSlot
 }
 
 // connectionActor owns one stdio stream or HTTP session: the negotiated protocol version and the
@@ -38,6 +40,7 @@ type connectionActor struct {
 	inflight map[string]*flight // by id key; only calls not yet cancelled
 	children map[string]*flight // by request actor PID id; every request actor alive
 	closing  bool
+	calls    atomic.Int64 // calls holding a slot under MaxCallsPerConnection
 }
 
 var _ actor.SupervisorStrategy = (*connectionActor)(nil)
@@ -56,12 +59,16 @@ func (c *connectionActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started, *actor.Stopping, *actor.Restarting:
 	case *actor.Stopped:
+		for _, f := range c.children {
+			f.slot.release()
+		}
 		c.eng.forget(c.conn)
 		close(c.conn.done)
 	case *actor.Terminated:
 		c.childEnded(ctx, msg.Who)
 	case *inbound:
 		c.handle(ctx, msg.msg, msg.stream)
+		c.conn.inbox.done(msg.cost)
 	case *inputEnded:
 		c.beginClose(ctx)
 	case *graceExpired:
@@ -122,6 +129,7 @@ func (c *connectionActor) notification(ctx actor.Context, m *protocol.Message) {
 		}
 		delete(c.inflight, p.RequestID.Key())
 		if f.call.Cancel(cancel.ErrCancelledByClient) {
+			f.slot.release()
 			ctx.Send(f.pid, &cancelCall{})
 		}
 	}
@@ -220,7 +228,11 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidRequest("id %s is already in use by a request in flight", m.ID)))
 		return
 	}
-	f := &flight{call: cancel.New(context.Background()), id: m.ID, stream: s}
+	slot := c.admit(m, s)
+	if slot == nil {
+		return
+	}
+	f := &flight{call: cancel.New(context.Background()), id: m.ID, stream: s, slot: slot}
 	spec := &callSpec{
 		eng:     c.eng,
 		tool:    tool,
@@ -230,6 +242,7 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 		meta:    p.Meta,
 		call:    f.call,
 		stream:  s,
+		slot:    slot,
 	}
 	f.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newRequestActor(spec) }))
 	c.inflight[key] = f
@@ -242,6 +255,7 @@ func (c *connectionActor) childEnded(ctx actor.Context, who *actor.PID) {
 		return
 	}
 	delete(c.children, who.Id)
+	f.slot.release()
 	if cur, ok := c.inflight[f.id.Key()]; ok && cur == f {
 		delete(c.inflight, f.id.Key())
 	}
@@ -258,6 +272,7 @@ func (c *connectionActor) beginClose(ctx actor.Context) {
 	for key, f := range c.inflight {
 		delete(c.inflight, key)
 		if f.call.Cancel(cancel.ErrConnectionClosed) {
+			f.slot.release()
 			ctx.Send(f.pid, &cancelCall{})
 		}
 	}
@@ -276,7 +291,10 @@ func (c *connectionActor) beginClose(ctx actor.Context) {
 func (c *connectionActor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason, _ interface{}) {
 	c.log.Error("request actor panicked", zap.String("actor", child.Id), zap.Any("reason", reason))
 	if f, ok := c.children[child.Id]; ok {
-		if f.call.Respond(func() { f.stream.Send(protocol.EncodeError(f.id, protocol.ErrInternal())) }) {
+		if f.call.Respond(func() {
+			f.slot.release()
+			f.stream.Send(protocol.EncodeError(f.id, protocol.ErrInternal()))
+		}) {
 			c.eng.Report(fmt.Errorf("internal error: request actor panicked: %v", reason))
 		}
 		f.stream.Close()

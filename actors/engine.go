@@ -70,6 +70,15 @@ type Config struct {
 	// CloseGrace is how long a closing connection waits for its handlers to return after
 	// cancelling them. 0 means DefaultCloseGrace.
 	CloseGrace time.Duration
+
+	// MaxCallsPerConnection and MaxCalls bound the tools/call requests in flight on one
+	// connection and on the whole engine: a call counts from its acceptance until it is
+	// answered or cancelled, and one over a limit is refused with [protocol.ErrServerBusy].
+	// 0 means DefaultMaxCallsPerConnection and DefaultMaxCalls; negative means no limit.
+	MaxCallsPerConnection int
+	MaxCalls              int
+	// ToolTimeout is the timeout of the calls of tools whose own Timeout is zero. 0 means none.
+	ToolTimeout time.Duration
 }
 
 // Engine is a running actor tree. Its methods are safe for concurrent use.
@@ -86,6 +95,8 @@ type Engine struct {
 
 	// handlers counts handler goroutines still running; Shutdown waits for it.
 	handlers sync.WaitGroup
+	// calls counts the calls in flight on every connection, for Config.MaxCalls.
+	calls atomic.Int64
 
 	mu     sync.Mutex
 	conns  map[*Connection]struct{}
@@ -102,6 +113,8 @@ type Stats struct {
 	AbandonedCallbacks atomic.Uint64
 	// CallbackPanics counts onError calls that panicked.
 	CallbackPanics atomic.Uint64
+	// RefusedCalls counts calls refused because a limit on calls in flight was reached.
+	RefusedCalls atomic.Uint64
 }
 
 // Start builds the actor tree.
@@ -129,6 +142,12 @@ func Start(cfg Config) (*Engine, error) {
 	}
 	if cfg.OnError == nil {
 		cfg.OnError = diagnostics.ZapSink(cfg.Logger)
+	}
+	if cfg.MaxCallsPerConnection == 0 {
+		cfg.MaxCallsPerConnection = DefaultMaxCallsPerConnection
+	}
+	if cfg.MaxCalls == 0 {
+		cfg.MaxCalls = DefaultMaxCalls
 	}
 	e := &Engine{cfg: cfg, log: cfg.Logger, conns: make(map[*Connection]struct{})}
 	e.system = cfg.System
@@ -189,6 +208,7 @@ type Connection struct {
 	pid   *actor.PID
 	done  chan struct{}
 	close sync.Once
+	inbox *inbox
 }
 
 // Connect spawns a connection actor. name is used in logs only.
@@ -198,7 +218,7 @@ func (e *Engine) Connect(name string) (*Connection, error) {
 	if e.closed {
 		return nil, ErrClosed
 	}
-	c := &Connection{eng: e, done: make(chan struct{})}
+	c := &Connection{eng: e, done: make(chan struct{}), inbox: newInbox()}
 	log := e.log.With(zap.String("conn", name))
 	props := actor.PropsFromProducer(func() actor.Actor { return newConnectionActor(e, c, log) })
 	res, err := e.system.Root.RequestFuture(e.supervisor, &spawnConnection{props: props}, defaultActorReplyTimeout).Result()
@@ -210,9 +230,12 @@ func (e *Engine) Connect(name string) (*Connection, error) {
 	return c, nil
 }
 
-// Deliver hands one decoded message to the connection; its answers go to s. It never blocks.
+// Deliver hands one decoded message to the connection; its answers go to s. It never blocks;
+// a reader that must bound what it has delivered calls [Connection.WaitForRoom] first.
 func (c *Connection) Deliver(msg *protocol.Message, s Stream) {
-	c.eng.system.Root.Send(c.pid, &inbound{msg: msg, stream: s})
+	cost := inboundCost(msg)
+	c.inbox.add(cost)
+	c.eng.system.Root.Send(c.pid, &inbound{msg: msg, stream: s, cost: cost})
 }
 
 // Close tells the connection that its input ended: every call in flight is cancelled and the

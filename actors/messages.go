@@ -14,6 +14,7 @@ type (
 	inbound struct {
 		msg    *protocol.Message
 		stream Stream
+		cost   int // its weight in the connection's inbox
 	}
 	// inputEnded: transport → connection. The input ended (EOF, session deleted or expired,
 	// shutdown): cancel everything in flight, then stop once every request actor has ended.

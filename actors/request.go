@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgrain/toolgrain/cancel"
 	"github.com/toolgrain/toolgrain/diagnostics"
+	"github.com/toolgrain/toolgrain/internal/faults"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/tools"
 )
@@ -35,6 +36,7 @@ type callSpec struct {
 	meta    json.RawMessage
 	call    *cancel.Call
 	stream  Stream
+	slot    *callSlot // the call's place under the limits on calls in flight
 }
 
 // request phases.
@@ -63,6 +65,7 @@ func newRequestActor(spec *callSpec) *requestActor { return &requestActor{callSp
 func (r *requestActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
+		faults.Check(faults.RequestStart, r.tool.Name())
 		r.start(ctx)
 	case *slotGranted:
 		if r.phase != phaseWaiting {
@@ -86,6 +89,7 @@ func (r *requestActor) Receive(ctx actor.Context) {
 		}
 	case *handlerDone:
 		if r.phase == phaseRunning {
+			faults.Check(faults.RequestAnswer, r.tool.Name())
 			r.answer(msg)
 		}
 		r.finish(ctx)
@@ -97,6 +101,12 @@ func (r *requestActor) Receive(ctx actor.Context) {
 			r.stopHdlr()
 		}
 		r.call.Release()
+		// Stopped without finishing: the engine failed in this actor. Give back what it held.
+		r.slot.release()
+		if r.acquired {
+			r.acquired = false
+			ctx.Send(r.toolPID, &releaseSlot{who: ctx.Self()})
+		}
 	}
 }
 
@@ -127,7 +137,7 @@ func (r *requestActor) run(ctx actor.Context) {
 	r.phase = phaseRunning
 	hctx := r.call.Context()
 	var stop context.CancelFunc
-	if d := r.tool.Def().Timeout; d > 0 {
+	if d := r.timeout(); d > 0 {
 		hctx, stop = context.WithTimeoutCause(hctx, d, r.timeoutError())
 		self, root := ctx.Self(), ctx.ActorSystem().Root
 		r.timer = time.AfterFunc(d, func() { root.Send(self, &callTimedOut{}) })
@@ -152,7 +162,24 @@ func (r *requestActor) run(ctx actor.Context) {
 }
 
 func (r *requestActor) timeoutError() error {
-	return fmt.Errorf("tool %q: %w after %s", r.tool.Name(), ErrTimeout, r.tool.Def().Timeout)
+	return fmt.Errorf("tool %q: %w after %s", r.tool.Name(), ErrTimeout, r.timeout())
+}
+
+// timeout is the call's timeout: the tool's own, or else the engine's default.
+func (r *requestActor) timeout() time.Duration {
+	if d := r.tool.Def().Timeout; d > 0 {
+		return d
+	}
+	return r.eng.cfg.ToolTimeout
+}
+
+// respond sends the call's one answer unless the call was cancelled, giving its place under
+// the limits back first.
+func (r *requestActor) respond(frame []byte) bool {
+	return r.call.Respond(func() {
+		r.slot.release()
+		r.stream.Send(frame)
+	})
 }
 
 // answer turns the handler's outcome into the call's one response.
@@ -170,14 +197,14 @@ func (r *requestActor) answer(d *handlerDone) {
 		r.fail(&tools.OutputError{Tool: r.tool.Name(), Err: err})
 		return
 	}
-	r.call.Respond(func() { r.stream.Send(frame) })
+	r.respond(frame)
 }
 
 // fail answers an unexpected failure with the generic result and, only if that answer was
 // actually sent (the call was not cancelled), hands the original error to diagnostics.
 func (r *requestActor) fail(err error) {
 	frame, _ := protocol.EncodeResult(r.id, failedResult)
-	if !r.call.Respond(func() { r.stream.Send(frame) }) {
+	if !r.respond(frame) {
 		return
 	}
 	req := diagnostics.NewToolRequest(r.id, protocol.MethodToolsCall, r.tool.Name(), r.meta)
@@ -190,7 +217,7 @@ func (r *requestActor) respondResult(res *protocol.CallToolResult) {
 		r.fail(&tools.OutputError{Tool: r.tool.Name(), Err: err})
 		return
 	}
-	r.call.Respond(func() { r.stream.Send(frame) })
+	r.respond(frame)
 }
 
 // finish ends the request: the stream is closed, the run slot released, and the actor stops.
