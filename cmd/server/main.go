@@ -4,10 +4,12 @@
 // Usage:
 //
 //	server [--transport stdio] [--diagnostics-file PATH] [--log-level LEVEL] [--max-message-size N]
+//	       [--max-calls-per-connection N] [--max-calls N] [--tool-timeout D] [--shutdown-grace D]
 //
 // Over stdio it reads newline-delimited JSON-RPC on stdin and answers on stdout; logs go to
 // stderr only. It exits 0 when stdin reaches EOF, or on SIGINT/SIGTERM, after cancelling the
-// calls in flight and flushing the diagnostics.
+// calls in flight and flushing the diagnostics. A stdout that breaks (the client went away) is
+// reported to the diagnostics, and the server shuts down and exits 1.
 package main
 
 import (
@@ -19,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -29,6 +32,9 @@ import (
 )
 
 func main() {
+	// A write to a closed stdout fails with EPIPE instead of killing the process, so that the
+	// failure is reported and the diagnostics flushed.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
@@ -44,6 +50,10 @@ type options struct {
 	diagnosticsFile string
 	logLevel        zapcore.Level
 	maxMessageSize  int
+	maxCallsPerConn int
+	maxCalls        int
+	toolTimeout     time.Duration
+	shutdownGrace   time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -54,6 +64,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.diagnosticsFile, "diagnostics-file", "", "append onError reports to `PATH` as JSON lines (error text, tool name, request id; never arguments)")
 	fs.Var(&o.logLevel, "log-level", "log `level` on stderr: debug, info, warn, error")
 	fs.IntVar(&o.maxMessageSize, "max-message-size", 0, "largest accepted message in `bytes` (0: 4 MiB)")
+	fs.IntVar(&o.maxCallsPerConn, "max-calls-per-connection", 0, "calls in flight on one connection before new ones are refused (0: 20000, -1: no limit)")
+	fs.IntVar(&o.maxCalls, "max-calls", 0, "calls in flight on the server before new ones are refused (0: 100000, -1: no limit)")
+	fs.DurationVar(&o.toolTimeout, "tool-timeout", 0, "timeout of each tool call, for tools without their own (0: none)")
+	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 0, "how long shutdown waits for handlers and for a client to read its last answers (0: 5s)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -98,6 +112,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		OnError:        onError,
 		Logger:         log,
 		MaxMessageSize: o.maxMessageSize,
+
+		MaxCallsPerConnection: o.maxCallsPerConn,
+		MaxCalls:              o.maxCalls,
+		ToolTimeout:           o.toolTimeout,
+		ShutdownGrace:         o.shutdownGrace,
 	})
 	if err != nil {
 		return err
