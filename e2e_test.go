@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/internal/demo"
 	"github.com/toolgrain/toolgrain/tools"
@@ -380,5 +383,23 @@ func TestConcurrencyLimit(t *testing.T) {
 	}
 	if p := peak.Load(); p > 2 {
 		t.Errorf("peak concurrency %d, limit 2", p)
+	}
+}
+
+func TestZapSinkLogsPanicStack(t *testing.T) {
+	core, logs := observer.New(zap.ErrorLevel)
+	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Logger: zap.New(core)})
+	c.initialize()
+	c.expect(call("1", "fail", `{"mode":"panic"}`), `{"jsonrpc":"2.0","id":1,"result":`+failedResult+`}`)
+	deadline := time.Now().Add(watchdog)
+	for logs.FilterMessage("unexpected failure").Len() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no log entry for the failure")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	f := logs.FilterMessage("unexpected failure").All()[0].ContextMap()
+	if s, _ := f["stack"].(string); !strings.Contains(s, "demo.fail") {
+		t.Errorf("stack field = %q, want the handler's frames", s)
 	}
 }

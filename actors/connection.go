@@ -244,7 +244,7 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 		stream:  s,
 		slot:    slot,
 	}
-	f.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newRequestActor(spec) }))
+	f.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newRequestActor(spec) }, actor.WithDispatcher(c.eng.dispatcher)))
 	c.inflight[key] = f
 	c.children[f.pid.Id] = f
 }

@@ -97,6 +97,9 @@ type Engine struct {
 	handlers sync.WaitGroup
 	// calls counts the calls in flight on every connection, for Config.MaxCalls.
 	calls atomic.Int64
+	// pool runs the engine's mailboxes and handlers on warm goroutines.
+	pool       *workerPool
+	dispatcher actor.Dispatcher
 
 	mu     sync.Mutex
 	conns  map[*Connection]struct{}
@@ -149,7 +152,8 @@ func Start(cfg Config) (*Engine, error) {
 	if cfg.MaxCalls == 0 {
 		cfg.MaxCalls = DefaultMaxCalls
 	}
-	e := &Engine{cfg: cfg, log: cfg.Logger, conns: make(map[*Connection]struct{})}
+	e := &Engine{cfg: cfg, log: cfg.Logger, conns: make(map[*Connection]struct{}), pool: newWorkerPool()}
+	e.dispatcher = poolDispatcher{pool: e.pool}
 	e.system = cfg.System
 	if e.system == nil {
 		e.system = NewSystem(cfg.Logger)
@@ -158,7 +162,7 @@ func Start(cfg Config) (*Engine, error) {
 	e.diagState = newDiagState(e)
 
 	props := actor.PropsFromProducer(func() actor.Actor { return &supervisorActor{eng: e} },
-		actor.WithGuardian(actor.NewRestartingStrategy()))
+		actor.WithGuardian(actor.NewRestartingStrategy()), actor.WithDispatcher(e.dispatcher))
 	e.supervisor = e.system.Root.SpawnPrefix(props, "toolgrain")
 	res, err := e.system.Root.RequestFuture(e.supervisor, &startTree{}, defaultActorReplyTimeout).Result()
 	if err != nil {
@@ -220,7 +224,7 @@ func (e *Engine) Connect(name string) (*Connection, error) {
 	}
 	c := &Connection{eng: e, done: make(chan struct{}), inbox: newInbox()}
 	log := e.log.With(zap.String("conn", name))
-	props := actor.PropsFromProducer(func() actor.Actor { return newConnectionActor(e, c, log) })
+	props := actor.PropsFromProducer(func() actor.Actor { return newConnectionActor(e, c, log) }, actor.WithDispatcher(e.dispatcher))
 	res, err := e.system.Root.RequestFuture(e.supervisor, &spawnConnection{props: props}, defaultActorReplyTimeout).Result()
 	if err != nil {
 		return nil, fmt.Errorf("actors: spawn connection: %w", err)
@@ -298,6 +302,9 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	}
 	if e.ownSystem {
 		e.system.Shutdown()
+	}
+	if err == nil {
+		e.pool.close()
 	}
 	return err
 }

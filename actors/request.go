@@ -151,14 +151,14 @@ func (r *requestActor) run(ctx actor.Context) {
 	req := &tools.Request{Tool: r.tool.Name(), Arguments: r.args, Meta: r.meta}
 	self, root, tool := ctx.Self(), ctx.ActorSystem().Root, r.tool
 	r.eng.handlers.Add(1)
-	// Owned by this request actor, which waits for its handlerDone before stopping. It ends
-	// when the handler returns; the handler's context is cancelled on client cancellation,
-	// connection close, timeout and shutdown.
-	go func() {
+	// The handler runs on a pool worker but belongs to this request actor, which waits for
+	// its handlerDone before stopping. It ends when the handler returns; the handler's context
+	// is cancelled on client cancellation, connection close, timeout and shutdown.
+	r.eng.pool.Go(func() {
 		defer r.eng.handlers.Done()
 		res, err := tool.Run(hctx, req)
 		root.Send(self, &handlerDone{result: res, err: err})
-	}()
+	})
 }
 
 func (r *requestActor) timeoutError() error {

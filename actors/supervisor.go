@@ -47,7 +47,7 @@ func (s *supervisorActor) Receive(ctx actor.Context) {
 
 func (s *supervisorActor) spawnTree(ctx actor.Context) {
 	st := s.eng.diagState
-	diagProps := actor.PropsFromProducer(func() actor.Actor { return &diagnosticsActor{st: st} })
+	diagProps := actor.PropsFromProducer(func() actor.Actor { return &diagnosticsActor{st: st} }, actor.WithDispatcher(s.eng.dispatcher))
 	s.diag = ctx.SpawnPrefix(diagProps, "diagnostics")
 	s.tools = make(map[string]*actor.PID, s.eng.cfg.Tools.Len())
 	for _, t := range s.eng.cfg.Tools.List() {
@@ -55,7 +55,7 @@ func (s *supervisorActor) spawnTree(ctx actor.Context) {
 			continue // no admission gate needed: calls run without asking the tool actor
 		}
 		gate := newGate(t.Def().MaxConcurrency)
-		props := actor.PropsFromProducer(func() actor.Actor { return &toolActor{gate: gate} })
+		props := actor.PropsFromProducer(func() actor.Actor { return &toolActor{gate: gate} }, actor.WithDispatcher(s.eng.dispatcher))
 		s.tools[t.Name()] = ctx.SpawnPrefix(props, "tool")
 	}
 }

@@ -165,3 +165,7 @@ type PanicError struct {
 func (e *PanicError) Error() string {
 	return fmt.Sprintf("tool %q: panic: %v", e.Tool, e.Value)
 }
+
+// PanicStack returns Stack. Diagnostics sinks use it to log the stack of any error that carries
+// one, without importing this package.
+func (e *PanicError) PanicStack() []byte { return e.Stack }

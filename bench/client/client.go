@@ -107,6 +107,11 @@ type Stats struct {
 	// NotifyNot202 counts HTTP notification POSTs answered with a 2xx status
 	// other than the 202 the spec requires.
 	NotifyNot202 int64
+	// Open counts cancelled calls that could still get a late response:
+	// over stdio, those not answered; over HTTP, those whose response stream
+	// is still open. Every cancellation sent is counted in exactly one of
+	// Late, QuietCloses and Open.
+	Open int64
 }
 
 // Call is one request in flight or finished.
@@ -117,6 +122,8 @@ type Call struct {
 	Sent time.Time
 
 	done     chan struct{}
+	written  chan struct{}
+	wOnce    sync.Once
 	resp     *Message
 	err      error
 	finished time.Time
@@ -127,6 +134,12 @@ type Call struct {
 
 // Done is closed when the call has a response, failed or was cancelled.
 func (c *Call) Done() <-chan struct{} { return c.done }
+
+// Written is closed once the request has left the client: queued for the
+// server's stdin, or its HTTP body written (or the POST failed).
+func (c *Call) Written() <-chan struct{} { return c.written }
+
+func (c *Call) markWritten() { c.wOnce.Do(func() { close(c.written) }) }
 
 // Result returns the response or the error that ended the call. It blocks
 // until Done is closed.
@@ -157,6 +170,8 @@ type transport interface {
 	raw(ctx context.Context, body []byte, wait time.Duration) (*RawReply, error)
 	// alive reports why the server is gone, or nil.
 	alive() error
+	// progress grows whenever something leaves the client.
+	progress() int64
 	// close ends the connection and every goroutine the transport started.
 	close() error
 }
@@ -212,11 +227,13 @@ func newClient() *Client {
 // PID is the server's process id for a stdio client, 0 otherwise.
 func (c *Client) PID() int { return c.pid }
 
-// Stats returns a snapshot of the client's counters.
+// Stats returns a consistent snapshot of the client's counters.
 func (c *Client) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.stats
+	s := c.stats
+	s.Open = int64(len(c.cancelled))
+	return s
 }
 
 // Lost returns the error that ended the connection, or nil while it is up.
@@ -268,7 +285,7 @@ func (c *Client) Start(method string, params any) (*Call, error) {
 	if err != nil {
 		return nil, err
 	}
-	call := &Call{ID: id, Method: method, Sent: time.Now(), done: make(chan struct{})}
+	call := &Call{ID: id, Method: method, Sent: time.Now(), done: make(chan struct{}), written: make(chan struct{})}
 	c.mu.Lock()
 	if c.lost != nil {
 		err := c.lost
@@ -281,6 +298,7 @@ func (c *Client) Start(method string, params any) (*Call, error) {
 		c.mu.Lock()
 		delete(c.pending, id)
 		c.mu.Unlock()
+		call.markWritten()
 		return nil, err
 	}
 	return call, nil
@@ -374,18 +392,16 @@ func (c *Client) CancelMany(ctx context.Context, calls []*Call, reason string, p
 	return len(bodies), nil
 }
 
+// Progress is a counter that grows whenever something leaves the client:
+// bytes written to the server's stdin, or HTTP requests written and
+// notifications accepted. A caller waiting on [Client.Flush] or
+// [Client.CancelMany] can watch it to tell a slow server from one that
+// stopped reading.
+func (c *Client) Progress() int64 { return c.tr.progress() }
+
 // Flush waits until every request and notification sent so far has been
 // written to the server (stdio: into its stdin; HTTP: the POSTs' bodies).
 func (c *Client) Flush(ctx context.Context) error { return c.tr.flush(ctx) }
-
-// CancelledOpen counts cancelled calls that could still get a late response:
-// over stdio, those not answered yet; over HTTP, those whose response stream
-// is still open.
-func (c *Client) CancelledOpen() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.cancelled)
-}
 
 // Alive reports why the server is gone (a stdio server exited), or nil.
 func (c *Client) Alive() error {
@@ -417,14 +433,6 @@ func (c *Client) Close() error {
 	return err
 }
 
-// SetObserver makes f see every message the client receives, before it is
-// dispatched. f must not block. Set it before starting calls.
-func (c *Client) SetObserver(f func(*Message)) {
-	c.mu.Lock()
-	c.onMessage = f
-	c.mu.Unlock()
-}
-
 func (c *Client) markCancelled(call *Call) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -444,9 +452,6 @@ func (c *Client) markCancelled(call *Call) bool {
 func (c *Client) deliver(msg *Message, raw []byte, batch bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.onMessage != nil {
-		c.onMessage(msg)
-	}
 	switch {
 	case msg.Method != "" && msg.ID == nil:
 		c.stats.Notifications++
@@ -543,7 +548,10 @@ func intID(raw json.RawMessage) (int64, bool) {
 		return 0, false
 	}
 	id, err := strconv.ParseInt(string(raw), 10, 64)
-	return id, err == nil
+	if err != nil {
+		return 0, false
+	}
+	return id, true
 }
 
 // encode builds a request (id >= 0) or a notification (id < 0).

@@ -55,7 +55,9 @@ func DialHTTP(url string, opts HTTPOptions) (*Client, error) {
 			idle = 64
 		}
 		hc = &http.Client{Transport: &http.Transport{
-			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			// Generous: thousands of calls may open connections at once,
+			// and a server's accept backlog makes them wait.
+			DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 			MaxIdleConns:        idle,
 			MaxIdleConnsPerHost: idle,
 			IdleConnTimeout:     90 * time.Second,
@@ -95,6 +97,7 @@ type httpTransport struct {
 
 	started  atomic.Int64  // request POSTs started
 	wrote    atomic.Int64  // request POSTs whose body was written (or that failed)
+	moved    atomic.Int64  // requests written plus notifications accepted
 	written  chan struct{} // size 1: signals a change of wrote
 	closeOne sync.Once
 }
@@ -159,9 +162,11 @@ func (t *httpTransport) send(call *Call, body []byte) error {
 	return nil
 }
 
-func (t *httpTransport) markWritten(once *sync.Once) {
+func (t *httpTransport) markWritten(call *Call, once *sync.Once) {
+	call.markWritten()
 	once.Do(func() {
 		t.wrote.Add(1)
+		t.moved.Add(1)
 		select {
 		case t.written <- struct{}{}:
 		default:
@@ -171,14 +176,14 @@ func (t *httpTransport) markWritten(once *sync.Once) {
 
 func (t *httpTransport) roundTrip(ctx context.Context, call *Call, body []byte) {
 	var once sync.Once
-	defer t.markWritten(&once)
+	defer t.markWritten(call, &once)
 	req, err := t.newRequest(ctx, http.MethodPost, body)
 	if err != nil {
 		t.c.failCall(call, err)
 		return
 	}
 	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		WroteRequest: func(httptrace.WroteRequestInfo) { t.markWritten(&once) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { t.markWritten(call, &once) },
 	}))
 	resp, err := t.hc.Do(req)
 	if err != nil {
@@ -247,6 +252,7 @@ func (t *httpTransport) notify(ctx context.Context, body []byte) error {
 	defer resp.Body.Close()
 	t.keepSession(resp)
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	t.moved.Add(1)
 	switch {
 	case resp.StatusCode == http.StatusAccepted:
 		return nil
@@ -352,6 +358,8 @@ func (t *httpTransport) raw(ctx context.Context, body []byte, wait time.Duration
 }
 
 func (t *httpTransport) alive() error { return nil }
+
+func (t *httpTransport) progress() int64 { return t.moved.Load() }
 
 func (t *httpTransport) close() error {
 	t.closeOne.Do(func() {

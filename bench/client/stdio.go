@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -63,13 +64,26 @@ func DialStdio(argv []string, opts StdioOptions) (*Client, error) {
 		stdout.Close()
 		return nil, fmt.Errorf("stdio: start %s: %w", argv[0], err)
 	}
-	c := newClient()
+	c := newStream(stdout, stdin, cmd, grace)
 	c.pid = cmd.Process.Pid
+	return c, nil
+}
+
+// Connect returns a client speaking newline-delimited JSON-RPC over r (from
+// the server) and w (to the server): a server in the same process behind
+// io.Pipe, or any other stream. Close closes w, then r. Like [DialStdio], it
+// does not perform the handshake.
+func Connect(r io.ReadCloser, w io.WriteCloser) *Client {
+	return newStream(r, w, nil, 0)
+}
+
+func newStream(r io.ReadCloser, w io.WriteCloser, cmd *exec.Cmd, grace time.Duration) *Client {
+	c := newClient()
 	t := &stdioTransport{
 		c:          c,
 		cmd:        cmd,
-		stdin:      stdin,
-		stdout:     stdout,
+		stdin:      w,
+		stdout:     r,
 		grace:      grace,
 		w:          newBatchWriter(),
 		readerDone: make(chan struct{}),
@@ -77,12 +91,12 @@ func DialStdio(argv []string, opts StdioOptions) (*Client, error) {
 		exited:     make(chan struct{}),
 	}
 	c.tr = t
-	// The three goroutines below end in close(): the writer when the batch
-	// writer closes, the reader when stdout reaches EOF or is closed, the
-	// waiter when the process exits (close sends SIGKILL at the latest).
+	// The goroutines below end in close(): the writer when the batch writer
+	// closes, the reader when the input reaches EOF or is closed, the waiter
+	// when the process exits (close sends SIGKILL at the latest).
 	go func() {
 		defer close(t.writerDone)
-		if err := t.w.run(stdin); err != nil {
+		if err := t.w.run(w); err != nil {
 			c.fail(fmt.Errorf("%w: writing to server: %v", ErrClosed, err))
 		}
 	}()
@@ -90,18 +104,21 @@ func DialStdio(argv []string, opts StdioOptions) (*Client, error) {
 		defer close(t.readerDone)
 		t.read()
 	}()
+	if cmd == nil {
+		return c
+	}
 	go func() {
 		defer close(t.exited)
 		t.waitErr = cmd.Wait()
 	}()
-	return c, nil
+	return c
 }
 
 type stdioTransport struct {
 	c      *Client
-	cmd    *exec.Cmd
-	stdin  *os.File
-	stdout *os.File
+	cmd    *exec.Cmd // nil for Connect
+	stdin  io.WriteCloser
+	stdout io.ReadCloser
 	grace  time.Duration
 	w      *batchWriter
 
@@ -114,8 +131,9 @@ type stdioTransport struct {
 	closeErr  error
 }
 
-func (t *stdioTransport) send(_ *Call, body []byte) error {
+func (t *stdioTransport) send(call *Call, body []byte) error {
 	_, err := t.w.enqueue(body)
+	call.markWritten() // queued; the writer sends it with the next batch
 	return err
 }
 
@@ -188,7 +206,12 @@ func (t *stdioTransport) raw(ctx context.Context, body []byte, wait time.Duratio
 	}
 }
 
+func (t *stdioTransport) progress() int64 { return t.w.progress.Load() }
+
 func (t *stdioTransport) alive() error {
+	if t.cmd == nil {
+		return nil
+	}
 	select {
 	case <-t.exited:
 		if t.waitErr != nil {
@@ -205,6 +228,11 @@ func (t *stdioTransport) close() error {
 		t.w.close()
 		t.stdin.Close()
 		<-t.writerDone
+		if t.cmd == nil {
+			t.stdout.Close()
+			<-t.readerDone
+			return
+		}
 		if !t.waitExit(t.grace) {
 			t.cmd.Process.Signal(syscall.SIGTERM)
 			if !t.waitExit(t.grace) {
@@ -287,6 +315,8 @@ type batchWriter struct {
 	written uint64 // sequence number of the last line written
 	err     error
 	closing bool
+
+	progress atomic.Int64 // bytes written
 }
 
 func newBatchWriter() *batchWriter {
@@ -380,7 +410,15 @@ func (w *batchWriter) run(out io.Writer) error {
 		w.pending = w.spare[:0]
 		w.mu.Unlock()
 
-		_, err := out.Write(buf)
+		// In pieces, so that Progress moves while a slow reader drains a
+		// large batch.
+		var err error
+		for rest := buf; len(rest) > 0 && err == nil; {
+			n := min(len(rest), 64<<10)
+			n, err = out.Write(rest[:n])
+			w.progress.Add(int64(n))
+			rest = rest[n:]
+		}
 
 		w.mu.Lock()
 		if cap(buf) <= 1<<20 {

@@ -224,9 +224,14 @@ func Write(w io.Writer, s *Summary) error {
 		for _, t := range g.Targets {
 			head = append(head, fmt.Sprintf("%s (n=%d)", t, g.Runs[t]))
 		}
-		for _, t := range g.Targets {
-			if t != s.Baseline {
-				head = append(head, s.Baseline+"÷"+t)
+		// Ratio columns only where the baseline was measured.
+		var others []string
+		if g.Runs[s.Baseline] > 0 {
+			for _, t := range g.Targets {
+				if t != s.Baseline {
+					others = append(others, t)
+					head = append(head, s.Baseline+"÷"+t)
+				}
 			}
 		}
 		fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
@@ -238,12 +243,13 @@ func Write(w io.Writer, s *Summary) error {
 				v, ok := g.Medians[m][t]
 				row = append(row, format(v, ok))
 			}
-			for _, t := range g.Targets {
-				if t == s.Baseline {
+			for _, t := range others {
+				v, ok := g.Medians[m][t]
+				if info.Better == scenario.Neutral {
+					row = append(row, "")
 					continue
 				}
-				v, ok := g.Medians[m][t]
-				row = append(row, Ratio(base, v, okBase && g.Runs[s.Baseline] > 0, ok))
+				row = append(row, Ratio(base, v, okBase, ok))
 			}
 			fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 		}

@@ -20,7 +20,7 @@ func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	r := newResult("cancel", t, map[string]any{
 		"n": cfg.N, "sleep_ms": cfg.SleepMs, "window_sec": cfg.Window.Seconds(),
 		"settle_sec": cfg.Settle.Seconds(), "load_wait_sec": cfg.LoadWait.Seconds(),
-		"timeout_sec": cfg.Timeout.Seconds(),
+		"timeout_sec": cfg.Timeout.Seconds(), "stall_sec": cfg.Stall.Seconds(),
 	})
 	c, err := t.Dial(ctx)
 	if err != nil {
@@ -68,18 +68,19 @@ func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	}
 	r.set("sent", float64(len(calls)))
 	phase.Store("waiting for the server to take the calls")
-	fctx, fcancel := context.WithTimeout(ctx, cfg.Timeout)
-	if err := c.Flush(fctx); err != nil {
-		r.note("not all %d sleep calls reached the server within %s: it stopped reading its input (%v)", len(calls), cfg.Timeout, err)
+	flushErr := untilStalled(ctx, c, cfg.Stall, c.Flush)
+	if flushErr != nil {
+		// Anything sent now would queue behind the unread calls: the ping is
+		// skipped, and the cancellations wait cfg.Stall at most.
+		r.note("not all %d sleep calls reached the server: %v", len(calls), flushErr)
 	} else {
 		r.set("written", float64(len(calls)))
-	}
-	fcancel()
-	pingStart := time.Now()
-	if _, err := callOnce(ctx, c, cfg.Timeout, "ping", nil); err != nil {
-		r.note("no answer to a ping with the sleep calls in flight: %v", err)
-	} else {
-		r.set("loaded_ping_ms", ms(time.Since(pingStart)))
+		pingStart := time.Now()
+		if _, err := callOnce(ctx, c, cfg.Timeout, "ping", nil); err != nil {
+			r.note("no answer to a ping with the sleep calls in flight: %v", err)
+		} else {
+			r.set("loaded_ping_ms", ms(time.Since(pingStart)))
+		}
 	}
 	phase.Store("calls in flight")
 	if err := sleepCtx(ctx, cfg.LoadWait); err != nil {
@@ -102,19 +103,24 @@ func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
 
 	// Cancel them all, then see how soon the server answers again.
 	phase.Store("cancelling")
-	cctx, ccancel := context.WithTimeout(ctx, cfg.Timeout)
 	firstCancel := time.Now()
-	sent, cancelErr := c.CancelMany(cctx, calls, "mcpbench cancel scenario", max(cfg.Concurrency, 1))
+	var sent int
+	cancelErr := untilStalled(ctx, c, cfg.Stall, func(ctx context.Context) error {
+		var err error
+		sent, err = c.CancelMany(ctx, calls, "mcpbench cancel scenario", max(cfg.Concurrency, 1))
+		return err
+	})
 	lastCancel := time.Now()
-	ccancel()
 	r.set("cancels_sent", float64(sent))
 	if cancelErr != nil {
-		r.note("sending the cancellations failed or timed out after %s: %v", cfg.Timeout, cancelErr)
+		r.note("sending the cancellations failed: %v", cancelErr)
 	} else {
 		r.set("cancel_send_ms", ms(lastCancel.Sub(firstCancel)))
 	}
 	phase.Store("follow-up echo")
-	if msg, err := callOnce(ctx, c, cfg.Timeout, "tools/call", echoParams); err != nil || !echoOK(msg, "after") {
+	if cancelErr != nil {
+		r.note("no follow-up echo: the cancellations themselves did not get through")
+	} else if msg, err := callOnce(ctx, c, cfg.Timeout, "tools/call", echoParams); err != nil || !echoOK(msg, "after") {
 		r.note("the follow-up echo was not answered correctly within %s: %s", cfg.Timeout, describe(msg, err))
 	} else {
 		now := time.Now()
@@ -138,7 +144,8 @@ func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	}
 	mem("after")
 	if t.Transport == "http" {
-		r.set("streams_open_after_window", float64(c.CancelledOpen()))
+		r.set("streams_open_after_window", float64(st.Open))
+		r.set("quiet_closes", float64(st.QuietCloses))
 		c.AbortCancelled()
 	}
 	phase.Store("settling")
@@ -149,6 +156,7 @@ func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	if settled, ok := sample(pid); ok && before.RSSKB > 0 {
 		r.set("rss_settled_pct_of_before", 100*float64(settled.RSSKB)/float64(before.RSSKB))
 	}
+	r.clientNotes(c)
 	if err := c.Alive(); err != nil {
 		r.note("server gone at the end: %v", err)
 	}

@@ -230,7 +230,7 @@ func Errors(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		msg, err := callOnce(ctx, c, cfg.Timeout, "tools/call", params)
 		done := time.Now()
 		if err != nil {
-			w.record(outError, begin, done)
+			w.fail(begin, done, msg, err)
 			return c.Lost()
 		}
 		if w.inWindow(done) {
@@ -249,6 +249,7 @@ func Errors(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	}
 	r.set("fail_calls_per_sec", float64(sum.ok)/cfg.Duration.Seconds())
 	r.set("errors", float64(sum.errors))
+	noteErrors(r, sum)
 	r.set("fail_leaks", float64(sum.leaks))
 	r.set("fail_rpc_errors", float64(sum.rpcErrors))
 	latencyMetrics(r, "", sum.lat)

@@ -25,9 +25,13 @@ const (
 type tally struct {
 	ok, errors, cancelled, leaks, rpcErrors int64
 	lat                                     []time.Duration // of outOK operations
+	firstErr                                string          // what the first failure was, warm-up included
 }
 
 func (t *tally) add(o *tally) {
+	if t.firstErr == "" {
+		t.firstErr = o.firstErr
+	}
 	t.ok += o.ok
 	t.errors += o.errors
 	t.cancelled += o.cancelled
@@ -67,6 +71,22 @@ func (w *worker) record(o outcome, start, end time.Time) {
 		w.t.errors++
 	case outCancelled:
 		w.t.cancelled++
+	}
+}
+
+// fail records a failed operation and remembers the first failure's
+// description.
+func (w *worker) fail(start, end time.Time, msg *client.Message, err error) {
+	if w.t.firstErr == "" {
+		w.t.firstErr = describe(msg, err)
+	}
+	w.record(outError, start, end)
+}
+
+// noteErrors adds a note naming the first failure, if there were any.
+func noteErrors(r *Result, sum tally) {
+	if sum.errors > 0 && sum.firstErr != "" {
+		r.note("%d calls failed in the window; the first failure of the run: %s", sum.errors, sum.firstErr)
 	}
 }
 

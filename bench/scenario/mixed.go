@@ -13,7 +13,8 @@ import (
 
 // Mixed runs a throughput load in which a fraction cfg.CancelFrac of the
 // calls are sleep calls of cfg.MixedSleepMs that the client cancels after a
-// random delay below half their duration, and the rest are echo calls. Each
+// random delay below cfg.CancelWithin (default: half their duration), and
+// the rest are echo calls. Each
 // of cfg.Concurrency workers picks one or the other per call: it waits for
 // an echo's answer, but not for a sleep, whose cancellation is sent by a
 // timer of its own, so the client's delays do not cap the rate; at most
@@ -31,7 +32,7 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	r := newResult("mixed", t, map[string]any{
 		"concurrency": cfg.Concurrency, "duration_sec": cfg.Duration.Seconds(),
 		"warmup_sec": cfg.Warmup.Seconds(), "cancel_frac": cfg.CancelFrac,
-		"sleep_ms": cfg.MixedSleepMs, "max_sleeps": cfg.MaxSleeps,
+		"sleep_ms": cfg.MixedSleepMs, "max_sleeps": cfg.MaxSleeps, "cancel_within_sec": maxDelaySec(cfg),
 		"window_sec": cfg.Window.Seconds(), "payload_bytes": cfg.Payload,
 	})
 	c, err := t.Dial(ctx)
@@ -48,24 +49,40 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	if msg, err := callOnce(ctx, c, cfg.Timeout, "tools/call", echoParams); err != nil || !echoOK(msg, text) {
 		return nil, fmt.Errorf("mixed: a first echo call failed: %v", describe(msg, err))
 	}
-	maxDelay := time.Duration(cfg.MixedSleepMs) * time.Millisecond / 2
+	maxDelay := cfg.CancelWithin
+	if maxDelay <= 0 {
+		maxDelay = time.Duration(cfg.MixedSleepMs) * time.Millisecond / 2
+	}
 
 	var (
 		sleepers            sync.WaitGroup
 		slots               = make(chan struct{}, max(cfg.MaxSleeps, 1)) // sleep calls in flight
 		cancelled, sleepErr atomic.Int64                                 // in the window
+		cancelsSent         atomic.Int64                                 // in the whole run
+		firstSleepErr       atomic.Pointer[string]
 	)
 	// cancelLater cancels call after delay and counts the outcome.
 	cancelLater := func(l *load, call *client.Call, delay time.Duration) {
 		defer func() { <-slots }()
+		// The delay runs from when the request left the client: over HTTP
+		// a cancellation sent earlier could overtake its request.
+		select {
+		case <-call.Written():
+		case <-ctx.Done():
+			return
+		}
 		timer := time.NewTimer(delay)
 		defer timer.Stop()
 		select {
 		case <-call.Done():
 			// Answered before its cancellation: only a rejection is this
 			// fast.
-			sleepErr.Add(1)
+			if now := time.Now(); !now.Before(l.from) && now.Before(l.to) {
+				sleepErr.Add(1)
+			}
 			l.failed.Add(1)
+			msg, err := call.Result()
+			firstSleepErr.CompareAndSwap(nil, ptr("sleep answered before its cancellation: "+describe(msg, err)))
 			return
 		case <-ctx.Done():
 			return
@@ -79,6 +96,7 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		inWindow := !now.Before(l.from) && now.Before(l.to)
 		switch {
 		case err == nil && sent:
+			cancelsSent.Add(1)
 			if inWindow {
 				cancelled.Add(1)
 			}
@@ -87,6 +105,11 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 			if inWindow {
 				sleepErr.Add(1)
 			}
+			what := "sleep answered while its cancellation was being sent"
+			if err != nil {
+				what = "cancellation failed: " + err.Error()
+			}
+			firstSleepErr.CompareAndSwap(nil, &what)
 		}
 	}
 
@@ -98,7 +121,7 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 			msg, err := callOnce(opCtx, c, cfg.Timeout, "tools/call", echoParams)
 			done := time.Now()
 			if err != nil || !echoOK(msg, text) {
-				w.record(outError, begin, done)
+				w.fail(begin, done, msg, err)
 				return c.Lost()
 			}
 			w.record(outOK, begin, done)
@@ -112,7 +135,7 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		call, err := c.Start("tools/call", sleepParams)
 		if err != nil {
 			<-slots
-			w.record(outError, begin, time.Now())
+			w.fail(begin, time.Now(), nil, err)
 			return c.Lost()
 		}
 		delay := time.Duration(0)
@@ -138,21 +161,44 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	r.set("echo_per_sec", float64(sum.ok)/secs)
 	r.set("cancelled_per_sec", float64(nCancelled)/secs)
 	r.set("errors", float64(sum.errors+sleepErr.Load()))
+	if sum.firstErr == "" && firstSleepErr.Load() != nil {
+		sum.firstErr = *firstSleepErr.Load()
+	}
+	sum.errors += sleepErr.Load()
+	noteErrors(r, sum)
 	latencyMetrics(r, "", sum.lat)
 	cpu.perCall(r, sum.ok+nCancelled)
 
 	if err := sleepCtx(ctx, cfg.Window); err != nil {
 		return nil, err
 	}
+	// A ping shows the session is still usable; over stdio, where a server
+	// answers in the order it reads, it also lets every late response to an
+	// earlier cancellation arrive first.
+	if _, err := callOnce(ctx, c, cfg.Timeout, "ping", nil); err != nil {
+		r.note("no answer to a ping after the load: %v", err)
+	}
 	st := c.Stats()
+	r.set("cancels_sent", float64(cancelsSent.Load()))
 	r.set("late_responses", float64(st.Late))
 	r.set("late_ok", float64(st.LateOK))
 	if t.Transport == "http" {
-		r.set("streams_open_after_window", float64(c.CancelledOpen()))
+		r.set("streams_open_after_window", float64(st.Open))
+		r.set("quiet_closes", float64(st.QuietCloses))
 	}
+	r.clientNotes(c)
 	endSample(r, pid)
 	if err := c.Alive(); err != nil {
 		r.note("server gone at the end: %v", err)
 	}
 	return r.finish(), nil
 }
+
+func maxDelaySec(cfg Config) float64 {
+	if cfg.CancelWithin > 0 {
+		return cfg.CancelWithin.Seconds()
+	}
+	return (time.Duration(cfg.MixedSleepMs) * time.Millisecond / 2).Seconds()
+}
+
+func ptr[T any](v T) *T { return &v }

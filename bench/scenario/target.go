@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -41,7 +42,8 @@ type Config struct {
 	Duration     time.Duration // measured time (throughput, mixed, errors load)
 	Warmup       time.Duration // unmeasured time before it
 	Payload      int           // bytes of echo text
-	Timeout      time.Duration // per call, and per waiting phase
+	Timeout      time.Duration // per call
+	Stall        time.Duration // cancel: a phase that moves nothing for this long has failed
 	N            int           // cancel: sleep calls in flight
 	SleepMs      int           // cancel: their duration
 	Window       time.Duration // late responses are counted this long after the last cancellation
@@ -50,6 +52,7 @@ type Config struct {
 	CancelFrac   float64       // mixed: fraction of calls that are cancelled sleeps
 	MixedSleepMs int           // mixed: their duration; each is cancelled after a random delay below half of it
 	MaxSleeps    int           // mixed: sleep calls in flight at most
+	CancelWithin time.Duration // mixed: cancel each sleep after a random delay below this; zero means half its duration
 	ReplyWait    time.Duration // errors: how long to wait for a reply to a probe
 	Oversize     int           // errors: bytes of the oversized message
 	// Progress receives a progress line once a second; nil means none.
@@ -64,6 +67,7 @@ func DefaultConfig() Config {
 		Warmup:       time.Second,
 		Payload:      32,
 		Timeout:      10 * time.Second,
+		Stall:        5 * time.Second,
 		N:            10000,
 		SleepMs:      600000,
 		Window:       time.Second,
@@ -174,4 +178,61 @@ func (p *progress) Stop() {
 		close(p.stop)
 	}
 	<-p.done
+}
+
+// errStalled ends a phase in which the client could send nothing.
+var errStalled = errors.New("the server stopped reading: nothing could be sent")
+
+// untilStalled runs f with a context that is cancelled once c has sent
+// nothing for stall: a phase may take as long as it needs while the server
+// keeps taking messages, and no longer.
+func untilStalled(ctx context.Context, c *client.Client, stall time.Duration, f func(context.Context) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan struct{})
+	watched := make(chan struct{})
+	// Owned by untilStalled: it ends when f returns (done) or when it
+	// cancels ctx; untilStalled waits for it (watched).
+	go func() {
+		defer close(watched)
+		last, lastAt := c.Progress(), time.Now()
+		tick := time.NewTicker(max(stall/10, time.Millisecond))
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-tick.C:
+				if p := c.Progress(); p != last {
+					last, lastAt = p, now
+				} else if now.Sub(lastAt) >= stall {
+					cancel(errStalled)
+					return
+				}
+			}
+		}
+	}()
+	err := f(ctx)
+	close(done)
+	<-watched
+	if errors.Is(context.Cause(ctx), errStalled) {
+		return fmt.Errorf("%w for %s", errStalled, stall)
+	}
+	return err
+}
+
+// clientNotes reports what the client saw that breaks the protocol: stdout
+// lines that were not JSON-RPC (stdio), responses to ids never sent, and
+// notifications not answered with 202 (HTTP).
+func (r *Result) clientNotes(c *client.Client) {
+	st := c.Stats()
+	if st.Garbage > 0 {
+		r.note("%d messages from the server were not JSON-RPC (stdio servers must write only MCP messages to stdout)", st.Garbage)
+	}
+	if st.Unknown > 0 {
+		r.note("%d responses carried an id that was never sent or was already answered", st.Unknown)
+	}
+	if st.NotifyNot202 > 0 {
+		r.note("%d notifications were answered with a 2xx status other than 202", st.NotifyNot202)
+	}
 }

@@ -37,7 +37,7 @@ func Throughput(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		msg, err := callOnce(ctx, c, cfg.Timeout, "tools/call", params)
 		done := time.Now()
 		if err != nil || !echoOK(msg, text) {
-			w.record(outError, begin, done)
+			w.fail(begin, done, msg, err)
 			return c.Lost()
 		}
 		w.record(outOK, begin, done)
@@ -48,8 +48,10 @@ func Throughput(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	}
 	r.set("calls_per_sec", float64(sum.ok)/cfg.Duration.Seconds())
 	r.set("errors", float64(sum.errors))
+	noteErrors(r, sum)
 	latencyMetrics(r, "", sum.lat)
 	cpu.perCall(r, sum.ok)
+	r.clientNotes(c)
 	endSample(r, pid)
 	return r.finish(), nil
 }

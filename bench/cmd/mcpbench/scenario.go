@@ -42,13 +42,15 @@ var scenarios = map[string]scenarioSpec{
 			fs.Var(seconds{&cfg.Window}, "window", "how long after the last cancellation late responses are counted")
 			fs.Var(seconds{&cfg.Settle}, "settle", "wait after the window before the last memory sample")
 			fs.Var(seconds{&cfg.LoadWait}, "load-wait", "wait with the calls in flight before the loaded memory sample")
-			fs.Var(seconds{&cfg.Timeout}, "timeout", "limit for each waiting phase and call")
+			fs.Var(seconds{&cfg.Timeout}, "timeout", "limit for each call (ping, echo)")
+			fs.Var(seconds{&cfg.Stall}, "stall", "sending the sleep calls or the cancellations fails once nothing could be sent for this long")
 		}},
 	"mixed": {"mixed", "echo load with a fraction of short sleep calls cancelled mid-flight", scenario.Mixed,
 		func(fs *flag.FlagSet, cfg *scenario.Config) {
 			loadFlags(fs, cfg)
 			fs.Float64Var(&cfg.CancelFrac, "cancel-frac", cfg.CancelFrac, "fraction of calls that are sleep calls cancelled mid-flight")
-			fs.IntVar(&cfg.MixedSleepMs, "sleep", cfg.MixedSleepMs, "ms each sleep call asks for; it is cancelled after a random delay below half of it")
+			fs.IntVar(&cfg.MixedSleepMs, "sleep", cfg.MixedSleepMs, "ms each sleep call asks for")
+			fs.Var(seconds{&cfg.CancelWithin}, "cancel-within", "cancel each sleep call after a random delay below this (default: half of -sleep)")
 			fs.IntVar(&cfg.MaxSleeps, "max-sleeps", cfg.MaxSleeps, "sleep calls in flight at most (workers do not wait for them)")
 			fs.Var(seconds{&cfg.Window}, "window", "how long after the load late responses are still counted")
 		}},
