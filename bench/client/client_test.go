@@ -99,6 +99,8 @@ func TestHandshake(t *testing.T) {
 			if err := json.Unmarshal(c.ServerInfo(), &info); err != nil || info.Name != "fakemcp" {
 				t.Errorf("ServerInfo() = %s, want the fake's", c.ServerInfo())
 			}
+			// Over stdio the initialized notification may still be in the pipe.
+			eventually(t, "initialized reaches the server", func() bool { return len(srv.Received()) >= 2 })
 			got := srv.Received()
 			if len(got) != 2 {
 				t.Fatalf("server received %d messages, want initialize and initialized", len(got))

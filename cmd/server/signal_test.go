@@ -117,14 +117,19 @@ func startBinary(t *testing.T, bin string, args ...string) *binary {
 	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
 	}
-	out, err := s.cmd.StdoutPipe()
+	// A pipe of our own, not StdoutPipe: Wait, which runs concurrently, would close that one
+	// under a reader that has not reached EOF yet.
+	out, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.cmd.Stdout = w
 	s.stdout, s.out = bufio.NewReader(out), out
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	_ = w.Close()
+	t.Cleanup(func() { _ = out.Close() })
 	go func() { s.done <- s.cmd.Wait() }() // ends when the process exits; wait or Cleanup kill it
 	t.Cleanup(func() {
 		_ = s.cmd.Process.Kill()
