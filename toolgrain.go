@@ -19,7 +19,12 @@
 //     result with the text "Tool execution failed" and no structuredContent. The original
 //     error reaches the operator privately through [Config].OnError, with the tool name and
 //     the request (id, method, tool name, client-supplied _meta), never the arguments;
+//   - a call over a limit on calls in flight is refused, unprocessed, with the JSON-RPC error
+//     -31000 "Server busy: ..." (see [Config].MaxCallsPerConnection);
 //   - nothing at all is sent, and nothing reported, for a call after it was cancelled.
+//
+// The limits, the slow-consumer policy and the security promises are listed, each with the test
+// that backs it, in RELIABILITY.md.
 //
 // OnError runs on a supervised diagnostics actor after the response was sent: a callback that
 // panics, is slow or blocks forever changes no response.
