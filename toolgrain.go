@@ -1,7 +1,8 @@
 // Package toolgrain is an actor-based, high-concurrency MCP (Model Context Protocol) server
 // engine.
 //
-// A [Server] serves a set of tools (package tools) to MCP clients over stdio ([Server.ServeStdio]).
+// A [Server] serves a set of tools (package tools) to MCP clients over stdio ([Server.ServeStdio])
+// and over Streamable HTTP ([Server.Handler], with optional bearer auth: [AuthConfig]).
 // Every tools/call runs in its own request actor on protoactor-go, which owns the call's
 // cancellation state: a cancelled call gets no response at all, not even a late one.
 //
@@ -21,7 +22,10 @@
 //     the request (id, method, tool name, client-supplied _meta), never the arguments;
 //   - a call over a limit on calls in flight is refused, unprocessed, with the JSON-RPC error
 //     -31000 "Server busy: ..." (see [Config].MaxCallsPerConnection);
-//   - nothing at all is sent, and nothing reported, for a call after it was cancelled.
+//   - nothing at all is sent, and nothing reported, for a call after it was cancelled;
+//   - over HTTP, a missing, rejected or under-scoped bearer token gets 401 or 403 and is not
+//     reported; a token verifier that fails unexpectedly gets 503 with no detail, and OnError
+//     receives the original error with nil details.
 //
 // The limits, the slow-consumer policy and the security promises are listed, each with the test
 // that backs it, in RELIABILITY.md.
@@ -123,6 +127,10 @@ type Config struct {
 	// reads no new message (calls in flight go on, and their answers queue); it reads again
 	// once the backlog has drained to half of it. 0 means 16 MiB; negative means no limit.
 	MaxOutputBacklog int
+
+	// HTTP configures the Streamable HTTP transport ([Server.Handler]): session expiry, allowed
+	// origins and hosts, bearer auth. The zero value is usable.
+	HTTP HTTPConfig
 }
 
 // DefaultMaxOutputBacklog is the MaxOutputBacklog of a zero Config: 16 MiB.
@@ -130,8 +138,9 @@ const DefaultMaxOutputBacklog = 16 << 20
 
 // Server is an MCP server. Its methods are safe for concurrent use.
 type Server struct {
-	cfg Config
-	eng *actors.Engine
+	cfg  Config
+	eng  *actors.Engine
+	http *httpHandler
 
 	outputPauses atomic.Uint64 // times a connection stopped reading for a slow consumer
 }
@@ -178,7 +187,12 @@ func NewServer(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, eng: eng}, nil
+	h, err := newHTTPHandler(eng, cfg)
+	if err != nil {
+		_ = eng.Shutdown(context.Background())
+		return nil, err
+	}
+	return &Server{cfg: cfg, eng: eng, http: h}, nil
 }
 
 // Stats is a snapshot of the server's diagnostics counters.
@@ -205,7 +219,13 @@ func (s *Server) Stats() Stats {
 // Shutdown stops the server gracefully: every connection is closed and its calls in flight are
 // cancelled (they get no response), handlers are given until ctx ends to return, the pending
 // OnError reports are delivered, and the actors stop. It returns ctx.Err() if ctx ended first.
-func (s *Server) Shutdown(ctx context.Context) error { return s.eng.Shutdown(ctx) }
+//
+// HTTP sessions end first: new requests get 503, open SSE streams end, and each cancelled
+// call's stream ends with no response.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.http.shutdown()
+	return s.eng.Shutdown(ctx)
+}
 
 // Close is Shutdown bounded by the ShutdownGrace plus the CallbackTimeout.
 func (s *Server) Close() error {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgrain/toolgrain/cancel"
 	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/tools"
 )
 
 // flight is one tools/call in progress on a connection.
@@ -67,7 +68,7 @@ func (c *connectionActor) Receive(ctx actor.Context) {
 	case *actor.Terminated:
 		c.childEnded(ctx, msg.Who)
 	case *inbound:
-		c.handle(ctx, msg.msg, msg.stream)
+		c.handle(ctx, msg.msg, msg.stream, msg.identity)
 		c.conn.inbox.done(msg.cost)
 	case *inputEnded:
 		c.beginClose(ctx)
@@ -82,7 +83,7 @@ func (c *connectionActor) Receive(ctx actor.Context) {
 	}
 }
 
-func (c *connectionActor) handle(ctx actor.Context, m *protocol.Message, s Stream) {
+func (c *connectionActor) handle(ctx actor.Context, m *protocol.Message, s Stream, caller *tools.Identity) {
 	switch {
 	case m.IsResponse():
 		// The engine sends the client no requests yet, so no response is awaited; ignore it.
@@ -108,7 +109,7 @@ func (c *connectionActor) handle(ctx actor.Context, m *protocol.Message, s Strea
 		}
 	case protocol.MethodToolsCall:
 		if c.requireInit(m, s) {
-			c.callTool(ctx, m, s)
+			c.callTool(ctx, m, s, caller)
 		}
 	default:
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrMethodNotFound(m.Method)))
@@ -212,7 +213,7 @@ func (c *connectionActor) listTools(m *protocol.Message, s Stream) {
 	c.result(s, m.ID, &res)
 }
 
-func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Stream) {
+func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Stream, caller *tools.Identity) {
 	var p protocol.CallToolParams
 	if err := json.Unmarshal(m.Params, &p); err != nil || p.Name == "" {
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("tools/call needs params with a string name")))
@@ -244,6 +245,7 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 		stream:  s,
 		slot:    slot,
 	}
+	spec.identity = caller
 	f.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newRequestActor(spec) }, actor.WithDispatcher(c.eng.dispatcher)))
 	c.inflight[key] = f
 	c.children[f.pid.Id] = f

@@ -5,16 +5,19 @@ import (
 
 	"github.com/toolgrain/toolgrain/diagnostics"
 	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/tools"
 )
 
 // Messages between the engine's actors. All are sent as pointers; none is ever mutated after it
 // is sent. Each line says sender → receiver and whether a reply is expected.
 type (
-	// inbound: transport → connection. One decoded message and the stream its answers go to.
+	// inbound: transport → connection. One decoded message, the stream its answers go to, and
+	// the caller's identity when the transport authenticated it (nil otherwise).
 	inbound struct {
-		msg    *protocol.Message
-		stream Stream
-		cost   int // its weight in the connection's inbox
+		msg      *protocol.Message
+		stream   Stream
+		identity *tools.Identity
+		cost     int // its weight in the connection's inbox
 	}
 	// inputEnded: transport → connection. The input ended (EOF, session deleted or expired,
 	// shutdown): cancel everything in flight, then stop once every request actor has ended.

@@ -36,7 +36,10 @@ type callSpec struct {
 	meta    json.RawMessage
 	call    *cancel.Call
 	stream  Stream
-	slot    *callSlot // the call's place under the limits on calls in flight
+	// identity is the authenticated caller, nil when the transport has none; it only goes
+	// into the handler's context.
+	identity *tools.Identity
+	slot     *callSlot // the call's place under the limits on calls in flight
 }
 
 // request phases.
@@ -148,6 +151,7 @@ func (r *requestActor) run(ctx actor.Context) {
 	if token := progressToken(r.meta); token != nil {
 		hctx = tools.WithProgress(hctx, r.progressFunc(token))
 	}
+	hctx = tools.WithIdentity(hctx, r.identity)
 	req := &tools.Request{Tool: r.tool.Name(), Arguments: r.args, Meta: r.meta}
 	self, root, tool := ctx.Self(), ctx.ActorSystem().Root, r.tool
 	r.eng.handlers.Add(1)

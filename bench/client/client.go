@@ -525,6 +525,13 @@ func (c *Client) failCall(call *Call, err error) {
 	}
 }
 
+// answered reports whether call got its response.
+func (c *Client) answered(call *Call) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return call.resp != nil
+}
+
 func (c *Client) countGarbage() {
 	c.mu.Lock()
 	c.stats.Garbage++

@@ -174,6 +174,11 @@ func (t *httpTransport) markWritten(call *Call, once *sync.Once) {
 	})
 }
 
+// linger is how long an SSE stream may stay open after it carried its
+// call's response; the spec says the server should end it, and a client
+// reading it forever would pile up connections.
+const linger = 2 * time.Second
+
 func (t *httpTransport) roundTrip(ctx context.Context, call *Call, body []byte) {
 	var once sync.Once
 	defer t.markWritten(call, &once)
@@ -204,9 +209,21 @@ func (t *httpTransport) roundTrip(ctx context.Context, call *Call, body []byte) 
 		return
 	}
 	if isEventStream(resp) {
+		var stop *time.Timer
+		defer func() {
+			if stop != nil {
+				stop.Stop()
+			}
+		}()
 		err = readSSE(resp.Body, func(data []byte) bool {
 			t.deliverData(data)
-			return false // read on until the server ends the stream
+			// Read on until the server ends the stream: a response after a
+			// cancellation is a late response, and ending the stream lets
+			// the connection be reused. Once answered, wait only so long.
+			if stop == nil && t.c.answered(call) {
+				stop = time.AfterFunc(linger, func() { call.abort() })
+			}
+			return false
 		})
 	} else {
 		var b []byte
@@ -348,11 +365,8 @@ func (t *httpTransport) raw(ctx context.Context, body []byte, wait time.Duration
 		}
 	}
 	reply.Elapsed = time.Since(start)
-	if err != nil && !errors.Is(err, io.EOF) && len(reply.Messages) > 0 {
+	if errors.Is(err, io.EOF) || len(reply.Messages) > 0 {
 		err = nil // the reply came; how the stream ended does not matter
-	}
-	if errors.Is(err, io.EOF) {
-		err = nil
 	}
 	return reply, err
 }

@@ -163,11 +163,8 @@ func (t *stdioTransport) flush(ctx context.Context) error {
 
 func (t *stdioTransport) raw(ctx context.Context, body []byte, wait time.Duration) (*RawReply, error) {
 	t.c.takeUnmatched() // replies to earlier probes are not this one's
-	if !bytes.HasSuffix(body, []byte("\n")) {
-		body = append(bytes.Clone(body), '\n')
-	}
 	start := time.Now()
-	seq, err := t.w.enqueueRaw(body)
+	seq, err := t.w.enqueue(bytes.TrimSuffix(body, []byte("\n")))
 	if err != nil {
 		return nil, err
 	}
@@ -334,19 +331,6 @@ func (w *batchWriter) enqueue(p []byte) (uint64, error) {
 	}
 	w.pending = append(w.pending, p...)
 	w.pending = append(w.pending, '\n')
-	w.queued++
-	w.cond.Broadcast()
-	return w.queued, nil
-}
-
-// enqueueRaw queues p as is.
-func (w *batchWriter) enqueueRaw(p []byte) (uint64, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err != nil || w.closing {
-		return 0, w.errLocked()
-	}
-	w.pending = append(w.pending, p...)
 	w.queued++
 	w.cond.Broadcast()
 	return w.queued, nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/toolgrain/toolgrain/bench/client"
+	"github.com/toolgrain/toolgrain/bench/internal/procstat"
 )
 
 // Cancel puts cfg.N sleep calls of cfg.SleepMs in flight, cancels every one
@@ -37,14 +38,15 @@ func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	if pid <= 0 {
 		r.note("no server pid (stdio gives it; over HTTP pass --pid): memory and threads not sampled")
 	}
-	mem := func(prefix string) {
-		if s, ok := sample(pid); ok {
+	mem := func(prefix string) procstat.Sample {
+		s, ok := sample(pid)
+		if ok {
 			r.set("rss_"+prefix+"_kb", float64(s.RSSKB))
 			r.set("threads_"+prefix, float64(s.Threads))
 		}
+		return s
 	}
-	mem("before")
-	before, _ := sample(pid)
+	before := mem("before")
 
 	// Load: every sleep call in flight.
 	var phase atomic.Value
@@ -152,8 +154,7 @@ func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	if err := sleepCtx(ctx, cfg.Settle); err != nil {
 		return nil, err
 	}
-	mem("settled")
-	if settled, ok := sample(pid); ok && before.RSSKB > 0 {
+	if settled := mem("settled"); settled.RSSKB > 0 && before.RSSKB > 0 {
 		r.set("rss_settled_pct_of_before", 100*float64(settled.RSSKB)/float64(before.RSSKB))
 	}
 	r.clientNotes(c)

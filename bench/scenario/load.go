@@ -16,16 +16,18 @@ import (
 type outcome int
 
 const (
-	outOK        outcome = iota // answered as expected
-	outError                    // failed
-	outCancelled                // cancelled by the client (mixed)
+	outOK    outcome = iota // answered as expected
+	outError                // failed
 )
 
 // tally is what one worker saw in the measured window.
 type tally struct {
-	ok, errors, cancelled, leaks, rpcErrors int64
-	lat                                     []time.Duration // of outOK operations
-	firstErr                                string          // what the first failure was, warm-up included
+	ok, errors int64 // in the window
+	all        int64 // outOK over the whole run, warm-up included
+	// Counted by the op itself, over the whole run.
+	leaks, rpcErrors int64
+	lat              []time.Duration // of outOK operations
+	firstErr         string          // what the first failure was, warm-up included
 }
 
 func (t *tally) add(o *tally) {
@@ -33,8 +35,8 @@ func (t *tally) add(o *tally) {
 		t.firstErr = o.firstErr
 	}
 	t.ok += o.ok
+	t.all += o.all
 	t.errors += o.errors
-	t.cancelled += o.cancelled
 	t.leaks += o.leaks
 	t.rpcErrors += o.rpcErrors
 	t.lat = append(t.lat, o.lat...)
@@ -57,10 +59,13 @@ type worker struct {
 // record counts one finished operation if it ended inside the window.
 func (w *worker) record(o outcome, start, end time.Time) {
 	w.l.total.Add(1)
-	if o == outError {
+	switch o {
+	case outOK:
+		w.t.all++
+	case outError:
 		w.l.failed.Add(1)
 	}
-	if end.Before(w.l.from) || !end.Before(w.l.to) {
+	if !w.l.inWindow(end) {
 		return
 	}
 	switch o {
@@ -69,8 +74,6 @@ func (w *worker) record(o outcome, start, end time.Time) {
 		w.t.lat = append(w.t.lat, end.Sub(start))
 	case outError:
 		w.t.errors++
-	case outCancelled:
-		w.t.cancelled++
 	}
 }
 
@@ -90,8 +93,8 @@ func noteErrors(r *Result, sum tally) {
 	}
 }
 
-// inWindow reports whether end lies in the measured window.
-func (w *worker) inWindow(end time.Time) bool { return !end.Before(w.l.from) && end.Before(w.l.to) }
+// inWindow reports whether t lies in the measured window.
+func (l *load) inWindow(t time.Time) bool { return !t.Before(l.from) && t.Before(l.to) }
 
 // loadHooks are called by runLoad's own goroutine at the window's edges.
 type loadHooks struct {
@@ -121,7 +124,8 @@ func runLoad(ctx context.Context, cfg Config, workers int, op func(context.Conte
 		go func() {
 			defer wg.Done()
 			w := &worker{l: l, rng: rand.New(rand.NewPCG(uint64(start.UnixNano()), uint64(i)))}
-			var err error
+			// At least one op each, however late the worker gets to run.
+			err := op(ctx, w)
 			for err == nil && ctx.Err() == nil && time.Now().Before(l.to) {
 				err = op(ctx, w)
 			}

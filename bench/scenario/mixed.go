@@ -77,7 +77,7 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		case <-call.Done():
 			// Answered before its cancellation: only a rejection is this
 			// fast.
-			if now := time.Now(); !now.Before(l.from) && now.Before(l.to) {
+			if l.inWindow(time.Now()) {
 				sleepErr.Add(1)
 			}
 			l.failed.Add(1)
@@ -93,7 +93,7 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		cancel()
 		now := time.Now()
 		l.total.Add(1)
-		inWindow := !now.Before(l.from) && now.Before(l.to)
+		inWindow := l.inWindow(now)
 		switch {
 		case err == nil && sent:
 			cancelsSent.Add(1)
@@ -158,6 +158,7 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	secs := cfg.Duration.Seconds()
 	nCancelled := cancelled.Load()
 	r.set("completed_per_sec", float64(sum.ok+nCancelled)/secs)
+	r.set("calls_total", float64(sum.all+cancelsSent.Load()))
 	r.set("echo_per_sec", float64(sum.ok)/secs)
 	r.set("cancelled_per_sec", float64(nCancelled)/secs)
 	r.set("errors", float64(sum.errors+sleepErr.Load()))

@@ -105,6 +105,7 @@ var Metrics = []MetricInfo{
 	{"echo_per_sec", "calls/s", Higher, "mixed: echo calls answered correctly per second"},
 	{"cancelled_per_sec", "calls/s", Higher, "mixed: sleep calls cancelled per second"},
 	{"fail_calls_per_sec", "calls/s", Higher, "errors: fail(mode=error) calls answered per second"},
+	{"calls_total", "calls", Neutral, "calls that succeeded over the whole run, warm-up included (mixed: with the cancelled sleeps)"},
 	{"p50_ms", "ms", Lower, "median latency of the measured calls (client side, send to response)"},
 	{"p90_ms", "ms", Lower, "90th percentile latency"},
 	{"p99_ms", "ms", Lower, "99th percentile latency"},
@@ -141,8 +142,8 @@ var Metrics = []MetricInfo{
 	{"ids_ok", "probes", Higher, "errors: replies whose id was what the spec asks: the request's id byte for byte, or null if it could not be read"},
 	{"ids_checked", "probes", Neutral, "errors: probes with an id to echo"},
 	{"battery_leaks", "probes", Lower, "errors: probes whose reply contained the private marker SECRET-internal-detail"},
-	{"fail_leaks", "responses", Lower, "errors: fail(mode=error) responses under load that contained the private marker"},
-	{"fail_rpc_errors", "responses", Neutral, "errors: fail(mode=error) answers that were JSON-RPC errors rather than isError results"},
+	{"fail_leaks", "responses", Lower, "errors: fail(mode=error) responses under load, warm-up included, that contained the private marker"},
+	{"fail_rpc_errors", "responses", Neutral, "errors: fail(mode=error) answers, warm-up included, that were JSON-RPC errors rather than isError results"},
 }
 
 var metricIndex = func() map[string]int {

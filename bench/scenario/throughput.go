@@ -47,6 +47,7 @@ func Throughput(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		r.note("connection lost during the run: %v", lost)
 	}
 	r.set("calls_per_sec", float64(sum.ok)/cfg.Duration.Seconds())
+	r.set("calls_total", float64(sum.all))
 	r.set("errors", float64(sum.errors))
 	noteErrors(r, sum)
 	latencyMetrics(r, "", sum.lat)

@@ -3,13 +3,21 @@
 //
 // Usage:
 //
-//	server [--transport stdio] [--diagnostics-file PATH] [--log-level LEVEL] [--max-message-size N]
-//	       [--max-calls-per-connection N] [--max-calls N] [--tool-timeout D] [--shutdown-grace D]
+//	server [--transport stdio|http] [--addr HOST:PORT] [--auth-token TOKEN]... [--diagnostics-file PATH]
+//	       [--log-level LEVEL] [--max-message-size N] [--max-calls-per-connection N] [--max-calls N]
+//	       [--tool-timeout D] [--shutdown-grace D] [more HTTP flags: see --help]
 //
 // Over stdio it reads newline-delimited JSON-RPC on stdin and answers on stdout; logs go to
 // stderr only. It exits 0 when stdin reaches EOF, or on SIGINT/SIGTERM, after cancelling the
 // calls in flight and flushing the diagnostics. A stdout that breaks (the client went away) is
 // reported to the diagnostics, and the server shuts down and exits 1.
+//
+// Over HTTP it serves MCP's Streamable HTTP transport at http://ADDR/mcp (127.0.0.1:8080 by
+// default) and the protected-resource metadata at /.well-known/oauth-protected-resource[/mcp].
+// With --auth-token it requires one of the given bearer tokens (a static-token demo verifier);
+// the token auth-outage makes the verifier fail unexpectedly, with an internal error whose text
+// contains SECRET-internal-detail, to show the auth row of the error model. On SIGINT/SIGTERM it
+// cancels the calls in flight, ends the sessions, stops the listener and exits 0.
 package main
 
 import (
@@ -20,6 +28,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -54,7 +63,14 @@ type options struct {
 	maxCalls        int
 	toolTimeout     time.Duration
 	shutdownGrace   time.Duration
+	http            httpOptions
 }
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{logLevel: zapcore.InfoLevel}
@@ -63,19 +79,29 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.transport, "transport", "stdio", "transport: stdio")
 	fs.StringVar(&o.diagnosticsFile, "diagnostics-file", "", "append onError reports to `PATH` as JSON lines (error text, tool name, request id; never arguments)")
 	fs.Var(&o.logLevel, "log-level", "log `level` on stderr: debug, info, warn, error")
-	fs.IntVar(&o.maxMessageSize, "max-message-size", 0, "largest accepted message in `bytes` (0: 4 MiB)")
-	fs.IntVar(&o.maxCallsPerConn, "max-calls-per-connection", 0, "calls in flight on one connection before new ones are refused (0: 20000, -1: no limit)")
+	fs.IntVar(&o.maxMessageSize, "max-message-size", 0, "largest accepted message (HTTP: request body) in `bytes` (0: 4 MiB)")
+	fs.IntVar(&o.maxCallsPerConn, "max-calls-per-connection", 0, "calls in flight on one connection or session before new ones are refused (0: 20000, -1: no limit)")
 	fs.IntVar(&o.maxCalls, "max-calls", 0, "calls in flight on the server before new ones are refused (0: 100000, -1: no limit)")
 	fs.DurationVar(&o.toolTimeout, "tool-timeout", 0, "timeout of each tool call, for tools without their own (0: none)")
-	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 0, "how long shutdown waits for handlers and for a client to read its last answers (0: 5s)")
+	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 5*time.Second, "on SIGINT/SIGTERM, how long cancelled handlers, open HTTP responses and a client's last unread answers get to finish")
+	o.http.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
-	if o.transport != "stdio" {
-		return nil, fmt.Errorf("unknown transport %q (want stdio)", o.transport)
+	switch o.transport {
+	case "stdio":
+		if len(o.http.tokens) > 0 {
+			return nil, errors.New("--auth-token needs --transport http (stdio takes no auth)")
+		}
+	case "http":
+		if err := o.http.check(); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("unknown transport %q (want stdio or http)", o.transport)
 	}
 	return o, nil
 }
@@ -105,21 +131,28 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 	}
 
-	srv, err := toolgrain.NewServer(toolgrain.Config{
+	cfg := toolgrain.Config{
 		Name:           "toolgrain-demo",
 		Instructions:   "Demonstration tools: echo, greet, sleep and fail.",
 		Tools:          demo.Tools(),
 		OnError:        onError,
 		Logger:         log,
 		MaxMessageSize: o.maxMessageSize,
+		ShutdownGrace:  o.shutdownGrace,
 
 		MaxCallsPerConnection: o.maxCallsPerConn,
 		MaxCalls:              o.maxCalls,
 		ToolTimeout:           o.toolTimeout,
-		ShutdownGrace:         o.shutdownGrace,
-	})
+	}
+	if o.transport == "http" {
+		cfg.HTTP = o.http.config()
+	}
+	srv, err := toolgrain.NewServer(cfg)
 	if err != nil {
 		return err
+	}
+	if o.transport == "http" {
+		return serveHTTP(ctx, srv, o, log)
 	}
 	log.Info("serving", zap.String("transport", o.transport))
 	serveErr := srv.ServeStdio(ctx, stdin, stdout)

@@ -125,7 +125,7 @@ func TestThroughputThenReport(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatalf("--json output %q: %v", out, err)
 		}
-		if r.Target != name || r.Transport != "http" || r.Scenario != "throughput" || r.Metrics["calls_per_sec"] <= 0 ||
+		if r.Target != name || r.Transport != "http" || r.Scenario != "throughput" || r.Metrics["calls_total"] <= 0 ||
 			r.Params["concurrency"] != 2.0 {
 			t.Errorf("result = %+v", r)
 		}

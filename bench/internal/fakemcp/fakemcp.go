@@ -38,6 +38,9 @@ type Options struct {
 	// StopReadingAfter makes Serve stop reading after that many messages,
 	// until Close, like a server whose reader got stuck; zero means never.
 	StopReadingAfter int
+	// HoldStreams keeps each SSE response stream open after its response
+	// until the client goes away (or Close), against the spec's advice.
+	HoldStreams bool
 }
 
 // Request is a message the server received.
@@ -55,6 +58,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	received []Request
+	released int                 // held streams the client ended
 	inflight map[string]*sleeper // by raw id
 	// early holds ids cancelled before their request arrived: over HTTP a
 	// cancellation can overtake its request on another connection.
@@ -88,6 +92,14 @@ func (s *Server) Received() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.received...)
+}
+
+// Released counts held SSE streams (Options.HoldStreams) that the client
+// closed.
+func (s *Server) Released() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.released
 }
 
 // Serve reads newline-delimited messages from r and writes replies to w
@@ -320,6 +332,16 @@ func (s *Server) Handler() http.Handler {
 				io.WriteString(w, "event: message\ndata: ")
 				w.Write(reply)
 				io.WriteString(w, "\n\n")
+			}
+			if s.opts.HoldStreams {
+				w.(http.Flusher).Flush()
+				select {
+				case <-r.Context().Done():
+					s.mu.Lock()
+					s.released++
+					s.mu.Unlock()
+				case <-s.ctx.Done():
+				}
 			}
 			return
 		}

@@ -1,0 +1,302 @@
+package toolgrain
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/tools"
+)
+
+// Identity is the authenticated caller of a request; see [tools.Identity]. Tool handlers read it
+// with [tools.IdentityFromContext].
+type Identity = tools.Identity
+
+// ErrInvalidToken is the rejection a [TokenVerifier] returns (or wraps) for a token it does not
+// accept: unknown, expired, revoked, issued for another audience. The client gets 401 and
+// nothing is reported: a rejection is an expected answer.
+var ErrInvalidToken = errors.New("toolgrain: invalid token")
+
+// DefaultVerifyTimeout bounds one token verification when [AuthConfig].VerifyTimeout is zero.
+const DefaultVerifyTimeout = 10 * time.Second
+
+// authRetryAfter is the Retry-After, in seconds, of a 503 for a failed verification.
+const authRetryAfter = "5"
+
+// TokenVerifier checks the bearer tokens of the Streamable HTTP transport.
+//
+// VerifyToken returns the identity a valid token stands for. It must check everything that
+// makes the token valid for this server, the audience included (the token must have been issued
+// for this resource: MCP forbids token passthrough). For a token it does not accept it returns
+// an error that wraps [ErrInvalidToken]. Any other error — the identity provider is down or
+// answers garbage — and a panic are unexpected failures: the client gets 503 with no detail and
+// [Config].OnError gets the original error with nil details. It must honour ctx, which ends
+// after [AuthConfig].VerifyTimeout or when the client goes away.
+//
+// It is called for every HTTP request (sessions never stand for authentication), concurrently:
+// cache on your side if verification is costly.
+type TokenVerifier interface {
+	VerifyToken(ctx context.Context, token string) (*Identity, error)
+}
+
+// TokenVerifierFunc adapts a function to [TokenVerifier].
+type TokenVerifierFunc func(ctx context.Context, token string) (*Identity, error)
+
+// VerifyToken calls f(ctx, token).
+func (f TokenVerifierFunc) VerifyToken(ctx context.Context, token string) (*Identity, error) {
+	return f(ctx, token)
+}
+
+var _ TokenVerifier = TokenVerifierFunc(nil)
+
+// AuthConfig turns on bearer-token authentication for the Streamable HTTP transport (MCP
+// 2025-11-25 authorization: the server is an OAuth 2.1 resource server). Only Verifier is
+// required.
+type AuthConfig struct {
+	// Verifier checks each request's token. Required.
+	Verifier TokenVerifier
+
+	// Scopes are needed by every request: a valid token whose identity lacks one of them gets
+	// 403 with error="insufficient_scope". They are also named in the scope parameter of the 401
+	// challenge. Nil means a valid token is enough.
+	Scopes []string
+
+	// Resource is the canonical URI of the MCP endpoint, the RFC 9728 "resource" that tokens must
+	// be issued for, for example "https://mcp.example.com/mcp". A path alone ("/mcp") takes the
+	// scheme and host from each request: https when it came over TLS, http otherwise, and the
+	// Host header. Empty means the request's own path on the endpoint. Set it to the public URL
+	// when the server runs behind a reverse proxy.
+	Resource string
+
+	// ResourceMetadataURL is the URL of the protected-resource metadata document, given to clients
+	// in the resource_metadata parameter of every challenge. Empty means the RFC 9728 location
+	// derived from Resource: /.well-known/oauth-protected-resource followed by its path.
+	ResourceMetadataURL string
+
+	// AuthorizationServers are the issuer URLs of the authorization servers that issue tokens for
+	// this resource, listed as "authorization_servers" in the metadata document. MCP requires at
+	// least one for clients to run the OAuth flow; without any, clients must get tokens otherwise
+	// (static tokens).
+	AuthorizationServers []string
+
+	// ScopesSupported is "scopes_supported" in the metadata document. Nil means Scopes.
+	ScopesSupported []string
+
+	// ResourceName is the human-readable "resource_name" of the metadata document; empty means
+	// none.
+	ResourceName string
+
+	// VerifyTimeout bounds one call of the verifier; when it passes, the verification counts as
+	// an unexpected failure (503). 0 means DefaultVerifyTimeout.
+	VerifyTimeout time.Duration
+}
+
+// VerifierPanicError is what [Config].OnError receives when the token verifier panicked.
+type VerifierPanicError struct {
+	// Value is the value passed to panic.
+	Value any
+	// Stack is the stack of the panicking goroutine.
+	Stack []byte
+}
+
+// Error returns "token verifier panicked: <value>"; it does not include the stack.
+func (e *VerifierPanicError) Error() string {
+	return fmt.Sprintf("token verifier panicked: %v", e.Value)
+}
+
+// PanicStack returns the stack, for sinks that log it (diagnostics.ZapSink).
+func (e *VerifierPanicError) PanicStack() []byte { return e.Stack }
+
+// errNoIdentity is reported when a verifier returns neither an identity nor an error.
+var errNoIdentity = errors.New("token verifier returned neither an identity nor an error")
+
+// authenticator applies an AuthConfig to requests.
+type authenticator struct {
+	cfg     AuthConfig
+	report  func(error)
+	timeout time.Duration
+}
+
+func newAuthenticator(cfg *AuthConfig, report func(error)) (*authenticator, error) {
+	if cfg == nil {
+		return nil, nil
+	}
+	if cfg.Verifier == nil {
+		return nil, errors.New("toolgrain: HTTPConfig.Auth.Verifier is nil")
+	}
+	a := &authenticator{cfg: *cfg, report: report, timeout: cfg.VerifyTimeout}
+	if a.timeout <= 0 {
+		a.timeout = DefaultVerifyTimeout
+	}
+	if a.cfg.ScopesSupported == nil {
+		a.cfg.ScopesSupported = a.cfg.Scopes
+	}
+	return a, nil
+}
+
+// authenticate checks the request's bearer token. It returns the caller's identity and true, or
+// writes the auth response (401, 403 or 503) and returns false. A nil authenticator accepts
+// every request with no identity.
+func (a *authenticator) authenticate(w http.ResponseWriter, r *http.Request) (*Identity, bool) {
+	if a == nil {
+		return nil, true
+	}
+	token, ok := bearerToken(r.Header)
+	if !ok {
+		// RFC 6750 §3.1: a request without credentials gets a challenge with no error code.
+		a.challenge(w, r, http.StatusUnauthorized, "", "authentication required")
+		return nil, false
+	}
+	id, err := a.verify(r.Context(), token)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrInvalidToken):
+		a.challenge(w, r, http.StatusUnauthorized, "invalid_token", "the access token is invalid or expired")
+		return nil, false
+	case r.Context().Err() != nil:
+		// The client went away during verification: nobody to answer, nothing unexpected.
+		return nil, false
+	default:
+		a.report(err)
+		w.Header().Set("Retry-After", authRetryAfter)
+		writeError(w, http.StatusServiceUnavailable, protocol.ErrTransport("Service Unavailable", "authentication is temporarily unavailable"))
+		return nil, false
+	}
+	for _, s := range a.cfg.Scopes {
+		if !id.HasScope(s) {
+			a.challenge(w, r, http.StatusForbidden, "insufficient_scope", "the access token lacks a required scope")
+			return nil, false
+		}
+	}
+	return id, true
+}
+
+// verify runs the verifier with its timeout, turning a panic and a (nil, nil) answer into
+// unexpected failures.
+func (a *authenticator) verify(ctx context.Context, token string) (id *Identity, err error) {
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	defer func() {
+		if v := recover(); v != nil {
+			id, err = nil, &VerifierPanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	id, err = a.cfg.Verifier.VerifyToken(ctx, token)
+	if err == nil && id == nil {
+		err = errNoIdentity
+	}
+	return id, err
+}
+
+// challenge writes a 401 or 403 with its WWW-Authenticate header (RFC 6750 §3, RFC 9728 §5.1,
+// MCP's scope step-up).
+func (a *authenticator) challenge(w http.ResponseWriter, r *http.Request, status int, code, description string) {
+	params := []string{`resource_metadata="` + quoteParam(a.metadataURL(r)) + `"`}
+	if len(a.cfg.Scopes) > 0 {
+		params = append(params, `scope="`+quoteParam(strings.Join(a.cfg.Scopes, " "))+`"`)
+	}
+	if code != "" {
+		params = append(params, `error="`+code+`"`, `error_description="`+quoteParam(description)+`"`)
+	}
+	w.Header().Set("WWW-Authenticate", "Bearer "+strings.Join(params, ", "))
+	writeError(w, status, protocol.ErrTransport(http.StatusText(status), description))
+}
+
+// quoteParam escapes a value for an RFC 9110 quoted-string.
+func quoteParam(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s)
+}
+
+// bearerToken returns the token of an "Authorization: Bearer <token>" header. The scheme is
+// case-insensitive; a missing, repeated or other-scheme header is no token.
+func bearerToken(h http.Header) (string, bool) {
+	values := h.Values("Authorization")
+	if len(values) != 1 {
+		return "", false
+	}
+	scheme, token, ok := strings.Cut(strings.TrimSpace(values[0]), " ")
+	token = strings.TrimSpace(token)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return "", false
+	}
+	return token, true
+}
+
+// resource returns the canonical URI of the endpoint for request r to the endpoint.
+func (a *authenticator) resource(r *http.Request, path string) string {
+	res := a.cfg.Resource
+	if res == "" {
+		res = path
+	}
+	if strings.HasPrefix(res, "/") {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		return scheme + "://" + r.Host + res
+	}
+	return res
+}
+
+// metadataURL is the resource_metadata of challenges to requests on the endpoint.
+func (a *authenticator) metadataURL(r *http.Request) string {
+	if a.cfg.ResourceMetadataURL != "" {
+		return a.cfg.ResourceMetadataURL
+	}
+	res := a.resource(r, r.URL.Path)
+	u, err := url.Parse(res)
+	if err != nil {
+		return res
+	}
+	u.Path = wellKnownPRM + strings.TrimSuffix(u.Path, "/")
+	u.RawPath, u.RawQuery, u.Fragment = "", "", ""
+	return u.String()
+}
+
+// wellKnownPRM is the RFC 9728 well-known path of protected-resource metadata.
+const wellKnownPRM = "/.well-known/oauth-protected-resource"
+
+// resourceMetadata is the RFC 9728 protected-resource metadata document.
+type resourceMetadata struct {
+	Resource               string   `json:"resource"`
+	AuthorizationServers   []string `json:"authorization_servers,omitempty"`
+	ScopesSupported        []string `json:"scopes_supported,omitempty"`
+	BearerMethodsSupported []string `json:"bearer_methods_supported"`
+	ResourceName           string   `json:"resource_name,omitempty"`
+}
+
+// serveMetadata answers GET (and HEAD) of the metadata document. The resource is the configured
+// one or, when that is empty, the path that follows the well-known prefix.
+func (a *authenticator) serveMetadata(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	suffix := strings.TrimPrefix(r.URL.Path, wellKnownPRM)
+	if suffix == "" {
+		suffix = "/"
+	}
+	doc := resourceMetadata{
+		Resource:               a.resource(r, suffix),
+		AuthorizationServers:   a.cfg.AuthorizationServers,
+		ScopesSupported:        a.cfg.ScopesSupported,
+		BearerMethodsSupported: []string{"header"},
+		ResourceName:           a.cfg.ResourceName,
+	}
+	body, err := json.Marshal(doc)
+	if err != nil {
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", protocol.MediaTypeJSON)
+	w.Header().Set("Cache-Control", "max-age=3600")
+	_, _ = w.Write(body)
+}

@@ -1,0 +1,50 @@
+package demo
+
+import (
+	"context"
+	"flag"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestServeHTTPStopsWithContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
+	pr, pw := io.Pipe()
+	// Ends when ServeHTTP returns, after cancel below.
+	go func() { served <- ServeHTTP(ctx, "127.0.0.1:0", h, pw) }()
+	// The first line names the address once the socket accepts.
+	line := make([]byte, 64)
+	n, _ := pr.Read(line)
+	addr := strings.TrimSpace(strings.TrimPrefix(string(line[:n]), "listening on "))
+	resp, err := http.Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != "ok" {
+		t.Errorf("body = %q", body)
+	}
+	http.DefaultClient.CloseIdleConnections()
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("ServeHTTP = %v after its context ended, want nil", err)
+	}
+}
+
+func TestOptions(t *testing.T) {
+	var o Options
+	fs := flag.NewFlagSet("x", flag.ContinueOnError)
+	o.Register(fs)
+	if err := fs.Parse([]string{"--transport", "http", "--addr", ":9"}); err != nil || o.Check() != nil || o.Addr != ":9" {
+		t.Errorf("options = %+v", o)
+	}
+	o.Transport = "carrier-pigeon"
+	if o.Check() == nil {
+		t.Error("Check accepted an unknown transport")
+	}
+}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/toolgrain/toolgrain"
+	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/demo"
+)
+
+// endpoint is the path of the MCP endpoint.
+const endpoint = "/mcp"
+
+// outageToken is the demo token whose verification fails unexpectedly.
+const outageToken = "auth-outage"
+
+// httpOptions are the settings of --transport http.
+type httpOptions struct {
+	addr                 string
+	tokens               listFlag
+	scopes               listFlag
+	authorizationServers listFlag
+	resource             string
+	allowedOrigins       listFlag
+	allowedHosts         listFlag
+	idleTimeout          time.Duration
+}
+
+func (o *httpOptions) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "HTTP: listen `address`; the endpoint is /mcp")
+	fs.Var(&o.tokens, "auth-token", "HTTP: accept the bearer `TOKEN[:SCOPE,...]` (repeatable; turns auth on). A token without a scope list has every --auth-scope; auth-outage makes the verifier fail unexpectedly")
+	fs.Var(&o.scopes, "auth-scope", "HTTP with auth: a `scope` every request needs (repeatable); tokens without it get 403 insufficient_scope")
+	fs.Var(&o.authorizationServers, "authorization-server", "HTTP with auth: issuer `URL` listed in the protected-resource metadata (repeatable)")
+	fs.StringVar(&o.resource, "resource", "", "HTTP with auth: the public `URL` of the endpoint, for tokens' audience and the metadata (default: the request's host and /mcp)")
+	fs.Var(&o.allowedOrigins, "allowed-origin", "HTTP: a browser `origin` accepted besides the endpoint's own (repeatable; * for any)")
+	fs.Var(&o.allowedHosts, "allowed-host", "HTTP: a Host header `name` accepted besides loopback names (repeatable; for reverse proxies)")
+	fs.DurationVar(&o.idleTimeout, "session-idle-timeout", toolgrain.DefaultSessionIdleTimeout, "HTTP: end sessions idle this long")
+}
+
+func (o *httpOptions) check() error {
+	if _, _, err := net.SplitHostPort(o.addr); err != nil {
+		return fmt.Errorf("--addr %q: %w", o.addr, err)
+	}
+	for _, t := range o.tokens {
+		if tok, _, _ := strings.Cut(t, ":"); tok == "" {
+			return fmt.Errorf("--auth-token %q: empty token", t)
+		}
+	}
+	if len(o.tokens) == 0 && (len(o.scopes) > 0 || len(o.authorizationServers) > 0 || o.resource != "") {
+		return errors.New("--auth-scope, --authorization-server and --resource need --auth-token")
+	}
+	return nil
+}
+
+func (o *httpOptions) config() toolgrain.HTTPConfig {
+	cfg := toolgrain.HTTPConfig{
+		SessionIdleTimeout: o.idleTimeout,
+		AllowedOrigins:     o.allowedOrigins,
+		AllowedHosts:       o.allowedHosts,
+	}
+	if len(o.tokens) > 0 {
+		resource := o.resource
+		if resource == "" {
+			resource = endpoint
+		}
+		cfg.Auth = &toolgrain.AuthConfig{
+			Verifier:             newStaticVerifier(o.tokens, o.scopes),
+			Scopes:               o.scopes,
+			Resource:             resource,
+			AuthorizationServers: o.authorizationServers,
+			ResourceName:         "Toolgrain demo",
+		}
+	}
+	return cfg
+}
+
+// staticVerifier is the demo verifier: a fixed set of tokens, each standing for the subject
+// "token-N" (N its position on the command line, so the token itself appears nowhere).
+type staticVerifier map[string]*toolgrain.Identity
+
+// errOutage is what the demo verifier fails with for the auth-outage token: an internal error
+// whose text must reach the operator only.
+var errOutage = errors.New("identity provider unreachable: dial tcp 10.0.0.9:443: " + demo.Marker)
+
+func newStaticVerifier(tokens, scopes []string) staticVerifier {
+	v := make(staticVerifier, len(tokens))
+	for i, t := range tokens {
+		tok, list, hasList := strings.Cut(t, ":")
+		granted := scopes
+		if hasList {
+			granted = nil
+			for _, s := range strings.Split(list, ",") {
+				if s != "" {
+					granted = append(granted, s)
+				}
+			}
+		}
+		v[tok] = &toolgrain.Identity{Subject: fmt.Sprintf("token-%d", i+1), Scopes: granted}
+	}
+	return v
+}
+
+func (v staticVerifier) VerifyToken(ctx context.Context, token string) (*toolgrain.Identity, error) {
+	if token == outageToken {
+		return nil, errOutage
+	}
+	if id, ok := v[token]; ok {
+		return id, nil
+	}
+	return nil, toolgrain.ErrInvalidToken
+}
+
+// serveHTTP serves srv on o.http.addr until ctx ends or the listener fails, then shuts down:
+// the server first (every call in flight is cancelled and its response ends, sessions end,
+// diagnostics are flushed), then the HTTP server (the listener closes and the last responses
+// finish), each within the shutdown grace.
+func serveHTTP(ctx context.Context, srv *toolgrain.Server, o *options, log *zap.Logger) error {
+	mux := http.NewServeMux()
+	mux.Handle(endpoint, srv.Handler())
+	meta := srv.ResourceMetadataHandler()
+	mux.Handle("/.well-known/oauth-protected-resource", meta)
+	mux.Handle("/.well-known/oauth-protected-resource"+endpoint, meta)
+
+	ln, err := net.Listen("tcp", o.http.addr)
+	if err != nil {
+		_ = srv.Close()
+		return err
+	}
+	hs := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          zap.NewStdLog(log.Named("http")),
+	}
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && len(o.http.tokens) == 0 {
+		log.Warn("serving beyond loopback without authentication", zap.String("addr", ln.Addr().String()))
+	}
+	log.Info("serving", zap.String("transport", "http"), zap.String("url", "http://"+ln.Addr().String()+endpoint))
+
+	served := make(chan error, 1)
+	// Owned by serveHTTP, which waits for it before returning; it ends when hs shuts down or
+	// the listener fails.
+	go func() { served <- hs.Serve(ln) }()
+
+	var result error
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		served <- err // read again below
+		result = err
+	}
+
+	srvCtx, cancel := context.WithTimeout(context.Background(), o.shutdownGrace+actors.DefaultCallbackTimeout)
+	defer cancel()
+	if err := srv.Shutdown(srvCtx); err != nil {
+		log.Warn("shutdown", zap.Error(err))
+	}
+	httpCtx, cancelHTTP := context.WithTimeout(context.Background(), o.shutdownGrace)
+	defer cancelHTTP()
+	if err := hs.Shutdown(httpCtx); err != nil {
+		log.Warn("http shutdown", zap.Error(err))
+		_ = hs.Close()
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) && result == nil {
+		result = err
+	}
+	if errors.Is(result, http.ErrServerClosed) {
+		result = nil
+	}
+	log.Info("stopped")
+	return result
+}

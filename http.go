@@ -1,0 +1,638 @@
+package toolgrain
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/protocol"
+)
+
+// DefaultSessionIdleTimeout is how long an HTTP session may stay idle when
+// [HTTPConfig].SessionIdleTimeout is zero.
+const DefaultSessionIdleTimeout = 30 * time.Minute
+
+// HTTPConfig configures the Streamable HTTP transport of [Server.Handler]. Its zero value is
+// usable: sessions expire after 30 idle minutes, only same-origin browser requests are accepted,
+// and there is no authentication.
+type HTTPConfig struct {
+	// SessionIdleTimeout ends a session that has had no HTTP request in progress for this long:
+	// its calls in flight are cancelled, its connection actor stops, and its id answers 404.
+	// A session with an open POST or GET stream is never idle. 0 means
+	// DefaultSessionIdleTimeout.
+	SessionIdleTimeout time.Duration
+
+	// AllowedOrigins lists the browser origins ("https://app.example.com") accepted besides the
+	// endpoint's own. A request without an Origin header (any non-browser client) is always
+	// accepted; one whose Origin names the same host and port as its Host header too; any other
+	// gets 403 (DNS rebinding and cross-site requests). "*" accepts every origin.
+	AllowedOrigins []string
+
+	// AllowedHosts lists extra Host header values ("mcp.example.com", or with a port) accepted
+	// when the server is reached on a loopback address, where only localhost, 127.0.0.1 and
+	// [::1] are accepted by default: a foreign Host there is a DNS-rebinding attempt and gets
+	// 403. When set, it also restricts requests reaching the server on other addresses; empty
+	// means those are not checked.
+	AllowedHosts []string
+
+	// Auth turns on bearer-token authentication. Nil means none.
+	Auth *AuthConfig
+}
+
+// Handler returns the Streamable HTTP transport (MCP 2025-11-25) of the server, to be mounted at
+// the MCP endpoint of the host's own mux, for example mux.Handle("/mcp", srv.Handler()). Every
+// call returns the same handler; its sessions live until they are deleted, expire or the server
+// shuts down.
+//
+// One endpoint takes POST (a JSON-RPC message), GET (the session's standalone SSE stream) and
+// DELETE (end the session):
+//
+//   - initialize, without an Mcp-Session-Id header, opens a session (one connection actor) and
+//     its answer carries the new Mcp-Session-Id. Every other request needs the header: 400
+//     without it, 404 for an unknown or ended session.
+//   - A notification or response gets 202 with no body. A request gets its answer as one JSON
+//     body, or as an SSE stream when the call sends anything before its result (progress): then
+//     those notifications and the result go on the stream, which ends after the result. A
+//     JSON-RPC error answers a well-formed request with status 200. A cancelled call's stream
+//     ends with no response.
+//   - A body that is not a valid JSON-RPC message gets 400 with a JSON-RPC error; one larger
+//     than [Config].MaxMessageSize gets 413.
+//   - MCP-Protocol-Version is checked after initialize: absent means 2025-03-26, an unsupported
+//     value gets 400.
+//   - A client that disconnects does not cancel its call; notifications/cancelled does, from
+//     any POST of the session. Shutting the server down cancels every call in flight.
+//   - Host and Origin are checked first (403), then the bearer token when [HTTPConfig].Auth is
+//     set (401, 403 insufficient_scope, 503 when the verifier fails unexpectedly).
+//
+// Error statuses come with a JSON-RPC error body whose id is null.
+func (s *Server) Handler() http.Handler { return s.http }
+
+// ResourceMetadataHandler serves the OAuth 2.0 protected-resource metadata (RFC 9728) of the
+// endpoint when [HTTPConfig].Auth is set, and 404 otherwise. Mount it at
+// /.well-known/oauth-protected-resource and at that path followed by the endpoint's path (for
+// /mcp: /.well-known/oauth-protected-resource/mcp), the locations MCP clients try.
+func (s *Server) ResourceMetadataHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.http.auth == nil {
+			http.NotFound(w, r)
+			return
+		}
+		s.http.auth.serveMetadata(w, r)
+	})
+}
+
+// Sessions returns the number of live HTTP sessions.
+func (s *Server) Sessions() int {
+	s.http.mu.Lock()
+	defer s.http.mu.Unlock()
+	return len(s.http.sessions)
+}
+
+// httpHandler is the Streamable HTTP transport: the session table and the request handling.
+// Transport work happens on net/http's handler goroutines, which may block waiting for a
+// stream; the actors only ever queue frames on streams.
+type httpHandler struct {
+	eng     *actors.Engine
+	log     *zap.Logger
+	cfg     HTTPConfig
+	auth    *authenticator
+	maxBody int
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	closed   bool
+}
+
+func newHTTPHandler(eng *actors.Engine, cfg Config) (*httpHandler, error) {
+	h := &httpHandler{
+		eng:      eng,
+		log:      cfg.Logger.Named("http"),
+		cfg:      cfg.HTTP,
+		maxBody:  cfg.MaxMessageSize,
+		sessions: make(map[string]*session),
+	}
+	if h.cfg.SessionIdleTimeout <= 0 {
+		h.cfg.SessionIdleTimeout = DefaultSessionIdleTimeout
+	}
+	var err error
+	if h.auth, err = newAuthenticator(cfg.HTTP.Auth, eng.Report); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.hostAllowed(r) {
+		writeError(w, http.StatusForbidden, protocol.ErrTransport("Forbidden", "host not allowed"))
+		return
+	}
+	if !h.originAllowed(r) {
+		writeError(w, http.StatusForbidden, protocol.ErrTransport("Forbidden", "origin not allowed"))
+		return
+	}
+	id, ok := h.auth.authenticate(w, r)
+	if !ok {
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		h.post(w, r, id)
+	case http.MethodGet:
+		h.get(w, r, id)
+	case http.MethodDelete:
+		h.delete(w, r, id)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		writeError(w, http.StatusMethodNotAllowed, protocol.ErrTransport("Method Not Allowed", r.Method))
+	}
+}
+
+func (h *httpHandler) post(w http.ResponseWriter, r *http.Request, id *Identity) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != protocol.MediaTypeJSON {
+			writeError(w, http.StatusUnsupportedMediaType, protocol.ErrTransport("Unsupported Media Type", "Content-Type must be application/json"))
+			return
+		}
+	}
+	accept := r.Header.Values("Accept")
+	if !protocol.Accepts(accept, protocol.MediaTypeJSON) && !protocol.Accepts(accept, protocol.MediaTypeEventStream) {
+		writeError(w, http.StatusNotAcceptable, protocol.ErrTransport("Not Acceptable", "Accept must list application/json and text/event-stream"))
+		return
+	}
+	body, ok := h.readBody(w, r)
+	if !ok {
+		return
+	}
+	msg, werr := protocol.Decode(body)
+	if werr != nil {
+		var mid protocol.ID
+		if msg != nil {
+			mid = msg.ID
+		}
+		writeFrame(w, http.StatusBadRequest, protocol.EncodeError(mid, werr))
+		return
+	}
+	sid := r.Header.Get(protocol.HeaderSessionID)
+	if sid == "" {
+		if msg.IsRequest() && msg.Method == protocol.MethodInitialize {
+			h.initialize(w, r, msg, id)
+			return
+		}
+		writeError(w, http.StatusBadRequest, protocol.ErrTransport("Bad Request", "Mcp-Session-Id header is required"))
+		return
+	}
+	if !checkVersion(w, r) {
+		return
+	}
+	s := h.acquire(w, sid, id)
+	if s == nil {
+		return
+	}
+	defer s.release()
+	if !msg.IsRequest() {
+		s.conn.DeliverWith(msg, discardStream{}, id)
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	st := newPostStream()
+	s.conn.DeliverWith(msg, st, id)
+	relay(w, r, st, s.conn, nil)
+}
+
+// initialize opens a session for an initialize request. The session is entered in the table,
+// and its id sent, only when initialize succeeded; otherwise it is closed at once.
+func (h *httpHandler) initialize(w http.ResponseWriter, r *http.Request, msg *protocol.Message, id *Identity) {
+	if h.isClosed() {
+		writeError(w, http.StatusServiceUnavailable, protocol.ErrTransport("Service Unavailable", "server shutting down"))
+		return
+	}
+	conn, err := h.eng.Connect("http")
+	if errors.Is(err, actors.ErrClosed) {
+		writeError(w, http.StatusServiceUnavailable, protocol.ErrTransport("Service Unavailable", "server shutting down"))
+		return
+	}
+	if err != nil {
+		h.eng.Report(fmt.Errorf("http: open session: %w", err))
+		writeError(w, http.StatusInternalServerError, protocol.ErrInternal())
+		return
+	}
+	s := newSession(conn, subjectOf(id), h.cfg.SessionIdleTimeout, h.endSession)
+	st := newPostStream()
+	conn.DeliverWith(msg, st, id)
+	registered := false
+	relay(w, r, st, conn, func(first protocol.FrameKind) {
+		if first == protocol.FrameResult && h.register(s) {
+			w.Header().Set(protocol.HeaderSessionID, s.id)
+			registered = true
+		}
+	})
+	if !registered {
+		if s.finish() {
+			conn.Close()
+		}
+		return
+	}
+	h.log.Debug("session opened", zap.Int("sessions", h.count()))
+	s.release()
+}
+
+func (h *httpHandler) get(w http.ResponseWriter, r *http.Request, id *Identity) {
+	if !protocol.Accepts(r.Header.Values("Accept"), protocol.MediaTypeEventStream) {
+		writeError(w, http.StatusNotAcceptable, protocol.ErrTransport("Not Acceptable", "Accept must list text/event-stream"))
+		return
+	}
+	s := h.session(w, r, id)
+	if s == nil {
+		return
+	}
+	defer s.release()
+	if !s.openGet() {
+		writeError(w, http.StatusConflict, protocol.ErrTransport("Conflict", "the session's standalone SSE stream is already open"))
+		return
+	}
+	defer s.closeGet()
+	startSSE(w)
+	if err := http.NewResponseController(w).Flush(); err != nil {
+		return
+	}
+	// The standalone stream carries messages unrelated to any request; none is sent yet. It stays
+	// open until the client leaves, the session ends or the server shuts down.
+	select {
+	case <-r.Context().Done():
+	case <-s.ended:
+	case <-s.conn.Done():
+	}
+}
+
+func (h *httpHandler) delete(w http.ResponseWriter, r *http.Request, id *Identity) {
+	s := h.session(w, r, id)
+	if s == nil {
+		return
+	}
+	h.endSession(s)
+	s.release()
+	h.log.Debug("session deleted", zap.Int("sessions", h.count()))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// session checks the session and version headers of a GET or DELETE and acquires the session.
+func (h *httpHandler) session(w http.ResponseWriter, r *http.Request, id *Identity) *session {
+	sid := r.Header.Get(protocol.HeaderSessionID)
+	if sid == "" {
+		writeError(w, http.StatusBadRequest, protocol.ErrTransport("Bad Request", "Mcp-Session-Id header is required"))
+		return nil
+	}
+	if !checkVersion(w, r) {
+		return nil
+	}
+	return h.acquire(w, sid, id)
+}
+
+// acquire finds a live session by id for the identity's subject and marks a request on it, or
+// answers 404 (503 during shutdown) and returns nil. A session opened by one subject is not
+// found by another.
+func (h *httpHandler) acquire(w http.ResponseWriter, sid string, id *Identity) *session {
+	if !protocol.ValidSessionID(sid) {
+		writeError(w, http.StatusNotFound, protocol.ErrTransport("Not Found", "session not found"))
+		return nil
+	}
+	h.mu.Lock()
+	s, closed := h.sessions[sid], h.closed
+	h.mu.Unlock()
+	switch {
+	case closed:
+		writeError(w, http.StatusServiceUnavailable, protocol.ErrTransport("Service Unavailable", "server shutting down"))
+		return nil
+	case s == nil || s.subject != subjectOf(id):
+		writeError(w, http.StatusNotFound, protocol.ErrTransport("Not Found", "session not found"))
+		return nil
+	case !s.acquire():
+		h.endSession(s) // its connection actor stopped on its own
+		writeError(w, http.StatusNotFound, protocol.ErrTransport("Not Found", "session not found"))
+		return nil
+	}
+	return s
+}
+
+func (h *httpHandler) register(s *session) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false
+	}
+	h.sessions[s.id] = s
+	return true
+}
+
+// endSession removes a session from the table and closes its connection: its calls in flight
+// are cancelled (their streams end with no response) and its GET stream ends.
+func (h *httpHandler) endSession(s *session) {
+	h.mu.Lock()
+	if h.sessions[s.id] == s {
+		delete(h.sessions, s.id)
+	}
+	h.mu.Unlock()
+	if s.finish() {
+		s.conn.Close()
+	}
+}
+
+// shutdown refuses new sessions and ends every session; the engine's shutdown then waits for
+// their connections.
+func (h *httpHandler) shutdown() {
+	h.mu.Lock()
+	h.closed = true
+	all := make([]*session, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		all = append(all, s)
+	}
+	clear(h.sessions)
+	h.mu.Unlock()
+	for _, s := range all {
+		if s.finish() {
+			s.conn.Close()
+		}
+	}
+}
+
+func (h *httpHandler) isClosed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closed
+}
+
+func (h *httpHandler) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sessions)
+}
+
+func subjectOf(id *Identity) string {
+	if id == nil {
+		return ""
+	}
+	return id.Subject
+}
+
+// readBody reads the request body up to the message size limit, answering 413 beyond it.
+func (h *httpHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	limit := int64(h.maxBody)
+	tooLarge := func() ([]byte, bool) {
+		we := protocol.ErrInvalidRequest("%s", (&protocol.MessageTooLargeError{Limit: h.maxBody}).Error())
+		writeFrame(w, http.StatusRequestEntityTooLarge, protocol.EncodeError(protocol.ID{}, we))
+		return nil, false
+	}
+	if r.ContentLength > limit {
+		return tooLarge()
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return tooLarge()
+	case err != nil:
+		writeError(w, http.StatusBadRequest, protocol.ErrTransport("Bad Request", "the body could not be read"))
+		return nil, false
+	}
+	return buf.Bytes(), true
+}
+
+// hostAllowed guards against DNS rebinding: on a loopback address only loopback names and the
+// configured hosts are accepted.
+func (h *httpHandler) hostAllowed(r *http.Request) bool {
+	host := strings.ToLower(r.Host)
+	for _, a := range h.cfg.AllowedHosts {
+		if strings.EqualFold(a, host) || strings.EqualFold(a, hostname(host)) {
+			return true
+		}
+	}
+	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if tcp, ok := local.(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
+		return isLoopbackName(hostname(host))
+	}
+	return len(h.cfg.AllowedHosts) == 0
+}
+
+func (h *httpHandler) originAllowed(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	for _, a := range h.cfg.AllowedOrigins {
+		if a == "*" || strings.EqualFold(strings.TrimSuffix(a, "/"), origin) {
+			return true
+		}
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
+}
+
+// hostname strips the port and the brackets of an IPv6 literal.
+func hostname(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]")
+}
+
+func isLoopbackName(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// checkVersion applies the MCP-Protocol-Version rules to a request after initialize.
+func checkVersion(w http.ResponseWriter, r *http.Request) bool {
+	v := r.Header.Get(protocol.HeaderProtocolVersion)
+	if v == "" || protocol.IsSupportedVersion(v) {
+		return true // absent: 2025-03-26 is assumed, which is supported
+	}
+	writeError(w, http.StatusBadRequest, protocol.ErrTransport("Bad Request",
+		fmt.Sprintf("unsupported MCP-Protocol-Version %q (supported: %s)", v, strings.Join(protocol.SupportedVersions, ", "))))
+	return false
+}
+
+// writeError answers with an HTTP error status and a JSON-RPC error body with id null.
+func writeError(w http.ResponseWriter, status int, we *protocol.WireError) {
+	writeFrame(w, status, protocol.EncodeError(protocol.ID{}, we))
+}
+
+func writeFrame(w http.ResponseWriter, status int, frame []byte) {
+	w.Header().Set("Content-Type", protocol.MediaTypeJSON)
+	w.Header().Set("Content-Length", strconv.Itoa(len(frame)))
+	w.WriteHeader(status)
+	_, _ = w.Write(frame)
+}
+
+func startSSE(w http.ResponseWriter) {
+	hd := w.Header()
+	hd.Set("Content-Type", protocol.MediaTypeEventStream)
+	hd.Set("Cache-Control", "no-cache")
+	hd.Set("X-Accel-Buffering", "no") // tell nginx-style proxies not to buffer the stream
+	w.WriteHeader(http.StatusOK)
+}
+
+// relay writes the answers that the actors queue on st as the response to r: one JSON body when
+// the first frame is the final response, otherwise an SSE stream that ends after the response
+// (lazy upgrade; a client that accepts only SSE always gets SSE). A stream closed with no response (a cancelled call) ends as an empty SSE
+// stream, or as 204 No Content for a client that does not accept SSE. before, if set, runs just before the status is written, with the first frame's kind
+// (FrameInvalid when there is none).
+//
+// relay runs on the handler goroutine and blocks until the response is complete, the client
+// goes away (which does not cancel the call: its later frames are dropped) or the connection
+// actor stopped.
+func relay(w http.ResponseWriter, r *http.Request, st *postStream, conn *actors.Connection, before func(protocol.FrameKind)) {
+	defer st.abandon()
+	accept := r.Header.Values("Accept")
+	jsonOK, sseOK := protocol.Accepts(accept, protocol.MediaTypeJSON), protocol.Accepts(accept, protocol.MediaTypeEventStream)
+	rc := http.NewResponseController(w)
+	connDone, connGone := conn.Done(), false
+	sse := false
+	var event []byte
+	begin := func(kind protocol.FrameKind) {
+		if before != nil {
+			before(kind)
+		}
+	}
+	for {
+		frames, closed := st.take()
+		for _, f := range frames {
+			kind := protocol.KindOf(f)
+			if !sse {
+				if kind.IsResponse() && jsonOK {
+					begin(kind)
+					writeFrame(w, http.StatusOK, f)
+					return
+				}
+				if !sseOK {
+					continue // a client that takes JSON only gets the response alone
+				}
+				begin(kind)
+				startSSE(w)
+				sse = true
+			}
+			event = protocol.AppendSSE(event[:0], f)
+			if _, err := w.Write(event); err != nil {
+				return
+			}
+			if kind.IsResponse() {
+				_ = rc.Flush()
+				return
+			}
+		}
+		if sse && len(frames) > 0 {
+			if err := rc.Flush(); err != nil {
+				return
+			}
+		}
+		if closed || connGone {
+			switch {
+			case sse:
+			case sseOK:
+				begin(protocol.FrameInvalid)
+				startSSE(w)
+				_ = rc.Flush()
+			default:
+				// No response, and the client takes no event stream: there is nothing to say.
+				begin(protocol.FrameInvalid)
+				w.WriteHeader(http.StatusNoContent)
+			}
+			return
+		}
+		select {
+		case <-st.wake:
+		case <-r.Context().Done():
+			return
+		case <-connDone:
+			// Nothing more can be queued once the connection actor stopped; take what was.
+			connDone, connGone = nil, true
+		}
+	}
+}
+
+// postStream is the [actors.Stream] of one POSTed request: the actors queue frames on it without
+// blocking, and the handler goroutine relays them (see relay). Once the handler has gone (the
+// response is complete or the client left), frames are dropped.
+type postStream struct {
+	// wake has room for one signal: a wake-up that finds one pending is redundant, since the
+	// handler takes every queued frame each time it wakes.
+	wake chan struct{}
+
+	mu     sync.Mutex
+	frames [][]byte
+	closed bool
+	gone   bool
+}
+
+var _ actors.Stream = (*postStream)(nil)
+
+func newPostStream() *postStream { return &postStream{wake: make(chan struct{}, 1)} }
+
+// Send queues one frame; it never blocks.
+func (p *postStream) Send(frame []byte) {
+	p.mu.Lock()
+	if p.closed || p.gone {
+		p.mu.Unlock()
+		return
+	}
+	p.frames = append(p.frames, frame)
+	p.mu.Unlock()
+	p.signal()
+}
+
+// Close says the message's answers are complete.
+func (p *postStream) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	p.mu.Unlock()
+	p.signal()
+}
+
+func (p *postStream) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (p *postStream) take() ([][]byte, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	frames := p.frames
+	p.frames = nil
+	return frames, p.closed
+}
+
+func (p *postStream) abandon() {
+	p.mu.Lock()
+	p.gone = true
+	p.frames = nil
+	p.mu.Unlock()
+}
+
+// discardStream answers notifications and responses, which get no answer.
+type discardStream struct{}
+
+func (discardStream) Send([]byte) {}
+func (discardStream) Close()      {}

@@ -1,0 +1,210 @@
+package protocol
+
+import (
+	"crypto/rand"
+	"mime"
+	"strconv"
+	"strings"
+)
+
+// Streamable HTTP transport mechanics (MCP 2025-11-25, basic/transports#streamable-http):
+// header names, session ids, content negotiation, server-sent events and frame classification.
+// The transport itself (sessions, streams, security) lives in the root package.
+
+// Header names of the Streamable HTTP transport, in canonical form.
+const (
+	// HeaderSessionID carries the session id: issued with the InitializeResult, sent back by the
+	// client on every later request.
+	HeaderSessionID = "Mcp-Session-Id"
+	// HeaderProtocolVersion carries the negotiated protocol version on every request after
+	// initialize.
+	HeaderProtocolVersion = "Mcp-Protocol-Version"
+	// HeaderLastEventID is sent by a client resuming an SSE stream.
+	HeaderLastEventID = "Last-Event-Id"
+)
+
+// Media types of the Streamable HTTP transport.
+const (
+	MediaTypeJSON        = "application/json"
+	MediaTypeEventStream = "text/event-stream"
+)
+
+// AssumedHTTPVersion is the protocol version a server assumes when a request after initialize
+// carries no MCP-Protocol-Version header (2025-11-25: "the server SHOULD assume 2025-03-26").
+const AssumedHTTPVersion = "2025-03-26"
+
+// CodeTransportError is the JSON-RPC code of the error bodies that come with an HTTP error
+// status for a transport problem (a missing or unknown session, a foreign Origin, a failed
+// authentication, ...). It is in JSON-RPC's range for implementation-defined server errors and
+// is what the reference TypeScript server uses for the same purpose.
+const CodeTransportError int64 = -32000
+
+// ErrTransport returns a [CodeTransportError] error whose message is "<status>: <detail>", for
+// example "Not Found: session not found".
+func ErrTransport(status, detail string) *WireError {
+	return &WireError{Code: CodeTransportError, Message: withDetail(status, detail)}
+}
+
+// NewSessionID returns a new session id: 26 characters of base32 (128 bits) from crypto/rand,
+// which are all visible ASCII as the spec requires.
+func NewSessionID() string { return rand.Text() }
+
+// ValidSessionID reports whether s can be a session id: 1 to 256 visible ASCII characters
+// (0x21 to 0x7E). Anything else cannot name a session, and is answered like an unknown id.
+func ValidSessionID(s string) bool {
+	if len(s) == 0 || len(s) > 256 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7E {
+			return false
+		}
+	}
+	return true
+}
+
+// Accepts reports whether the Accept header values accept the media type mediaType ("type/sub").
+// No Accept header accepts everything; "*/*" and "type/*" match; a range with q=0 refuses.
+// Unparsable ranges are skipped.
+func Accepts(accept []string, mediaType string) bool {
+	if len(accept) == 0 {
+		return true
+	}
+	typ, _, _ := strings.Cut(mediaType, "/")
+	for _, header := range accept {
+		for _, r := range strings.Split(header, ",") {
+			mt, params, err := mime.ParseMediaType(strings.TrimSpace(r))
+			if err != nil {
+				continue
+			}
+			if q, ok := params["q"]; ok {
+				if v, err := strconv.ParseFloat(q, 64); err == nil && v <= 0 {
+					continue
+				}
+			}
+			if mt == mediaType || mt == "*/*" || mt == typ+"/*" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// AppendSSE appends frame to dst as one server-sent event of type "message", the event type
+// MCP clients read. A frame from this package's encoders is one line, so it fits a single
+// "data:" field; any line breaks in other input are split across several data fields, which the
+// receiver joins back with "\n".
+func AppendSSE(dst, frame []byte) []byte {
+	dst = append(dst, "event: message\n"...)
+	for {
+		i := indexLineBreak(frame)
+		if i < 0 {
+			break
+		}
+		dst = append(dst, "data: "...)
+		dst = append(dst, frame[:i]...)
+		dst = append(dst, '\n')
+		if frame[i] == '\r' && i+1 < len(frame) && frame[i+1] == '\n' {
+			i++
+		}
+		frame = frame[i+1:]
+	}
+	dst = append(dst, "data: "...)
+	dst = append(dst, frame...)
+	return append(dst, "\n\n"...)
+}
+
+func indexLineBreak(b []byte) int {
+	for i, c := range b {
+		if c == '\n' || c == '\r' {
+			return i
+		}
+	}
+	return -1
+}
+
+// FrameKind is what an encoded JSON-RPC message is.
+type FrameKind uint8
+
+// The kinds of frame.
+const (
+	FrameInvalid      FrameKind = iota // not a JSON-RPC object
+	FrameRequest                       // method and id
+	FrameNotification                  // method, no id
+	FrameResult                        // a response with a result
+	FrameError                         // a response with an error
+)
+
+// String returns the kind's name.
+func (k FrameKind) String() string {
+	switch k {
+	case FrameRequest:
+		return "request"
+	case FrameNotification:
+		return "notification"
+	case FrameResult:
+		return "result"
+	case FrameError:
+		return "error"
+	}
+	return "invalid"
+}
+
+// IsResponse reports whether k is a result or an error.
+func (k FrameKind) IsResponse() bool { return k == FrameResult || k == FrameError }
+
+// KindOf classifies one encoded message by its top-level members, without decoding it. It is
+// meant for frames the server itself encoded (valid JSON objects): it stops at the first
+// "result" or "error" member, so classifying a response costs only the bytes before it, which
+// the encoders of this package put first. Input that is not a JSON object is FrameInvalid; other
+// malformed input gets no guarantee beyond not panicking.
+func KindOf(frame []byte) FrameKind {
+	n := len(frame)
+	i := skipSpace(frame, 0)
+	if i >= n || frame[i] != '{' {
+		return FrameInvalid
+	}
+	var hasID, hasMethod bool
+	i = skipSpace(frame, i+1)
+	for i < n && frame[i] == '"' {
+		ks := i
+		i = skipString(frame, i)
+		key := frame[ks:i]
+		if len(key) < 2 || key[len(key)-1] != '"' {
+			return FrameInvalid
+		}
+		i = skipSpace(frame, i)
+		if i >= n || frame[i] != ':' {
+			return FrameInvalid
+		}
+		i = skipSpace(frame, i+1)
+		if i >= n {
+			return FrameInvalid
+		}
+		vs := i
+		i = skipValue(frame, i)
+		switch memberName(key) {
+		case "result":
+			return FrameResult
+		case "error":
+			if !isNull(frame[vs:i]) {
+				return FrameError
+			}
+		case "method":
+			hasMethod = true
+		case "id":
+			hasID = !isNull(frame[vs:i])
+		}
+		i = skipSpace(frame, i)
+		if i < n && frame[i] == ',' {
+			i = skipSpace(frame, i+1)
+		}
+	}
+	switch {
+	case hasMethod && hasID:
+		return FrameRequest
+	case hasMethod:
+		return FrameNotification
+	}
+	return FrameInvalid
+}
