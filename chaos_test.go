@@ -32,7 +32,8 @@ var (
 )
 
 const (
-	chaosConns     = 4
+	chaosConns     = 4   // stdio connections
+	chaosSessions  = 2   // HTTP sessions
 	chaosInFlight  = 250 // per connection: about 1,000 calls in flight in all
 	chaosCanary    = "ARG-CANARY-"
 	chaosMaxLine   = 64 << 10
@@ -40,10 +41,10 @@ const (
 	chaosHeapLeft  = 64 << 20  // live heap over the start once the server is closed
 )
 
-// TestChaos drives a real server over several stdio connections with a seeded random mix of
-// valid calls, cancellations, failing and panicking calls, timeouts, panics in the engine's own
-// code, duplicate ids and bad input, about 1,000 calls in flight, with an OnError that is slow
-// and sometimes panics. It checks that every call that was not cancelled got exactly one
+// TestChaos drives a real server over four stdio connections and two Streamable HTTP sessions
+// (each HTTP call on its own POST) with a seeded random mix of valid calls, cancellations,
+// failing and panicking calls, timeouts, panics in the engine's own code, duplicate ids and bad
+// input, about 1,200 calls in flight, with an OnError that is slow and sometimes panics. It checks that every call that was not cancelled got exactly one
 // answer, the right one, and every cancelled call none (only long sleeps are cancelled, long
 // before their end, so every cancellation takes effect); that the internal-failure marker and
 // the argument canaries never reach the wire; that every expected report reached OnError, once,
@@ -64,7 +65,7 @@ func TestChaos(t *testing.T) {
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
-	t.Logf("chaos seed %d, %s, %d connections", seed, *chaosDuration, chaosConns)
+	t.Logf("chaos seed %d, %s, %d stdio connections and %d HTTP sessions", seed, *chaosDuration, chaosConns, chaosSessions)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("TestChaos failed with seed %d; replay: go test -run TestChaos -chaos.seed=%d .", seed, seed)
@@ -118,6 +119,16 @@ func TestChaos(t *testing.T) {
 			conns[i].drive(deadline)
 		}()
 	}
+	web := newChaosHTTP(srv)
+	sessions := make([]*chaosSession, chaosSessions)
+	for i := range sessions {
+		sessions[i] = newChaosSession(web, i, seed, diag)
+		wg.Add(1)
+		go func() { // owned by the test, which waits for it
+			defer wg.Done()
+			sessions[i].drive(deadline)
+		}()
+	}
 	wg.Wait()
 	for _, c := range conns {
 		c.finish()
@@ -130,6 +141,7 @@ func TestChaos(t *testing.T) {
 	if err := srv.Shutdown(ctx); err != nil {
 		t.Errorf("Shutdown: %v", err)
 	}
+	web.close()
 	heapStart.check(t, chaosHeapLimit, "peak during the run")
 	var total chaosCounts
 	for _, c := range conns {
@@ -137,6 +149,12 @@ func TestChaos(t *testing.T) {
 			t.Error(v)
 		}
 		total.add(&c.counts)
+	}
+	for _, s := range sessions {
+		for _, v := range s.violations {
+			t.Error(v)
+		}
+		total.add(&s.counts)
 	}
 	diag.check(t, srv.Stats())
 	t.Logf("calls %d (answered %d, cancelled %d; about %d in flight at the peak), bad lines %d, duplicates %d, reports %d (callback panics %d, abandoned %d), peak heap +%d MiB",
