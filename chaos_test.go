@@ -96,7 +96,7 @@ func TestChaos(t *testing.T) {
 	sampled := make(chan struct{})
 	go func() { // owned by the test: ends when stopSampling closes
 		defer close(sampled)
-		tick := time.NewTicker(250 * time.Millisecond)
+		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
 		for {
 			select {
