@@ -1,10 +1,37 @@
 // Package toolgrain is an actor-based, high-concurrency MCP (Model Context Protocol) server
 // engine.
 //
-// A [Server] serves a set of tools (package tools) to MCP clients over stdio ([Server.ServeStdio])
-// and over Streamable HTTP ([Server.Handler], with optional bearer auth: [AuthConfig]).
-// Every tools/call runs in its own request actor on protoactor-go, which owns the call's
-// cancellation state: a cancelled call gets no response at all, not even a late one.
+// A [Server] serves a set of tools (package tools) to MCP clients. Every tools/call runs in its
+// own request actor on protoactor-go, which owns the call's cancellation state: a cancelled call
+// gets no response at all, not even a late one, and thousands of calls can be in flight on one
+// connection while pings and cancellations are still answered at once.
+//
+// # Serving
+//
+// [NewServer] checks and compiles the tool definitions and starts the actor tree; a bad
+// definition is an error, never a panic. A server then serves any number of connections at
+// once, each with its own session:
+//
+//   - [Server.ServeStdio]: newline-delimited JSON-RPC on any reader and writer (os.Stdin and
+//     os.Stdout for a local client, a pipe, a net.Conn);
+//   - [Server.Handler]: Streamable HTTP, an http.Handler to mount in any mux next to other
+//     routes, with optional bearer auth ([AuthConfig]);
+//   - [Server.ConnectInMemory]: a client in the same process, for tests and in-process callers.
+//
+// Serving stdio and HTTP at once is a matter of mounting the handler and calling ServeStdio
+// from its own goroutine, on the one server. [Server.Shutdown] (or [Server.Close]) ends every
+// connection and session, cancelling the calls in flight, delivers the pending OnError reports
+// and stops the actors.
+//
+// # Tools
+//
+// A tool is a [tools.Tool]: a name, JSON Schemas (input, output, _meta) compiled once, and a
+// handler. A Go handler ([tools.HandlerFunc], [tools.Func], [tools.Structured]) runs on a
+// goroutine of its own with a context cancelled by the client, a closed connection, the tool's
+// timeout or shutdown. An actor-backed tool ([tools.NewActorHandler] for an actor of the host's,
+// [tools.NewActorPropsHandler] for one the server spawns) receives each call as a
+// [tools.ActorCall] message and replies with [tools.ActorResult] or [tools.ActorError]; see
+// [tools.ActorHandler] for the contract.
 //
 // # Error model
 //
@@ -13,13 +40,14 @@
 //   - an unknown tool or an invalid protocol message is a JSON-RPC error (-32602, -32600, ...);
 //   - arguments or _meta that fail the tool's schema give an isError result whose text names
 //     each field and rule, for example "invalid arguments: ms: must be <= 600000";
-//   - an explicit public error result from a handler ([tools.ErrorResult]) reaches the client
-//     unchanged;
+//   - an explicit public error result from a handler ([tools.ErrorResult]), or from a tool
+//     actor's reply, reaches the client unchanged;
 //   - every unexpected failure (a handler error or panic, a typed-input parse failure, an output
-//     that fails its schema or cannot be encoded, a failing provider, a timeout) gives an isError
-//     result with the text "Tool execution failed" and no structuredContent. The original
-//     error reaches the operator privately through [Config].OnError, with the tool name and
-//     the request (id, method, tool name, client-supplied _meta), never the arguments;
+//     that fails its schema or cannot be encoded, a failing provider, a timeout, a tool actor
+//     that replies with a failure, never replies, crashes or is gone) gives an isError result
+//     with the text "Tool execution failed" ([FailedText]) and no structuredContent. The
+//     original error reaches the operator privately through [Config].OnError, with the tool
+//     name and the request (id, method, tool name, client-supplied _meta), never the arguments;
 //   - a call over a limit on calls in flight is refused, unprocessed, with the JSON-RPC error
 //     -31000 "Server busy: ..." (see [Config].MaxCallsPerConnection);
 //   - nothing at all is sent, and nothing reported, for a call after it was cancelled;
@@ -32,6 +60,26 @@
 //
 // OnError runs on a supervised diagnostics actor after the response was sent: a callback that
 // panics, is slow or blocks forever changes no response.
+//
+// # Embedding
+//
+// A server fits inside a larger Go service and touches nothing global:
+//
+//   - Actors: [Config].ActorSystem puts the server on the host's protoactor system. Its actors
+//     live under one top-level actor ([Server.RootPID]) whose name is checked to be free, and
+//     Close stops exactly those, leaving the system and the host's actors running. Tools can
+//     be backed by the host's actors.
+//   - Logging: [Config].Logger is the host's *zap.Logger, used as given; nothing is logged
+//     through a global logger. On a server-made actor system, protoactor's own lines go to it
+//     too; on the host's system they go wherever the host sent them.
+//   - Metrics: [Config].Metrics receives calls by tool and outcome, calls in flight,
+//     cancellations, late responses suppressed, dropped reports and latency (package
+//     metrics); package metrics/prom turns them into Prometheus collectors for the host's own
+//     registry. No default registry, no default HTTP mux.
+//   - Tests: [Server.ConnectInMemory] gives the host's tests a real MCP session with no I/O.
+//
+// The runnable example in examples/service embeds a server next to a service's own actors,
+// routes and metrics.
 package toolgrain
 
 import (
@@ -46,6 +94,7 @@ import (
 
 	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/diagnostics"
+	"github.com/toolgrain/toolgrain/metrics"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/tools"
 )
@@ -87,8 +136,16 @@ type Config struct {
 	Logger *zap.Logger
 
 	// ActorSystem is the protoactor system to run on. Nil means the server makes its own and
-	// shuts it down in Close; a given system is left running.
+	// shuts it down in Close. A given system (the host's) is shared: the server's actors live
+	// under one top-level actor named "toolgrain$<n>", a name checked to be free, and Close
+	// stops exactly those actors and leaves the system and the host's actors running. Tools
+	// backed by the host's actors (tools.NewActorHandler) need the server on their system.
 	ActorSystem *actor.ActorSystem
+
+	// Metrics receives the server's measurements: calls by tool and outcome, calls in flight,
+	// cancellations, late responses suppressed, diagnostics reports dropped and latency. Nil
+	// records nothing. See package metrics, and metrics/prom for Prometheus.
+	Metrics metrics.Recorder
 
 	// MaxMessageSize bounds one incoming message in bytes. 0 means
 	// protocol.DefaultMaxMessageSize (4 MiB).
@@ -175,6 +232,7 @@ func NewServer(cfg Config) (*Server, error) {
 		Instructions:     cfg.Instructions,
 		OnError:          cfg.OnError,
 		Logger:           cfg.Logger,
+		Metrics:          cfg.Metrics,
 		PageSize:         cfg.PageSize,
 		DiagnosticsQueue: cfg.DiagnosticsQueue,
 		CallbackTimeout:  cfg.CallbackTimeout,
@@ -194,6 +252,11 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	return &Server{cfg: cfg, eng: eng, http: h}, nil
 }
+
+// RootPID returns the server's top-level actor on its actor system: every actor of the server
+// is it or a descendant of it, with an id that starts with its id and a slash. A host can watch
+// it to learn that the server stopped; it must not send it anything.
+func (s *Server) RootPID() *actor.PID { return s.eng.Root() }
 
 // Stats is a snapshot of the server's diagnostics counters.
 type Stats struct {

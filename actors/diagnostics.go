@@ -46,6 +46,7 @@ func (d *diagnosticsActor) Receive(ctx actor.Context) {
 	case *report:
 		if st.waiting() >= st.eng.cfg.DiagnosticsQueue {
 			n := st.eng.stats.DroppedReports.Add(1)
+			st.eng.metrics.ReportDropped()
 			if n&(n-1) == 0 { // log the 1st, 2nd, 4th, 8th... drop
 				st.eng.log.Warn("diagnostics queue full; report dropped",
 					zap.Uint64("dropped_total", n), zap.Int("queue_limit", st.eng.cfg.DiagnosticsQueue))

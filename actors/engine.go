@@ -3,11 +3,17 @@
 //	server supervisor
 //	├── diagnostics actor   runs onError; its failures never reach a client
 //	├── tool actors         one per tool; the admission gate for tools with a concurrency limit
+//	├── tool-<name>         one per actor-backed tool defined by Props, running the host's actor
 //	└── connection actors   one per stdio stream or HTTP session
 //	    └── request actors  one per tools/call; each owns its call's cancellation state
 //
 // No Receive ever blocks: handlers run on goroutines owned by their request actor, onError
-// callbacks on goroutines owned by the diagnostics actor, and every wait is a message.
+// callbacks on goroutines owned by the diagnostics actor, and every wait is a message. A call of
+// an actor-backed tool is a message to the tool's actor (the host's, or a tool-<name> child),
+// whose reply comes back as a message too.
+//
+// On an actor system shared with a host, the supervisor's name is checked to be free (see
+// [RootPrefix]) and Shutdown stops exactly the tree below it.
 package actors
 
 import (
@@ -25,6 +31,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/toolgrain/toolgrain/diagnostics"
+	"github.com/toolgrain/toolgrain/metrics"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/tools"
 )
@@ -56,6 +63,8 @@ type Config struct {
 	OnError diagnostics.OnError
 	// Logger is the engine's logger. Nil means zap.NewNop().
 	Logger *zap.Logger
+	// Metrics receives the engine's measurements. Nil means metrics.Nop{}.
+	Metrics metrics.Recorder
 	// PageSize is the number of tools per tools/list page; 0 means DefaultPageSize.
 	PageSize int
 	// DiagnosticsQueue bounds the reports waiting for onError; further ones are dropped and
@@ -92,6 +101,8 @@ type Engine struct {
 	diag       *actor.PID
 	diagState  *diagState
 	toolPIDs   map[string]*actor.PID
+	actorTools actorTools
+	metrics    metrics.Recorder
 
 	// handlers counts handler goroutines still running; Shutdown waits for it.
 	handlers sync.WaitGroup
@@ -160,13 +171,27 @@ func Start(cfg Config) (*Engine, error) {
 		e.ownSystem = true
 	}
 	e.diagState = newDiagState(e)
+	if err := e.prepareEmbedding(); err != nil {
+		return nil, err
+	}
 
 	props := actor.PropsFromProducer(func() actor.Actor { return &supervisorActor{eng: e} },
 		actor.WithGuardian(actor.NewRestartingStrategy()), actor.WithDispatcher(e.dispatcher))
-	e.supervisor = e.system.Root.SpawnPrefix(props, "toolgrain")
-	res, err := e.system.Root.RequestFuture(e.supervisor, &startTree{}, defaultActorReplyTimeout).Result()
+	sup, err := spawnRoot(e.system, props)
 	if err != nil {
-		e.system.Root.Stop(e.supervisor)
+		return nil, err
+	}
+	e.supervisor = sup
+	res, err := e.system.Root.RequestFuture(e.supervisor, &startTree{}, defaultActorReplyTimeout).Result()
+	if err == nil {
+		err = e.startActorTools(e.cfg.Tools)
+	}
+	if err != nil {
+		_ = e.system.Root.StopFuture(e.supervisor).Wait()
+		if e.ownSystem {
+			e.system.Shutdown()
+		}
+		e.pool.close()
 		return nil, fmt.Errorf("actors: start supervisor: %w", err)
 	}
 	tree := res.(*treeStarted)
@@ -299,6 +324,9 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	}
 	if err == nil {
 		err = e.flushDiagnostics(ctx)
+	}
+	if err == nil {
+		err = e.awaitConnectionsGone(ctx)
 	}
 	// Stopping the supervisor stops its children first: diagnostics, tools and any connection
 	// left over after ctx ended.

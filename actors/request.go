@@ -12,6 +12,7 @@ import (
 	"github.com/toolgrain/toolgrain/cancel"
 	"github.com/toolgrain/toolgrain/diagnostics"
 	"github.com/toolgrain/toolgrain/internal/faults"
+	"github.com/toolgrain/toolgrain/metrics"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/tools"
 )
@@ -61,11 +62,17 @@ type requestActor struct {
 	timer    *time.Timer
 	stopHdlr context.CancelFunc // cancels the handler context (timeout, responded)
 	hctx     context.Context    // the handler's context
+
+	callMetrics    // what the call reports to the engine's metrics (metrics.go)
+	actorCallState // the call of an actor-backed tool (actortool.go)
 }
 
 func newRequestActor(spec *callSpec) *requestActor { return &requestActor{callSpec: spec} }
 
 func (r *requestActor) Receive(ctx actor.Context) {
+	if r.target != nil && r.receiveFromActor(ctx) {
+		return
+	}
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		faults.Check(faults.RequestStart, r.tool.Name())
@@ -81,6 +88,7 @@ func (r *requestActor) Receive(ctx actor.Context) {
 		r.run(ctx)
 	case *cancelCall:
 		// The call is already silenced; only a request still waiting for a slot has to act.
+		r.settle(metrics.Cancelled)
 		if r.phase == phaseWaiting {
 			r.finish(ctx)
 		}
@@ -94,6 +102,8 @@ func (r *requestActor) Receive(ctx actor.Context) {
 		if r.phase == phaseRunning {
 			faults.Check(faults.RequestAnswer, r.tool.Name())
 			r.answer(msg)
+		} else {
+			r.eng.metrics.LateResponseSuppressed(r.tool.Name()) // after the timeout answered
 		}
 		r.finish(ctx)
 	case *actor.Stopped:
@@ -104,6 +114,7 @@ func (r *requestActor) Receive(ctx actor.Context) {
 			r.stopHdlr()
 		}
 		r.call.Release()
+		r.settleAtStop()
 		// Stopped without finishing: the engine failed in this actor. Give back what it held.
 		r.slot.release()
 		if r.acquired {
@@ -114,6 +125,7 @@ func (r *requestActor) Receive(ctx actor.Context) {
 }
 
 func (r *requestActor) start(ctx actor.Context) {
+	r.begin()
 	if fb := r.tool.ValidateMeta(r.meta); fb != nil {
 		r.respondResult(feedbackResult(fb))
 		r.finish(ctx)
@@ -137,6 +149,10 @@ func (r *requestActor) start(ctx actor.Context) {
 
 // run starts the handler goroutine.
 func (r *requestActor) run(ctx actor.Context) {
+	if target := r.eng.actorTools.target(r.tool); target != nil {
+		r.runOnActor(ctx, target)
+		return
+	}
 	r.phase = phaseRunning
 	hctx := r.call.Context()
 	var stop context.CancelFunc
@@ -177,22 +193,21 @@ func (r *requestActor) timeout() time.Duration {
 	return r.eng.cfg.ToolTimeout
 }
 
-// respond sends the call's one answer unless the call was cancelled, giving its place under
-// the limits back first.
-func (r *requestActor) respond(frame []byte) bool {
-	return r.call.Respond(func() {
-		r.slot.release()
-		r.stream.Send(frame)
-	})
-}
-
 // answer turns the handler's outcome into the call's one response.
 func (r *requestActor) answer(d *handlerDone) {
-	if d.err != nil {
-		// A handler that gave up at its deadline, just before the timer's message arrived.
-		if cause := context.Cause(r.hctx); errors.Is(cause, ErrTimeout) && !errors.Is(d.err, ErrTimeout) {
+	// The deadline passed before this message arrived (its timer's message is still queued):
+	// the call timed out whatever the handler returned, exactly as if the timer had won.
+	if cause := context.Cause(r.hctx); errors.Is(cause, ErrTimeout) {
+		if d.err == nil {
+			r.eng.metrics.LateResponseSuppressed(r.tool.Name())
+			r.fail(cause)
+			return
+		}
+		if !errors.Is(d.err, ErrTimeout) {
 			d.err = fmt.Errorf("%w (handler returned: %w)", cause, d.err)
 		}
+	}
+	if d.err != nil {
 		r.fail(d.err)
 		return
 	}
@@ -201,14 +216,22 @@ func (r *requestActor) answer(d *handlerDone) {
 		r.fail(&tools.OutputError{Tool: r.tool.Name(), Err: err})
 		return
 	}
-	r.respond(frame)
+	outcome := metrics.OK
+	if d.result.IsError {
+		outcome = metrics.ToolError
+	}
+	r.respondAs(frame, outcome)
 }
 
 // fail answers an unexpected failure with the generic result and, only if that answer was
 // actually sent (the call was not cancelled), hands the original error to diagnostics.
 func (r *requestActor) fail(err error) {
 	frame, _ := protocol.EncodeResult(r.id, failedResult)
-	if !r.respond(frame) {
+	outcome := metrics.Failed
+	if errors.Is(err, ErrTimeout) {
+		outcome = metrics.Timeout
+	}
+	if !r.respondAs(frame, outcome) {
 		return
 	}
 	req := diagnostics.NewToolRequest(r.id, protocol.MethodToolsCall, r.tool.Name(), r.meta)
@@ -221,7 +244,7 @@ func (r *requestActor) respondResult(res *protocol.CallToolResult) {
 		r.fail(&tools.OutputError{Tool: r.tool.Name(), Err: err})
 		return
 	}
-	r.respond(frame)
+	r.respondAs(frame, metrics.Invalid)
 }
 
 // finish ends the request: the stream is closed, the run slot released, and the actor stops.

@@ -26,11 +26,16 @@ type supervisorActor struct {
 	eng   *Engine
 	diag  *actor.PID
 	tools map[string]*actor.PID
+
+	goneWaiters []*actor.PID // awaitConnectionsGone requesters (shutdown.go)
 }
 
 var _ actor.SupervisorStrategy = (*supervisorActor)(nil)
 
 func (s *supervisorActor) Receive(ctx actor.Context) {
+	if s.receiveEmbedding(ctx) {
+		return
+	}
 	switch msg := ctx.Message().(type) {
 	case *actor.Started, *actor.Stopping, *actor.Stopped, *actor.Restarting, *actor.Terminated:
 	case *startTree:
@@ -61,7 +66,10 @@ func (s *supervisorActor) spawnTree(ctx actor.Context) {
 }
 
 // HandleFailure implements [actor.SupervisorStrategy] for the supervisor's children.
-func (s *supervisorActor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason, _ interface{}) {
+func (s *supervisorActor) HandleFailure(system *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason, message interface{}) {
+	if s.eng.actorTools.handleFailure(system, sup, child, reason, message, s.eng.log) {
+		return
+	}
 	if child.Equal(s.diag) || s.isTool(child) {
 		s.eng.log.Error("engine actor panicked; restarting it", zap.String("actor", child.Id), zap.Any("reason", reason))
 		sup.RestartChildren(child)

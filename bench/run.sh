@@ -4,7 +4,8 @@
 # stdio and Streamable HTTP, then print one side-by-side table of medians with
 # ratios against this engine.
 #
-#   bench/run.sh                      # defaults: a few minutes
+#   bench/run.sh                      # defaults: 5 to 10 minutes on 2 cores
+#   RUNS=1 N=2000 bench/run.sh        # a quick look
 #   RUNS=5 DURATION=10 bench/run.sh   # longer, steadier numbers
 #
 # Knobs (environment):

@@ -42,19 +42,19 @@ defineScenarios(() => connectHTTP(server.url));
 
 test('a session has a visible-ASCII id and ends on DELETE, then answers 404', async () => {
   const c = await connectHTTP(server.url);
+  const id = c.transport.sessionId;
   try {
-    assert.match(c.transport.sessionId, /^[\x21-\x7E]{22,}$/);
+    assert.match(id, /^[\x21-\x7E]{22,}$/);
     await c.transport.terminateSession();
     assert.equal(c.transport.sessionId, undefined);
-    // The client forgot the id; send the old one by hand.
   } finally {
     await c.client.close();
   }
-  const stale = new StreamableHTTPClientTransport(server.url, { sessionId: 'no-such-session' });
-  const client = new Client({ name: 'stale', version: '1' });
+  // A client that still holds the ended session's id gets 404.
+  const stale = new StreamableHTTPClientTransport(server.url, { sessionId: id });
   await assert.rejects(stale.send({ jsonrpc: '2.0', id: 1, method: 'ping' }),
     (err) => err instanceof StreamableHTTPError && err.code === 404);
-  await client.close();
+  await stale.close();
 });
 
 test('auth rows with the demo verifier', async (t) => {

@@ -41,8 +41,9 @@ type Compiled struct {
 //   - a schema that is not valid JSON, whose root does not declare "type": "object" (input and
 //     output schemas), that fails its metaschema, names an unsupported "$schema" or refers to an
 //     external document, as a [*ToolSchemaError] with its [SchemaKind];
-//   - a nil handler as `tool "<name>": no handler`, and a nil provider, a negative timeout or a
-//     negative concurrency limit likewise, as plain errors.
+//   - a nil handler as `tool "<name>": no handler`, and a nil provider, a negative timeout, a
+//     negative concurrency limit, an [ActorHandler] without an actor, or one with providers
+//     likewise, as plain errors.
 //
 // Compile reports every problem it finds: one error as it is, several joined with errors.Join.
 // Find a specific one with errors.As.
@@ -97,6 +98,9 @@ func compileTool(def *Tool) (*Compiled, []error) {
 		if err := checkProvider(p); err != nil {
 			errs = append(errs, fmt.Errorf("tool %q: provider %d: %w", def.Name, i, err))
 		}
+	}
+	if err := checkActorHandler(def); err != nil {
+		errs = append(errs, fmt.Errorf("tool %q: %w", def.Name, err))
 	}
 	if def.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("tool %q: negative timeout %v", def.Name, def.Timeout))
@@ -181,8 +185,13 @@ func isNilHandler(h Handler) bool {
 	if h == nil {
 		return true
 	}
-	f, ok := h.(HandlerFunc)
-	return ok && f == nil
+	switch h := h.(type) {
+	case HandlerFunc:
+		return h == nil
+	case *ActorHandler:
+		return h == nil
+	}
+	return false
 }
 
 func checkProvider(p Provider) error {

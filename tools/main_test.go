@@ -6,6 +6,10 @@ import (
 	"go.uber.org/goleak"
 )
 
+// protoactor starts this goroutine on a dead letter (the actor-handler tests call a stopped
+// actor) to throttle its logging; it ends by itself after one second.
+const deadLetterThrottle = "github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"
+
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction(deadLetterThrottle))
 }

@@ -115,6 +115,25 @@ func (c *Compiled) Run(ctx context.Context, req *Request) (result *protocol.Call
 	if err != nil {
 		return nil, err
 	}
+	return c.complete(r)
+}
+
+// Complete converts a result the tool produced outside [Compiled.Run] — the reply of an
+// actor-backed tool ([ActorHandler]) — exactly as Run converts a handler's result: it is
+// encoded, its StructuredContent must encode to a JSON object and its Meta must be one, and a
+// result that is not an error result must conform to the output schema. A breach, or a nil r,
+// is an [*OutputError]; a panic while encoding is a [*PanicError]. It does not block.
+func (c *Compiled) Complete(r *Result) (result *protocol.CallToolResult, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			result = nil
+			err = &PanicError{Tool: c.def.Name, Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return c.complete(r)
+}
+
+func (c *Compiled) complete(r *Result) (*protocol.CallToolResult, error) {
 	if r == nil {
 		return nil, &OutputError{Tool: c.def.Name, Err: errors.New("handler returned neither a result nor an error")}
 	}

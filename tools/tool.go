@@ -75,7 +75,8 @@ type Tool struct {
 	Providers []Provider
 
 	// Timeout limits each call of the tool; the engine cancels the handler's context when it
-	// passes. Zero means no per-tool limit. Negative is a construction error.
+	// passes. Zero means no per-tool limit, except for an actor-backed tool ([ActorHandler]),
+	// which then gets [DefaultActorTimeout]. Negative is a construction error.
 	Timeout time.Duration
 
 	// MaxConcurrency limits how many calls of the tool run at once; the engine queues the rest.
@@ -99,7 +100,8 @@ type Request struct {
 
 // Handler runs a tool.
 //
-// Handle is called on its own goroutine and may block. Its context is cancelled when the client
+// Handle is called on its own goroutine and may block. (An [*ActorHandler] is the exception: the
+// engine does not call it, it sends messages to the handler's actor.) Its context is cancelled when the client
 // cancels the call, the connection closes, the tool's [Tool.Timeout] passes or the server shuts
 // down; a handler that blocks should watch it. The context also carries the resolved
 // [Provider] values ([Dependency.Get]) and the progress sink ([ReportProgress]).

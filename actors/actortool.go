@@ -1,0 +1,309 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/toolgrain/toolgrain/metrics"
+	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/tools"
+)
+
+// Calls of actor-backed tools (tools.ActorHandler). The request actor sends the tool's actor a
+// *tools.ActorCall with Request and waits for the reply as an ordinary message, next to its
+// timer, the connection's cancelCall and the Terminated of the actor it watches; nothing ever
+// blocks. The message contract is documented on tools.ActorHandler.
+
+type (
+	// actorCrashed: supervisor → request. The tool actor the engine spawned panicked on this
+	// request's ActorCall, and is being restarted. No reply.
+	actorCrashed struct {
+		pid    *actor.PID
+		reason any
+	}
+	// spawnActorTools: engine → supervisor (RequestFuture). Spawn an actor for every tool of
+	// set defined by Props that has none yet; the reply is an *actorToolsSpawned.
+	spawnActorTools struct{ set *tools.Set }
+	// actorToolsSpawned: supervisor → engine. err is the first spawn failure, or nil.
+	actorToolsSpawned struct{ err error }
+)
+
+// actorTools are the actors the engine spawned from Props for actor-backed tools.
+type actorTools struct {
+	// mu guards spawned: the supervisor writes it, request actors read it.
+	mu      sync.RWMutex
+	spawned map[string]*actor.PID // by tool name
+	// names maps a spawned actor's PID id to its tool name; supervisor only.
+	names map[string]string
+}
+
+// prepareEmbedding settles what the engine needs for embedding before any actor starts: the
+// metrics recorder, and a check of the actor-backed tools.
+func (e *Engine) prepareEmbedding() error {
+	e.metrics = e.cfg.Metrics
+	if e.metrics == nil {
+		e.metrics = metrics.Nop{}
+	}
+	return checkActorTools(e.cfg.Tools, e.system)
+}
+
+// checkActorTools reports an actor-backed tool whose actor lives on another actor system than
+// the engine's: its messages would go to dead letters.
+func checkActorTools(set *tools.Set, system *actor.ActorSystem) error {
+	for _, t := range set.List() {
+		h, ok := t.Def().Handler.(*tools.ActorHandler)
+		if ok && h.PID() != nil && h.System() != system {
+			return fmt.Errorf("tool %q: its actor lives on another actor system than the server's; set the server's ActorSystem to it", t.Name())
+		}
+	}
+	return nil
+}
+
+// startActorTools checks the actor-backed tools of set and has the supervisor spawn an actor
+// for each one defined by Props that has none yet. It blocks until they are spawned; call it
+// from outside any actor (Start, or when tools are added at run time).
+func (e *Engine) startActorTools(set *tools.Set) error {
+	if err := checkActorTools(set, e.system); err != nil {
+		return err
+	}
+	need := false
+	for _, t := range set.List() {
+		if h, ok := t.Def().Handler.(*tools.ActorHandler); ok && h.Props() != nil {
+			need = true
+			break
+		}
+	}
+	if !need {
+		return nil
+	}
+	res, err := e.system.Root.RequestFuture(e.supervisor, &spawnActorTools{set: set}, defaultActorReplyTimeout).Result()
+	if err != nil {
+		return fmt.Errorf("actors: spawn tool actors: %w", err)
+	}
+	return res.(*actorToolsSpawned).err
+}
+
+// receive handles the supervisor's spawnActorTools and reports whether the message was one.
+func (a *actorTools) receive(ctx actor.Context) bool {
+	m, ok := ctx.Message().(*spawnActorTools)
+	if !ok {
+		return false
+	}
+	ctx.Respond(&actorToolsSpawned{err: a.spawn(ctx, m.set)})
+	return true
+}
+
+// spawn spawns one actor for every tool of set defined by Props that has none yet, as children
+// of the supervisor (ctx), named "tool-<name>" under it. It returns the first failure.
+func (a *actorTools) spawn(ctx actor.Context, set *tools.Set) error {
+	var first error
+	for _, t := range set.List() {
+		h, ok := t.Def().Handler.(*tools.ActorHandler)
+		if !ok || h.Props() == nil {
+			continue
+		}
+		a.mu.RLock()
+		_, done := a.spawned[t.Name()]
+		a.mu.RUnlock()
+		if done {
+			continue
+		}
+		pid, err := spawnChild(ctx, h.Props(), "tool-"+t.Name())
+		if err != nil {
+			if first == nil {
+				first = fmt.Errorf("tool %q: spawn its actor: %w", t.Name(), err)
+			}
+			continue
+		}
+		a.mu.Lock()
+		if a.spawned == nil {
+			a.spawned = make(map[string]*actor.PID)
+			a.names = make(map[string]string)
+		}
+		a.spawned[t.Name()] = pid
+		a.names[pid.Id] = t.Name()
+		a.mu.Unlock()
+	}
+	return first
+}
+
+// spawnChild is ctx.SpawnNamed that turns protoactor's panic on props it cannot spawn as a
+// child (a guardian strategy) into an error.
+func spawnChild(ctx actor.Context, props *actor.Props, name string) (pid *actor.PID, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			pid, err = nil, fmt.Errorf("%v", v)
+		}
+	}()
+	return ctx.SpawnNamed(props, name)
+}
+
+// target returns the actor that runs the calls of t, or nil when t has a Go handler.
+func (a *actorTools) target(t *tools.Compiled) *actor.PID {
+	h, ok := t.Def().Handler.(*tools.ActorHandler)
+	if !ok {
+		return nil
+	}
+	if pid := h.PID(); pid != nil {
+		return pid
+	}
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	return a.spawned[t.Name()] // nil if never spawned: the call then fails as a Go handler would
+}
+
+// handleFailure is the supervisor's decision for a spawned tool actor that panicked: the
+// request actor whose call it was handling is told (its call fails), and the actor is
+// restarted with its mailbox kept, so the calls queued behind the failing one still run. It
+// reports whether child was such an actor.
+func (a *actorTools) handleFailure(system *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, reason, message any, log *zap.Logger) bool {
+	name, ok := a.names[child.Id] // written on this same supervisor goroutine
+	if !ok {
+		return false
+	}
+	log.Warn("tool actor panicked; restarting it", zap.String("tool", name), zap.String("actor", child.Id), zap.Any("reason", reason))
+	_, msg, sender := actor.UnwrapEnvelope(message)
+	if call, ok := msg.(*tools.ActorCall); ok {
+		to := call.ReplyTo
+		if to == nil {
+			to = sender
+		}
+		if to != nil {
+			system.Root.Send(to, &actorCrashed{pid: child, reason: reason})
+		}
+	}
+	sup.RestartChildren(child)
+	return true
+}
+
+// actorCallState is a request actor's state for a call of an actor-backed tool.
+type actorCallState struct {
+	target       *actor.PID      // the tool's actor, once the call was sent to it
+	watching     bool            // watching target
+	actorTimeout time.Duration   // the call's timeout
+	progress     context.Context // carries the progress sink, when the client asked for progress
+	stray        string          // type of the last message outside the contract, for diagnosis
+}
+
+// runOnActor sends the call to the tool's actor and starts waiting for its reply.
+func (r *requestActor) runOnActor(ctx actor.Context, target *actor.PID) {
+	r.phase = phaseRunning
+	r.target = target
+	r.hctx = r.call.Context()
+	r.actorTimeout = r.tool.Def().Timeout
+	if r.actorTimeout <= 0 {
+		r.actorTimeout = tools.DefaultActorTimeout
+	}
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	r.timer = time.AfterFunc(r.actorTimeout, func() { root.Send(self, &callTimedOut{}) })
+	call := &tools.ActorCall{
+		ID:        self.Id,
+		Tool:      r.tool.Name(),
+		Arguments: r.args,
+		Meta:      r.meta,
+		Identity:  r.identity,
+		Deadline:  time.Now().Add(r.actorTimeout),
+		ReplyTo:   self,
+	}
+	if token := progressToken(r.meta); token != nil {
+		call.Progress = true
+		r.progress = tools.WithProgress(r.call.Context(), r.progressFunc(token))
+	}
+	ctx.Watch(target)
+	r.watching = true
+	ctx.Request(target, call)
+}
+
+// receiveFromActor handles the messages of a call of an actor-backed tool and reports whether
+// it did; everything else goes on to Receive's own switch.
+func (r *requestActor) receiveFromActor(ctx actor.Context) bool {
+	if _, ok := ctx.Message().(*actor.Stopping); ok {
+		r.unwatch(ctx) // stopped from outside (the connection's close grace ran out)
+		return false
+	}
+	if r.phase != phaseRunning {
+		return false
+	}
+	name := r.tool.Name()
+	switch msg := ctx.Message().(type) {
+	case *actor.Started, *actor.Stopped, *actor.Restarting:
+		return false
+	case *cancelCall:
+		// The call is silenced already: nothing will be sent. Stop waiting, and tell the actor.
+		r.settle(metrics.Cancelled)
+		r.cancelActor(ctx, r.call.Cause())
+	case *callTimedOut:
+		err := fmt.Errorf("tool %q: %w after %s", name, ErrTimeout, r.actorTimeout)
+		if r.stray != "" {
+			err = fmt.Errorf("%w; the actor sent %s, which is not a reply of the contract", err, r.stray)
+		}
+		r.fail(err)
+		r.cancelActor(ctx, err)
+	case *actor.Terminated:
+		if !msg.Who.Equal(r.target) {
+			return false
+		}
+		r.watching = false
+		r.fail(&tools.ActorStoppedError{Tool: name, PID: r.target, Reason: terminatedReason(msg.Why)})
+	case *actor.DeadLetterResponse:
+		r.fail(&tools.ActorStoppedError{Tool: name, PID: r.target, Reason: "dead letter"})
+	case *actorCrashed:
+		r.fail(&tools.ActorPanicError{Tool: name, PID: msg.pid, Value: msg.reason})
+	case *tools.ActorProgress:
+		if r.progress != nil {
+			// Progress that breaks the rules (not increasing, not finite) is dropped, as
+			// ReportProgress drops it for a Go handler.
+			_ = tools.ReportProgress(r.progress, msg.Progress, msg.Total, msg.Message)
+		}
+		return true // the call goes on
+	case *tools.ActorResult, *tools.ActorError, error:
+		res, err := tools.ReadActorReply(name, msg)
+		var out *protocol.CallToolResult
+		if err == nil {
+			out, err = r.tool.Complete(res)
+		}
+		r.answer(&handlerDone{result: out, err: err})
+	default:
+		r.stray = fmt.Sprintf("%T", msg)
+		r.eng.log.Debug("request: message outside the actor-tool contract",
+			zap.String("tool", name), zap.String("type", r.stray))
+		return false
+	}
+	r.unwatch(ctx)
+	r.finish(ctx)
+	return true
+}
+
+// cancelActor tells the tool's actor that the engine no longer waits for the call.
+func (r *requestActor) cancelActor(ctx actor.Context, cause error) {
+	if cause == nil {
+		cause = errors.New("call ended")
+	}
+	ctx.Send(r.target, &tools.ActorCancel{ID: ctx.Self().Id, Cause: cause})
+}
+
+// unwatch stops watching the tool's actor. A stopped watcher stays on the watched actor's
+// list, so a long-lived host actor would otherwise collect one entry per call.
+func (r *requestActor) unwatch(ctx actor.Context) {
+	if r.watching {
+		r.watching = false
+		ctx.Unwatch(r.target)
+	}
+}
+
+func terminatedReason(why actor.TerminatedReason) string {
+	switch why {
+	case actor.TerminatedReason_NotFound:
+		return "not found"
+	case actor.TerminatedReason_AddressTerminated:
+		return "address terminated"
+	default:
+		return "stopped"
+	}
+}
