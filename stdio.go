@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/protocol"
@@ -21,18 +24,34 @@ func (stdioStream) Close()              {}
 // error and the stream keeps serving; a line longer than MaxMessageSize is skipped and answered
 // with -32600.
 //
+// Reading never waits for calls in flight, so cancellations and pings are handled however busy
+// the handlers are. It waits in two cases only: while the connection actor has more than
+// actors.InboxBytes of messages still to handle (a short wait: the actor never blocks), and
+// while more than MaxOutputBacklog bytes of answers wait for a client that does not read them
+// (the slow-consumer policy: reading resumes once the backlog has drained to half).
+//
 // It returns nil when in reaches EOF, after cancelling the calls still in flight (they get no
 // response) and writing every pending answer. When ctx ends first, it closes the connection the
 // same way and returns ctx.Err(); if in is an io.Closer it is closed to unblock the reader,
-// otherwise the reading goroutine ends at its next read. Close the server afterwards to flush
-// OnError reports and stop the actors.
+// otherwise the reading goroutine ends at its next read. When writing to out fails, the error
+// goes to OnError (with no details), the connection is closed the same way and ServeStdio
+// returns the write error, wrapped. Pending answers are written for at most ShutdownGrace at
+// the end: if out still blocks then, they are abandoned and reported as stalled output, and
+// the goroutine writing them ends when out's Write returns. Close the server afterwards to
+// flush OnError reports and stop the actors.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	var (
+		writeErr    error
+		writeFailed = make(chan struct{})
+	)
 	w := protocol.NewStreamWriter(out, func(err error) {
+		// Called once, on the writer goroutine: writeErr is set before the channel closes.
+		writeErr = err
+		close(writeFailed)
 		s.eng.Report(fmt.Errorf("stdio: write: %w", err))
 	})
-	stream := stdioStream{w: w}
 	// Over stdio, messages unrelated to any request share the one output.
-	conn, err := s.eng.ConnectNotify("stdio", stream)
+	conn, err := s.eng.ConnectNotify("stdio", stdioStream{w: w})
 	if err != nil {
 		_ = w.Close()
 		if errors.Is(err, actors.ErrClosed) {
@@ -41,11 +60,13 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		return err
 	}
 
+	stop := make(chan struct{})
 	readDone := make(chan error, 1)
-	// Owned by ServeStdio, which waits for it unless ctx ends first (see the doc comment); it
-	// ends at EOF or at the first read error.
+	// Owned by ServeStdio, which waits for it unless ctx ends or the output fails first (see
+	// the doc comment); it ends at EOF, at the first read error, or when stop is closed while
+	// it waits for room.
 	go func() {
-		readDone <- s.readLoop(in, conn, stream)
+		readDone <- s.readLoop(in, conn, w, stop)
 	}()
 
 	var result error
@@ -56,21 +77,56 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		}
 	case <-ctx.Done():
 		result = ctx.Err()
-		if c, ok := in.(io.Closer); ok {
-			_ = c.Close()
-		}
+		closeInput(in)
 	case <-conn.Done(): // the connection actor failed and was stopped
 		result = errors.New("toolgrain: stdio connection stopped after an internal failure")
+	case <-writeFailed:
+		result = fmt.Errorf("toolgrain: stdio: write: %w", writeErr)
+		closeInput(in)
 	}
+	close(stop)
 	conn.Close()
 	<-conn.Done()
-	_ = w.Close()
+	s.closeWriter(w)
 	return result
 }
 
-func (s *Server) readLoop(in io.Reader, conn *actors.Connection, stream actors.Stream) error {
+func closeInput(in io.Reader) {
+	if c, ok := in.(io.Closer); ok {
+		_ = c.Close()
+	}
+}
+
+// closeWriter writes the pending answers, waiting at most ShutdownGrace for a client that
+// does not read them.
+func (s *Server) closeWriter(w *protocol.StreamWriter) {
+	closed := make(chan struct{})
+	// Owned by ServeStdio, which waits for it up to the grace; it ends once the writer has
+	// written everything, which only out's Write returning can allow.
+	go func() {
+		_ = w.Close()
+		close(closed)
+	}()
+	grace := s.cfg.ShutdownGrace
+	if grace <= 0 {
+		grace = actors.DefaultCloseGrace
+	}
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
+	select {
+	case <-closed:
+	case <-timer.C:
+		s.eng.Report(fmt.Errorf("stdio: output stalled: %d bytes of answers still unwritten after %s; abandoned", w.Pending(), grace))
+	}
+}
+
+func (s *Server) readLoop(in io.Reader, conn *actors.Connection, w *protocol.StreamWriter, stop <-chan struct{}) error {
+	stream := stdioStream{w: w}
 	lr := protocol.NewLineReader(in, s.cfg.MaxMessageSize)
 	for {
+		if !s.waitForClient(w, stop) || !conn.WaitForRoom(stop) {
+			return nil
+		}
 		line, err := lr.Next()
 		var tooLarge *protocol.MessageTooLargeError
 		switch {
@@ -93,4 +149,18 @@ func (s *Server) readLoop(in io.Reader, conn *actors.Connection, stream actors.S
 		}
 		conn.Deliver(msg, stream)
 	}
+}
+
+// waitForClient applies the slow-consumer policy: while more than MaxOutputBacklog bytes of
+// answers wait for the client, read nothing; resume once they have drained to half. It
+// reports false when stop was closed first.
+func (s *Server) waitForClient(w *protocol.StreamWriter, stop <-chan struct{}) bool {
+	high := s.cfg.MaxOutputBacklog
+	if high < 0 || w.Pending() <= high {
+		return true
+	}
+	n := s.outputPauses.Add(1)
+	s.cfg.Logger.Warn("client reads its answers too slowly; reading paused",
+		zap.Int("backlog_limit", high), zap.Uint64("pauses_total", n))
+	return w.WaitPending(high/2, stop)
 }

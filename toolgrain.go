@@ -53,10 +53,15 @@
 //     with the text "Tool execution failed" ([FailedText]) and no structuredContent. The
 //     original error reaches the operator privately through [Config].OnError, with the tool
 //     name and the request (id, method, tool name, client-supplied _meta), never the arguments;
+//   - a call over a limit on calls in flight is refused, unprocessed, with the JSON-RPC error
+//     -31000 "Server busy: ..." (see [Config].MaxCallsPerConnection);
 //   - nothing at all is sent, and nothing reported, for a call after it was cancelled;
 //   - over HTTP, a missing, rejected or under-scoped bearer token gets 401 or 403 and is not
 //     reported; a token verifier that fails unexpectedly gets 503 with no detail, and OnError
 //     receives the original error with nil details.
+//
+// The limits, the slow-consumer policy and the security promises are listed, each with the test
+// that backs it, in RELIABILITY.md.
 //
 // OnError runs on a supervised diagnostics actor after the response was sent: a callback that
 // panics, is slow or blocks forever changes no response.
@@ -85,6 +90,7 @@ package toolgrain
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -163,6 +169,29 @@ type Config struct {
 	// return after their context was cancelled. 0 means 5 s.
 	ShutdownGrace time.Duration
 
+	// Limits; see the README's reliability section. A zero value means the default given.
+
+	// MaxCallsPerConnection bounds the tools/call requests in flight on one connection. A call
+	// counts from its acceptance until it is answered or cancelled; one over the limit is
+	// refused, unprocessed, with the JSON-RPC error -31000 "Server busy: too many calls in
+	// flight on this connection (limit N)" and data {"scope":"connection","limit":N} (see
+	// protocol.ErrServerBusy). Pings, cancellations and every other message are still
+	// processed. 0 means 20,000; negative means no limit.
+	MaxCallsPerConnection int
+	// MaxCalls bounds the calls in flight on the whole server, over every connection; a call
+	// over it is refused with "... on the server (limit N)" and scope "server". 0 means
+	// 100,000; negative means no limit.
+	MaxCalls int
+	// ToolTimeout is the timeout of each call of a tool whose own tools.Tool.Timeout is zero.
+	// A call past its timeout is an unexpected failure: the client gets the generic result and
+	// OnError an error wrapping actors.ErrTimeout. 0 means no timeout.
+	ToolTimeout time.Duration
+	// MaxOutputBacklog bounds, in bytes, the answers queued for a client that does not read
+	// them (a slow consumer). While a stdio connection's backlog is over it, the connection
+	// reads no new message (calls in flight go on, and their answers queue); it reads again
+	// once the backlog has drained to half of it. 0 means 16 MiB; negative means no limit.
+	MaxOutputBacklog int
+
 	// HTTP configures the Streamable HTTP transport ([Server.Handler]): session expiry, allowed
 	// origins and hosts, bearer auth. The zero value is usable.
 	HTTP HTTPConfig
@@ -185,11 +214,16 @@ type Config struct {
 	ProgressInterval time.Duration
 }
 
+// DefaultMaxOutputBacklog is the MaxOutputBacklog of a zero Config: 16 MiB.
+const DefaultMaxOutputBacklog = 16 << 20
+
 // Server is an MCP server. Its methods are safe for concurrent use.
 type Server struct {
 	cfg  Config
 	eng  *actors.Engine
 	http *httpHandler
+
+	outputPauses atomic.Uint64 // times a connection stopped reading for a slow consumer
 }
 
 // NewServer checks and compiles the tool definitions and starts the actor tree. Construction
@@ -222,6 +256,9 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.MaxMessageSize <= 0 {
 		cfg.MaxMessageSize = protocol.DefaultMaxMessageSize
 	}
+	if cfg.MaxOutputBacklog == 0 {
+		cfg.MaxOutputBacklog = DefaultMaxOutputBacklog
+	}
 	eng, err := actors.Start(actors.Config{
 		System:           cfg.ActorSystem,
 		Tools:            set,
@@ -238,6 +275,10 @@ func NewServer(cfg Config) (*Server, error) {
 		Prompts:          prm,
 		LogLevel:         cfg.LogLevel,
 		ProgressInterval: cfg.ProgressInterval,
+
+		MaxCallsPerConnection: cfg.MaxCallsPerConnection,
+		MaxCalls:              cfg.MaxCalls,
+		ToolTimeout:           cfg.ToolTimeout,
 	})
 	if err != nil {
 		return nil, err
@@ -260,6 +301,8 @@ type Stats struct {
 	DroppedReports     uint64 // reports dropped because the diagnostics queue was full
 	AbandonedCallbacks uint64 // OnError calls abandoned after CallbackTimeout
 	CallbackPanics     uint64 // OnError calls that panicked
+	RefusedCalls       uint64 // calls refused with -31000 because a limit on calls in flight was reached
+	OutputPauses       uint64 // times a connection stopped reading because its client read too slowly
 }
 
 // Stats returns the server's counters.
@@ -269,6 +312,8 @@ func (s *Server) Stats() Stats {
 		DroppedReports:     st.DroppedReports.Load(),
 		AbandonedCallbacks: st.AbandonedCallbacks.Load(),
 		CallbackPanics:     st.CallbackPanics.Load(),
+		RefusedCalls:       st.RefusedCalls.Load(),
+		OutputPauses:       s.outputPauses.Load(),
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -22,6 +23,7 @@ type flight struct {
 	call   *cancel.Call
 	id     protocol.ID
 	stream Stream
+	slot   *callSlot
 }
 
 // connectionActor owns one stdio stream or HTTP session: the negotiated protocol version and the
@@ -40,7 +42,8 @@ type connectionActor struct {
 	children map[string]*flight // by request actor PID id; every request actor alive
 	closing  bool
 
-	surface // resources, prompts, logging, requests to the client
+	surface              // resources, prompts, logging, requests to the client
+	calls   atomic.Int64 // calls holding a slot under MaxCallsPerConnection
 }
 
 var _ actor.SupervisorStrategy = (*connectionActor)(nil)
@@ -62,12 +65,16 @@ func (c *connectionActor) Receive(ctx actor.Context) {
 		c.shared.pid.Store(ctx.Self())
 	case *actor.Stopping, *actor.Restarting:
 	case *actor.Stopped:
+		for _, f := range c.children {
+			f.slot.release()
+		}
 		c.eng.forget(c.conn)
 		close(c.conn.done)
 	case *actor.Terminated:
 		c.childEnded(ctx, msg.Who)
 	case *inbound:
 		c.handle(ctx, msg.msg, msg.stream, msg.identity)
+		c.conn.inbox.done(msg.cost)
 	case *inputEnded:
 		c.beginClose(ctx)
 	case *graceExpired:
@@ -133,6 +140,7 @@ func (c *connectionActor) notification(ctx actor.Context, m *protocol.Message) {
 		}
 		delete(c.inflight, p.RequestID.Key())
 		if f.call.Cancel(cancel.ErrCancelledByClient) {
+			f.slot.release()
 			ctx.Send(f.pid, &cancelCall{})
 		}
 	}
@@ -235,7 +243,11 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidRequest("id %s is already in use by a request in flight", m.ID)))
 		return
 	}
-	f := &flight{call: cancel.New(context.Background()), id: m.ID, stream: s}
+	slot := c.admit(m, s)
+	if slot == nil {
+		return
+	}
+	f := &flight{call: cancel.New(context.Background()), id: m.ID, stream: s, slot: slot}
 	spec := &callSpec{
 		eng:     c.eng,
 		tool:    tool,
@@ -246,6 +258,7 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 		call:    f.call,
 		stream:  s,
 		peer:    newCallPeer(c.shared, f.call, s),
+		slot:    slot,
 	}
 	spec.identity = caller
 	f.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newRequestActor(spec) }, actor.WithDispatcher(c.eng.dispatcher)))
@@ -259,6 +272,7 @@ func (c *connectionActor) childEnded(ctx actor.Context, who *actor.PID) {
 		return
 	}
 	delete(c.children, who.Id)
+	f.slot.release()
 	if cur, ok := c.inflight[f.id.Key()]; ok && cur == f {
 		delete(c.inflight, f.id.Key())
 	}
@@ -276,6 +290,7 @@ func (c *connectionActor) beginClose(ctx actor.Context) {
 	for key, f := range c.inflight {
 		delete(c.inflight, key)
 		if f.call.Cancel(cancel.ErrConnectionClosed) {
+			f.slot.release()
 			ctx.Send(f.pid, &cancelCall{})
 		}
 	}
@@ -294,7 +309,10 @@ func (c *connectionActor) beginClose(ctx actor.Context) {
 func (c *connectionActor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason, _ interface{}) {
 	c.log.Error("request actor panicked", zap.String("actor", child.Id), zap.Any("reason", reason))
 	if f, ok := c.children[child.Id]; ok {
-		if f.call.Respond(func() { f.stream.Send(protocol.EncodeError(f.id, protocol.ErrInternal())) }) {
+		if f.call.Respond(func() {
+			f.slot.release()
+			f.stream.Send(protocol.EncodeError(f.id, protocol.ErrInternal()))
+		}) {
 			c.eng.Report(fmt.Errorf("internal error: request actor panicked: %v", reason))
 		}
 		f.stream.Close()

@@ -92,6 +92,14 @@ type Config struct {
 	// ProgressInterval rate-limits the progress notifications of one call: after a burst, one
 	// per interval. 0 means DefaultProgressInterval; negative means no limit.
 	ProgressInterval time.Duration
+	// MaxCallsPerConnection and MaxCalls bound the tools/call requests in flight on one
+	// connection and on the whole engine: a call counts from its acceptance until it is
+	// answered or cancelled, and one over a limit is refused with [protocol.ErrServerBusy].
+	// 0 means DefaultMaxCallsPerConnection and DefaultMaxCalls; negative means no limit.
+	MaxCallsPerConnection int
+	MaxCalls              int
+	// ToolTimeout is the timeout of the calls of tools whose own Timeout is zero. 0 means none.
+	ToolTimeout time.Duration
 }
 
 // Engine is a running actor tree. Its methods are safe for concurrent use.
@@ -110,6 +118,8 @@ type Engine struct {
 
 	// handlers counts handler goroutines still running; Shutdown waits for it.
 	handlers sync.WaitGroup
+	// calls counts the calls in flight on every connection, for Config.MaxCalls.
+	calls atomic.Int64
 	// pool runs the engine's mailboxes and handlers on warm goroutines.
 	pool       *workerPool
 	dispatcher actor.Dispatcher
@@ -132,6 +142,8 @@ type Stats struct {
 	AbandonedCallbacks atomic.Uint64
 	// CallbackPanics counts onError calls that panicked.
 	CallbackPanics atomic.Uint64
+	// RefusedCalls counts calls refused because a limit on calls in flight was reached.
+	RefusedCalls atomic.Uint64
 }
 
 // Start builds the actor tree.
@@ -159,6 +171,12 @@ func Start(cfg Config) (*Engine, error) {
 	}
 	if cfg.OnError == nil {
 		cfg.OnError = diagnostics.ZapSink(cfg.Logger)
+	}
+	if cfg.MaxCallsPerConnection == 0 {
+		cfg.MaxCallsPerConnection = DefaultMaxCallsPerConnection
+	}
+	if cfg.MaxCalls == 0 {
+		cfg.MaxCalls = DefaultMaxCalls
 	}
 	if cfg.ProgressInterval == 0 {
 		cfg.ProgressInterval = DefaultProgressInterval
@@ -246,6 +264,7 @@ type Connection struct {
 	done   chan struct{}
 	close  sync.Once
 	notify Stream // messages unrelated to any request; nil drops them
+	inbox  *inbox
 }
 
 // Connect spawns a connection actor. name is used in logs only. Messages unrelated to any
@@ -263,7 +282,7 @@ func (e *Engine) ConnectNotify(name string, notify Stream) (*Connection, error) 
 	if e.closed {
 		return nil, ErrClosed
 	}
-	c := &Connection{eng: e, done: make(chan struct{}), notify: notify}
+	c := &Connection{eng: e, done: make(chan struct{}), notify: notify, inbox: newInbox()}
 	log := e.log.With(zap.String("conn", name))
 	props := actor.PropsFromProducer(func() actor.Actor { return newConnectionActor(e, c, log) }, actor.WithDispatcher(e.dispatcher))
 	res, err := e.system.Root.RequestFuture(e.supervisor, &spawnConnection{props: props}, defaultActorReplyTimeout).Result()
@@ -275,16 +294,17 @@ func (e *Engine) ConnectNotify(name string, notify Stream) (*Connection, error) 
 	return c, nil
 }
 
-// Deliver hands one decoded message to the connection; its answers go to s. It never blocks.
-func (c *Connection) Deliver(msg *protocol.Message, s Stream) {
-	c.eng.system.Root.Send(c.pid, &inbound{msg: msg, stream: s})
-}
+// Deliver hands one decoded message to the connection; its answers go to s. It never blocks;
+// a reader that must bound what it has delivered calls [Connection.WaitForRoom] first.
+func (c *Connection) Deliver(msg *protocol.Message, s Stream) { c.DeliverWith(msg, s, nil) }
 
 // DeliverWith is [Connection.Deliver] for a message whose sender the transport authenticated:
 // a tools/call it starts runs with id in its handler's context (tools.IdentityFromContext). A
 // nil id is Deliver. The identity goes nowhere else: not into logs, not into diagnostics.
 func (c *Connection) DeliverWith(msg *protocol.Message, s Stream, id *tools.Identity) {
-	c.eng.system.Root.Send(c.pid, &inbound{msg: msg, stream: s, identity: id})
+	cost := inboundCost(msg)
+	c.inbox.add(cost)
+	c.eng.system.Root.Send(c.pid, &inbound{msg: msg, stream: s, identity: id, cost: cost})
 }
 
 // Close tells the connection that its input ended: every call in flight is cancelled and the

@@ -49,6 +49,7 @@ func (r *requestActor) settleAtStop() {
 func (r *requestActor) respondAs(frame []byte, o metrics.Outcome) bool {
 	if !r.call.Respond(func() {
 		r.settle(o)
+		r.slot.release() // before the frame: see callSlot
 		r.stream.Send(frame)
 	}) {
 		r.eng.metrics.LateResponseSuppressed(r.tool.Name())

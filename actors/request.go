@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgrain/toolgrain/cancel"
 	"github.com/toolgrain/toolgrain/diagnostics"
+	"github.com/toolgrain/toolgrain/internal/faults"
 	"github.com/toolgrain/toolgrain/metrics"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/tools"
@@ -40,6 +41,7 @@ type callSpec struct {
 	// identity is the authenticated caller, nil when the transport has none; it only goes
 	// into the handler's context.
 	identity *tools.Identity
+	slot     *callSlot // the call's place under the limits on calls in flight
 }
 
 // request phases.
@@ -74,6 +76,7 @@ func (r *requestActor) Receive(ctx actor.Context) {
 	}
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
+		faults.Check(faults.RequestStart, r.tool.Name())
 		r.start(ctx)
 	case *slotGranted:
 		if r.phase != phaseWaiting {
@@ -98,6 +101,7 @@ func (r *requestActor) Receive(ctx actor.Context) {
 		}
 	case *handlerDone:
 		if r.phase == phaseRunning {
+			faults.Check(faults.RequestAnswer, r.tool.Name())
 			r.answer(msg)
 		} else {
 			r.eng.metrics.LateResponseSuppressed(r.tool.Name()) // after the timeout answered
@@ -112,6 +116,12 @@ func (r *requestActor) Receive(ctx actor.Context) {
 		}
 		r.call.Release()
 		r.settleAtStop()
+		// Stopped without finishing: the engine failed in this actor. Give back what it held.
+		r.slot.release()
+		if r.acquired {
+			r.acquired = false
+			ctx.Send(r.toolPID, &releaseSlot{who: ctx.Self()})
+		}
 	}
 }
 
@@ -147,7 +157,7 @@ func (r *requestActor) run(ctx actor.Context) {
 	r.phase = phaseRunning
 	hctx := r.call.Context()
 	var stop context.CancelFunc
-	if d := r.tool.Def().Timeout; d > 0 {
+	if d := r.timeout(); d > 0 {
 		hctx, stop = context.WithTimeoutCause(hctx, d, r.timeoutError())
 		self, root := ctx.Self(), ctx.ActorSystem().Root
 		r.timer = time.AfterFunc(d, func() { root.Send(self, &callTimedOut{}) })
@@ -171,7 +181,15 @@ func (r *requestActor) run(ctx actor.Context) {
 }
 
 func (r *requestActor) timeoutError() error {
-	return fmt.Errorf("tool %q: %w after %s", r.tool.Name(), ErrTimeout, r.tool.Def().Timeout)
+	return fmt.Errorf("tool %q: %w after %s", r.tool.Name(), ErrTimeout, r.timeout())
+}
+
+// timeout is the call's timeout: the tool's own, or else the engine's default.
+func (r *requestActor) timeout() time.Duration {
+	if d := r.tool.Def().Timeout; d > 0 {
+		return d
+	}
+	return r.eng.cfg.ToolTimeout
 }
 
 // answer turns the handler's outcome into the call's one response.

@@ -175,8 +175,12 @@ const (
 //     integer (or null in a request), a method that is not a non-empty
 //     string, params that are not an object or an array, a request that
 //     carries result or error, a response with params, with both result and
-//     error or a result without an id, and a message with neither method
-//     nor id.
+//     error or a result without an id, a message with neither method nor
+//     id, and a message that is not valid UTF-8.
+//
+// JSON nested deeper than [MaxNestingDepth] levels is a [CodeParseError]
+// "JSON nested deeper than 10000 levels": the cost of a message is bounded
+// by its size.
 //
 // When the id could be read, the message is non-nil with its ID set (and
 // whatever else was read) even though the error is not, so the caller can
@@ -262,6 +266,11 @@ func Decode(data []byte) (*Message, *WireError) {
 	if string(jsonrpc) != `"2.0"` && !escapedEquals(jsonrpc, "2.0") {
 		return fail(ErrInvalidRequest(`"jsonrpc" must be "2.0"`))
 	}
+	// encoding/json accepts invalid UTF-8 inside strings (and would turn it into U+FFFD), but
+	// MCP messages must be UTF-8: refuse them, with the id when it could be read.
+	if !utf8.Valid(data) {
+		return fail(ErrInvalidRequest("message is not valid UTF-8"))
+	}
 
 	if errObj != nil && isNull(errObj) {
 		errObj = nil
@@ -346,6 +355,9 @@ func parseError(data []byte) *WireError {
 	}
 	var se *json.SyntaxError
 	if err := json.Unmarshal(data, new(json.RawMessage)); errors.As(err, &se) {
+		if strings.Contains(se.Error(), "exceeded max depth") {
+			return ErrParse("JSON nested deeper than " + strconv.Itoa(MaxNestingDepth) + " levels")
+		}
 		return ErrParse("invalid JSON at byte offset " + strconv.FormatInt(se.Offset, 10))
 	}
 	return ErrParse("invalid JSON")

@@ -159,10 +159,11 @@ type StreamWriter struct {
 
 	mu      sync.Mutex
 	queue   [][]byte
-	pending int   // bytes queued, being written or buffered, not yet flushed
-	closing bool  // Close was called: Send drops, the goroutine drains and returns
-	failed  bool  // a write failed: Send drops
-	err     error // the first write error
+	pending int           // bytes queued, being written or buffered, not yet flushed
+	drained chan struct{} // closed (and cleared) when pending drops, while WaitPending waits
+	closing bool          // Close was called: Send drops, the goroutine drains and returns
+	failed  bool          // a write failed: Send drops
+	err     error         // the first write error
 }
 
 // NewStreamWriter returns a StreamWriter for w and starts its writer
@@ -299,6 +300,7 @@ func (w *StreamWriter) flush() {
 	}
 	w.mu.Lock()
 	w.pending -= w.unflushed
+	w.wakeWaiters()
 	w.mu.Unlock()
 	w.unflushed = 0
 }
@@ -322,6 +324,7 @@ func (w *StreamWriter) fail(err error) {
 	clear(w.queue)
 	w.queue = w.queue[:0]
 	w.pending = 0
+	w.wakeWaiters()
 	w.mu.Unlock()
 	if w.onError != nil {
 		w.onError(err)

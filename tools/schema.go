@@ -155,15 +155,11 @@ func firstByte(raw []byte) byte {
 	return 0
 }
 
-// isAbsent reports whether raw stands for "no value": nil, empty, only whitespace, or null.
+// isAbsent reports whether raw stands for "no value": nil, empty, only JSON whitespace, or
+// null. (A NUL byte is not absence: it is invalid JSON.)
 func isAbsent(raw []byte) bool {
-	switch firstByte(raw) {
-	case 0:
-		return true
-	case 'n':
-		return string(bytes.TrimSpace(raw)) == "null"
-	}
-	return false
+	t := bytes.Trim(raw, " \t\r\n")
+	return len(t) == 0 || string(t) == "null"
 }
 
 // validate checks raw, which is not absent, against s. It returns "" when raw is valid and the

@@ -4,14 +4,16 @@
 // Usage:
 //
 //	server [--transport stdio|http] [--addr HOST:PORT] [--auth-token TOKEN]... [--diagnostics-file PATH]
-//	       [--log-level LEVEL] [--max-message-size N] [--fixtures conformance] [more HTTP flags: see --help]
+//	       [--log-level LEVEL] [--max-message-size N] [--max-calls-per-connection N] [--max-calls N]
+//	       [--tool-timeout D] [--shutdown-grace D] [--fixtures conformance] [more HTTP flags: see --help]
 //
 // With --fixtures conformance it also serves the fixtures of the official MCP conformance suite:
 // its test_* tools, test:// resources and templates, and test_* prompts.
 //
 // Over stdio it reads newline-delimited JSON-RPC on stdin and answers on stdout; logs go to
 // stderr only. It exits 0 when stdin reaches EOF, or on SIGINT/SIGTERM, after cancelling the
-// calls in flight and flushing the diagnostics.
+// calls in flight and flushing the diagnostics. A stdout that breaks (the client went away) is
+// reported to the diagnostics, and the server shuts down and exits 1.
 //
 // Over HTTP it serves MCP's Streamable HTTP transport at http://ADDR/mcp (127.0.0.1:8080 by
 // default) and the protected-resource metadata at /.well-known/oauth-protected-resource[/mcp].
@@ -43,6 +45,9 @@ import (
 )
 
 func main() {
+	// A write to a closed stdout fails with EPIPE instead of killing the process, so that the
+	// failure is reported and the diagnostics flushed.
+	signal.Ignore(syscall.SIGPIPE)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
@@ -58,6 +63,9 @@ type options struct {
 	diagnosticsFile string
 	logLevel        zapcore.Level
 	maxMessageSize  int
+	maxCallsPerConn int
+	maxCalls        int
+	toolTimeout     time.Duration
 	shutdownGrace   time.Duration
 	http            httpOptions
 	fixtures        string
@@ -77,7 +85,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.diagnosticsFile, "diagnostics-file", "", "append onError reports to `PATH` as JSON lines (error text, tool name, request id; never arguments)")
 	fs.Var(&o.logLevel, "log-level", "log `level` on stderr: debug, info, warn, error")
 	fs.IntVar(&o.maxMessageSize, "max-message-size", 0, "largest accepted message (HTTP: request body) in `bytes` (0: 4 MiB)")
-	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 5*time.Second, "on SIGINT/SIGTERM, how long cancelled handlers and open HTTP responses get to finish")
+	fs.IntVar(&o.maxCallsPerConn, "max-calls-per-connection", 0, "calls in flight on one connection or session before new ones are refused (0: 20000, -1: no limit)")
+	fs.IntVar(&o.maxCalls, "max-calls", 0, "calls in flight on the server before new ones are refused (0: 100000, -1: no limit)")
+	fs.DurationVar(&o.toolTimeout, "tool-timeout", 0, "timeout of each tool call, for tools without their own (0: none)")
+	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 5*time.Second, "on SIGINT/SIGTERM, how long cancelled handlers, open HTTP responses and a client's last unread answers get to finish")
 	fs.StringVar(&o.fixtures, "fixtures", "", "also serve a fixture `set`: conformance (the MCP conformance suite's test_* tools, test:// resources and test_* prompts)")
 	o.http.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -137,6 +148,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Logger:         log,
 		MaxMessageSize: o.maxMessageSize,
 		ShutdownGrace:  o.shutdownGrace,
+
+		MaxCallsPerConnection: o.maxCallsPerConn,
+		MaxCalls:              o.maxCalls,
+		ToolTimeout:           o.toolTimeout,
 	}
 	if o.transport == "http" {
 		cfg.HTTP = o.http.config()

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestBinaryShutdown stops the real binary the ways an operator or a client does, each with
+// calls in flight: SIGTERM, SIGINT and stdin EOF must silence those calls (no answer), flush
+// the diagnostics and exit 0; so must SIGTERM while the client reads nothing (the server must
+// not wait forever for stdout). A stdout that the client closes ends the server with exit 1.
+func TestBinaryShutdown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildServer(t)
+	stops := []struct {
+		name string
+		stop func(cmd *exec.Cmd, stdin io.Closer) error
+	}{
+		{"SIGTERM", func(cmd *exec.Cmd, _ io.Closer) error { return cmd.Process.Signal(syscall.SIGTERM) }},
+		{"SIGINT", func(cmd *exec.Cmd, _ io.Closer) error { return cmd.Process.Signal(os.Interrupt) }},
+		{"stdin EOF", func(_ *exec.Cmd, stdin io.Closer) error { return stdin.Close() }},
+	}
+	for _, tt := range stops {
+		t.Run(tt.name, func(t *testing.T) {
+			s := startBinary(t, bin)
+			s.exchange(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+			s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			if got := s.exchange(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fail","arguments":{"mode":"error"}}}`); !strings.Contains(got, "Tool execution failed") {
+				t.Fatalf("fail: %s", got)
+			}
+			for id := 2; id <= 6; id++ {
+				s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":600000}}}`, id))
+			}
+			if got := s.exchange(`{"jsonrpc":"2.0","id":7,"method":"ping"}`); got != `{"jsonrpc":"2.0","id":7,"result":{}}` {
+				t.Fatalf("ping: %s", got)
+			}
+			if err := tt.stop(s.cmd, s.stdin); err != nil {
+				t.Fatal(err)
+			}
+			rest, err := io.ReadAll(s.stdout) // until the server closes stdout
+			if err != nil || len(rest) != 0 {
+				t.Errorf("after the stop the server sent %q (%v); the calls in flight must get no answer", rest, err)
+			}
+			s.wait(0)
+			if lines := s.diagnostics(); len(lines) != 1 || !strings.Contains(lines[0], `"request_id":1`) {
+				t.Errorf("diagnostics file: %q, want the one report of request 1", lines)
+			}
+			if !strings.Contains(s.stderr.String(), `"msg":"stopped"`) {
+				t.Errorf("no clean stop in the log: %s", s.stderr.String())
+			}
+		})
+	}
+	t.Run("SIGTERM with a client that reads nothing", func(t *testing.T) {
+		s := startBinary(t, bin, "--shutdown-grace", "200ms")
+		s.exchange(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		text := strings.Repeat("x", 32<<10)
+		for id := 1; id <= 16; id++ { // 512 KiB of answers: far more than a pipe holds
+			s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":{"text":%q}}}`, id, text))
+		}
+		s.send(`{"jsonrpc":"2.0","id":"last","method":"ping"}`)
+		if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		s.wait(0)
+		_, _ = io.Copy(io.Discard, s.stdout)
+		if lines := s.diagnostics(); len(lines) != 1 || !strings.Contains(lines[0], "stdio: output stalled") || strings.Contains(lines[0], `"tool"`) {
+			t.Errorf("diagnostics file: %q, want one report of the stalled output with no details", lines)
+		}
+	})
+	t.Run("stdout closed by the client", func(t *testing.T) { testBrokenStdout(t, bin) })
+}
+
+// testBrokenStdout: when the client closes the server's stdout, the write error is reported
+// with no details, the server shuts down, and it exits 1 (SIGPIPE does not kill it).
+func testBrokenStdout(t *testing.T, bin string) {
+	s := startBinary(t, bin)
+	s.exchange(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":600000}}}`)
+	_ = s.out.Close()
+	s.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`) // its answer meets the closed pipe
+	s.wait(1)
+	lines := s.diagnostics()
+	if len(lines) != 1 || !strings.Contains(lines[0], "stdio: write") || !strings.Contains(lines[0], "broken pipe") || strings.Contains(lines[0], `"tool"`) {
+		t.Errorf("diagnostics file: %q, want one write error with no details", lines)
+	}
+}
+
+// binary is one running server process.
+type binary struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *bufio.Reader
+	out    io.Closer // the read end of stdout
+	stderr *bytes.Buffer
+	diag   string
+	done   chan error
+}
+
+func startBinary(t *testing.T, bin string, args ...string) *binary {
+	t.Helper()
+	s := &binary{t: t, diag: filepath.Join(t.TempDir(), "diag.jsonl"), stderr: new(bytes.Buffer), done: make(chan error, 1)}
+	s.cmd = exec.Command(bin, append([]string{"--diagnostics-file", s.diag}, args...)...)
+	s.cmd.Stderr = s.stderr
+	var err error
+	if s.stdin, err = s.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	// A pipe of our own, not StdoutPipe: Wait, which runs concurrently, would close that one
+	// under a reader that has not reached EOF yet.
+	out, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.cmd.Stdout = w
+	s.stdout, s.out = bufio.NewReader(out), out
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Close()
+	t.Cleanup(func() { _ = out.Close() })
+	go func() { s.done <- s.cmd.Wait() }() // ends when the process exits; wait or Cleanup kill it
+	t.Cleanup(func() {
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	})
+	return s
+}
+
+func (s *binary) send(line string) {
+	s.t.Helper()
+	if _, err := io.WriteString(s.stdin, line+"\n"); err != nil {
+		s.t.Fatalf("write: %v", err)
+	}
+}
+
+func (s *binary) exchange(line string) string {
+	s.t.Helper()
+	s.send(line)
+	got, err := s.stdout.ReadString('\n')
+	if err != nil {
+		s.t.Fatalf("read: %v (stderr: %s)", err, s.stderr.String())
+	}
+	return strings.TrimSuffix(got, "\n")
+}
+
+// wait waits for the process to exit with code, under a watchdog.
+func (s *binary) wait(code int) {
+	s.t.Helper()
+	select {
+	case err := <-s.done:
+		s.done <- err // for Cleanup
+		got := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			got = ee.ExitCode()
+		} else if err != nil {
+			s.t.Fatalf("wait: %v", err)
+		}
+		if got != code {
+			s.t.Fatalf("exit code %d, want %d\nstderr: %s", got, code, s.stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		s.t.Fatalf("the server did not exit\nstderr: %s", s.stderr.String())
+	}
+}
+
+func (s *binary) diagnostics() []string {
+	s.t.Helper()
+	data, err := os.ReadFile(s.diag)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	return strings.Split(strings.TrimSpace(string(data)), "\n")
+}

@@ -1,0 +1,14 @@
+package toolgrain
+
+import "github.com/toolgrain/toolgrain/internal/faults"
+
+// InjectEngineFault makes the engine call fn at its fault points (FaultRequestStart,
+// FaultRequestAnswer) with the tool concerned; fn may panic to simulate a bug in the engine's
+// own code. The returned function removes it.
+func InjectEngineFault(fn func(point, tool string)) (restore func()) { return faults.Set(fn) }
+
+// The engine's fault points.
+const (
+	FaultRequestStart  = faults.RequestStart
+	FaultRequestAnswer = faults.RequestAnswer
+)

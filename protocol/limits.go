@@ -1,0 +1,47 @@
+package protocol
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// MaxNestingDepth is the deepest nesting of arrays and objects a message may have. It is the
+// limit of encoding/json, which [Decode] uses to check messages; a deeper message is a
+// [CodeParseError].
+const MaxNestingDepth = 10000
+
+// CodeServerBusy: a request was refused, unprocessed, because a limit on the calls in flight
+// was reached; the client may send it again once one of its calls has finished. It is an
+// application-defined code, outside the range JSON-RPC reserves (-32768 to -32000), whose upper
+// part MCP keeps for its own codes.
+const CodeServerBusy int64 = -31000
+
+// Scopes of a [CodeServerBusy] error: which limit was reached.
+const (
+	BusyConnection = "connection" // the calls in flight on one connection or session
+	BusyServer     = "server"     // the calls in flight on the whole server
+)
+
+// ErrServerBusy returns a [CodeServerBusy] error for a limit of limit calls in flight in scope
+// ([BusyConnection] or [BusyServer]). Its message is
+//
+//	Server busy: too many calls in flight on this connection (limit 10000)
+//	Server busy: too many calls in flight on the server (limit 100000)
+//
+// and its data {"scope":"connection","limit":10000}, so clients can tell the two apart. The
+// text is part of the contract.
+func ErrServerBusy(scope string, limit int) *WireError {
+	where := "on the server"
+	if scope == BusyConnection {
+		where = "on this connection"
+	}
+	data, _ := json.Marshal(struct {
+		Scope string `json:"scope"`
+		Limit int    `json:"limit"`
+	}{scope, limit})
+	return &WireError{
+		Code:    CodeServerBusy,
+		Message: "Server busy: too many calls in flight " + where + " (limit " + strconv.Itoa(limit) + ")",
+		Data:    data,
+	}
+}
