@@ -1,8 +1,6 @@
 package toolgrain_test
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -37,44 +35,13 @@ func startStdio(t testing.TB, cfg toolgrain.Config) *client {
 	if err != nil {
 		t.Fatalf("NewServer: %v", err)
 	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	c := &client{t: t, srv: srv, in: inW, lines: make(chan string, 1024), done: make(chan error, 1)}
-	go func() {
-		err := srv.ServeStdio(context.Background(), inR, outW)
-		_ = outW.Close()
-		c.done <- err
-	}()
-	go func() {
-		defer close(c.lines)
-		r := bufio.NewReader(outR)
-		for {
-			line, err := r.ReadString('\n')
-			if line != "" {
-				c.lines <- strings.TrimSuffix(line, "\n")
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
+	// Registered first, so it runs last: after attach's cleanup has ended the connection.
 	t.Cleanup(func() {
-		_ = inW.Close()
-		select {
-		case err := <-c.done:
-			if err != nil {
-				t.Errorf("ServeStdio: %v", err)
-			}
-		case <-time.After(watchdog):
-			t.Errorf("ServeStdio did not return after EOF")
-		}
-		for range c.lines { // drain until the reader goroutine ends
-		}
 		if err := srv.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	return c
+	return attach(t, srv)
 }
 
 func (c *client) send(line string) {
