@@ -196,6 +196,11 @@ func TestHTTPResumableStream(t *testing.T) {
 			t.Errorf("resume from %q: %d %s, want %d %s", tt.id, r.status, r.body, tt.status, body)
 		}
 	}
+	// A client that takes JSON only gets no stream to close: the handler learns it.
+	r := c.post(call("7", "poll", `{}`), "Accept", "application/json")
+	if want := `{"jsonrpc":"2.0","id":7,"result":` + failedResult + `}`; r.status != http.StatusOK || r.body != want {
+		t.Errorf("JSON-only call: %d %s%v, want %s", r.status, r.body, r.events, want)
+	}
 	// A call whose answer is JSON is unchanged.
 	c.expect(`{"jsonrpc":"2.0","id":9,"method":"ping"}`, `{"jsonrpc":"2.0","id":9,"result":{}}`)
 }
