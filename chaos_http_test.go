@@ -291,6 +291,10 @@ func readEvent(r *bufio.Reader) (string, error) {
 		line = strings.TrimRight(line, "\r\n")
 		switch {
 		case line == "" && data != nil:
+			if len(data) == 1 && data[0] == "" {
+				data = nil // a priming event carries no message
+				continue
+			}
 			return strings.Join(data, "\n"), nil
 		case strings.HasPrefix(line, "data:"):
 			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))

@@ -48,6 +48,10 @@ type HTTPConfig struct {
 
 	// Auth turns on bearer-token authentication. Nil means none.
 	Auth *AuthConfig
+
+	// StreamRetry is the reconnection delay announced in the retry field of the priming event
+	// that starts every POST SSE stream. 0 means DefaultStreamRetry.
+	StreamRetry time.Duration
 }
 
 // Handler returns the Streamable HTTP transport (MCP 2025-11-25) of the server, to be mounted at
@@ -66,6 +70,12 @@ type HTTPConfig struct {
 //     those notifications and the result go on the stream, which ends after the result. A
 //     JSON-RPC error answers a well-formed request with status 200. A cancelled call's stream
 //     ends with no response.
+//   - An SSE answer is resumable: it starts with a priming event (an id, a retry field and empty
+//     data), every event has an id unique in the session that names its stream, and a GET with
+//     Last-Event-ID gets that stream's events after the id, then the rest of it live (400 for an
+//     id the session never issued, 410 for a stream that is complete or no longer kept). A
+//     handler closes its stream's connection, without ending its call, with
+//     session.CloseStream.
 //   - A body that is not a valid JSON-RPC message gets 400 with a JSON-RPC error; one larger
 //     than [Config].MaxMessageSize gets 413.
 //   - MCP-Protocol-Version is checked after initialize: absent means 2025-03-26, an unsupported
@@ -124,6 +134,9 @@ func newHTTPHandler(eng *actors.Engine, cfg Config) (*httpHandler, error) {
 	}
 	if h.cfg.SessionIdleTimeout <= 0 {
 		h.cfg.SessionIdleTimeout = DefaultSessionIdleTimeout
+	}
+	if h.cfg.StreamRetry <= 0 {
+		h.cfg.StreamRetry = DefaultStreamRetry
 	}
 	var err error
 	if h.auth, err = newAuthenticator(cfg.HTTP.Auth, eng.Report); err != nil {
@@ -208,7 +221,7 @@ func (h *httpHandler) post(w http.ResponseWriter, r *http.Request, id *Identity)
 	st := newPostStream()
 	st.jsonOnly = !protocol.Accepts(r.Header.Values("Accept"), protocol.MediaTypeEventStream)
 	s.conn.DeliverWith(msg, st, id)
-	relay(w, r, st, s.conn, nil)
+	h.relay(w, r, st, s, nil)
 }
 
 // initialize opens a session for an initialize request. The session is entered in the table,
@@ -234,7 +247,7 @@ func (h *httpHandler) initialize(w http.ResponseWriter, r *http.Request, msg *pr
 	st := newPostStream()
 	conn.DeliverWith(msg, st, id)
 	registered := false
-	relay(w, r, st, conn, func(first protocol.FrameKind) {
+	h.relay(w, r, st, s, func(first protocol.FrameKind) {
 		if first == protocol.FrameResult && h.register(s) {
 			w.Header().Set(protocol.HeaderSessionID, s.id)
 			registered = true
@@ -260,6 +273,11 @@ func (h *httpHandler) get(w http.ResponseWriter, r *http.Request, id *Identity) 
 		return
 	}
 	defer s.release()
+	if last := r.Header.Get(protocol.HeaderLastEventID); last != "" {
+		// A resumption of a POST stream, which leaves the standalone stream alone.
+		h.resume(w, r, s, last)
+		return
+	}
 	if !s.openGet() {
 		writeError(w, http.StatusConflict, protocol.ErrTransport("Conflict", "the session's standalone SSE stream is already open"))
 		return
@@ -490,157 +508,6 @@ func startSSE(w http.ResponseWriter) {
 	hd.Set("Cache-Control", "no-cache")
 	hd.Set("X-Accel-Buffering", "no") // tell nginx-style proxies not to buffer the stream
 	w.WriteHeader(http.StatusOK)
-}
-
-// relay writes the answers that the actors queue on st as the response to r: one JSON body when
-// the first frame is the final response, otherwise an SSE stream that ends after the response
-// (lazy upgrade; a client that accepts only SSE always gets SSE). A stream closed with no response (a cancelled call) ends as an empty SSE
-// stream, or as 204 No Content for a client that does not accept SSE. before, if set, runs just before the status is written, with the first frame's kind
-// (FrameInvalid when there is none).
-//
-// relay runs on the handler goroutine and blocks until the response is complete, the client
-// goes away (which does not cancel the call: its later frames are dropped) or the connection
-// actor stopped.
-func relay(w http.ResponseWriter, r *http.Request, st *postStream, conn *actors.Connection, before func(protocol.FrameKind)) {
-	defer st.abandon()
-	accept := r.Header.Values("Accept")
-	jsonOK, sseOK := protocol.Accepts(accept, protocol.MediaTypeJSON), protocol.Accepts(accept, protocol.MediaTypeEventStream)
-	rc := http.NewResponseController(w)
-	connDone, connGone := conn.Done(), false
-	sse := false
-	var event []byte
-	begin := func(kind protocol.FrameKind) {
-		if before != nil {
-			before(kind)
-		}
-	}
-	for {
-		frames, closed := st.take()
-		for _, f := range frames {
-			kind := protocol.KindOf(f)
-			if !sse {
-				if kind.IsResponse() && jsonOK {
-					begin(kind)
-					writeFrame(w, http.StatusOK, f)
-					return
-				}
-				if !sseOK {
-					continue // a client that takes JSON only gets the response alone
-				}
-				begin(kind)
-				startSSE(w)
-				sse = true
-			}
-			event = protocol.AppendSSE(event[:0], f)
-			if _, err := w.Write(event); err != nil {
-				return
-			}
-			if kind.IsResponse() {
-				_ = rc.Flush()
-				return
-			}
-		}
-		if sse && len(frames) > 0 {
-			if err := rc.Flush(); err != nil {
-				return
-			}
-		}
-		if closed || connGone {
-			switch {
-			case sse:
-			case sseOK:
-				begin(protocol.FrameInvalid)
-				startSSE(w)
-				_ = rc.Flush()
-			default:
-				// No response, and the client takes no event stream: there is nothing to say.
-				begin(protocol.FrameInvalid)
-				w.WriteHeader(http.StatusNoContent)
-			}
-			return
-		}
-		select {
-		case <-st.wake:
-		case <-r.Context().Done():
-			return
-		case <-connDone:
-			// Nothing more can be queued once the connection actor stopped; take what was.
-			connDone, connGone = nil, true
-		}
-	}
-}
-
-// postStream is the [actors.Stream] of one POSTed request: the actors queue frames on it without
-// blocking, and the handler goroutine relays them (see relay). Once the handler has gone (the
-// response is complete or the client left), frames are dropped.
-type postStream struct {
-	// wake has room for one signal: a wake-up that finds one pending is redundant, since the
-	// handler takes every queued frame each time it wakes.
-	wake chan struct{}
-	// jsonOnly: the client takes no event stream, so only the response goes out.
-	jsonOnly bool
-
-	mu     sync.Mutex
-	frames [][]byte
-	closed bool
-	gone   bool
-}
-
-var (
-	_ actors.Stream   = (*postStream)(nil)
-	_ actors.Streamer = (*postStream)(nil)
-)
-
-func newPostStream() *postStream { return &postStream{wake: make(chan struct{}, 1)} }
-
-// Streaming reports whether the stream carries messages before the response
-// ([actors.Streamer]): not for a client that takes JSON only.
-func (p *postStream) Streaming() bool { return !p.jsonOnly }
-
-// Send queues one frame; it never blocks.
-func (p *postStream) Send(frame []byte) {
-	p.mu.Lock()
-	if p.closed || p.gone {
-		p.mu.Unlock()
-		return
-	}
-	p.frames = append(p.frames, frame)
-	p.mu.Unlock()
-	p.signal()
-}
-
-// Close says the message's answers are complete.
-func (p *postStream) Close() {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return
-	}
-	p.closed = true
-	p.mu.Unlock()
-	p.signal()
-}
-
-func (p *postStream) signal() {
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (p *postStream) take() ([][]byte, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	frames := p.frames
-	p.frames = nil
-	return frames, p.closed
-}
-
-func (p *postStream) abandon() {
-	p.mu.Lock()
-	p.gone = true
-	p.frames = nil
-	p.mu.Unlock()
 }
 
 // discardStream answers notifications and responses, which get no answer.

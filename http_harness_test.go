@@ -201,28 +201,60 @@ func (s *stream) next() (data string, ok bool) {
 	return "", false
 }
 
-// readEvents parses a text/event-stream into the data of each event; the channel is closed at
-// the end of the stream. The goroutine ends with the body, which its caller closes; the channel
-// holds more events than any test produces, so an unread stream never blocks it.
+// readEvents parses a text/event-stream into the data of each event that carries a message (a
+// priming event, with empty data, is skipped); the channel is closed at the end of the stream.
 func readEvents(body io.Reader) <-chan string {
 	ch := make(chan string, 4096)
+	raw := readSSE(body)
+	go func() {
+		defer close(ch)
+		for ev := range raw {
+			if ev.data != "" {
+				ch <- ev.data
+			}
+		}
+	}()
+	return ch
+}
+
+// sseEvent is one parsed server-sent event.
+type sseEvent struct {
+	id, retry, data string
+}
+
+// readSSE parses a text/event-stream into its events, priming events included; the channel is
+// closed at the end of the stream. The goroutine ends with the body, which its caller closes;
+// the channel holds more events than any test produces, so an unread stream never blocks it.
+func readSSE(body io.Reader) <-chan sseEvent {
+	ch := make(chan sseEvent, 4096)
 	go func() {
 		defer close(ch)
 		br := bufio.NewReader(body)
+		var ev sseEvent
 		var data []string
 		for {
 			line, err := br.ReadString('\n')
 			line = strings.TrimRight(line, "\r\n")
+			field := func(name string) (string, bool) {
+				v, ok := strings.CutPrefix(line, name+":")
+				return strings.TrimPrefix(v, " "), ok
+			}
 			switch {
 			case err != nil:
 				return
 			case line == "":
 				if data != nil {
-					ch <- strings.Join(data, "\n")
+					ev.data = strings.Join(data, "\n")
+					ch <- ev
 				}
-				data = nil
-			case strings.HasPrefix(line, "data:"):
-				data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+				ev, data = sseEvent{}, nil
+			}
+			if v, ok := field("data"); ok {
+				data = append(data, v)
+			} else if v, ok := field("id"); ok {
+				ev.id = v
+			} else if v, ok := field("retry"); ok {
+				ev.retry = v
 			}
 		}
 	}()

@@ -15,6 +15,7 @@ type session struct {
 	id      string
 	conn    *actors.Connection
 	notify  *standaloneStream // the session's notification path, relayed by its GET stream
+	streams *streams          // its POST SSE streams kept for resumption
 	subject string            // the identity's subject when auth is on; later requests must match it
 	idle    time.Duration
 
@@ -38,6 +39,7 @@ func newSession(conn *actors.Connection, subject string, idle time.Duration, end
 		idle:    idle,
 		ended:   make(chan struct{}),
 		active:  1,
+		streams: newStreams(),
 	}
 	// The timer's function runs on its own short-lived goroutine, only when the timer fires:
 	// a waiting session costs no goroutine. It stays stopped while requests are in progress.
@@ -95,6 +97,7 @@ func (s *session) finish() bool {
 	s.done = true
 	s.timer.Stop()
 	close(s.ended)
+	s.streams.end()
 	return true
 }
 

@@ -104,6 +104,21 @@ func (p *callPeer) Log(level, logger string, data json.RawMessage) error {
 	return nil
 }
 
+// CloseStream asks the call's transport to close the connection of the call's stream without
+// ending the call ([session.CloseStream]).
+func (p *callPeer) CloseStream() error {
+	if p.call.State() != cancel.Running {
+		return session.ErrCallFinished
+	}
+	d, ok := p.stream.(Disconnecter)
+	if !ok || !d.Disconnect() {
+		return session.ErrNoStream
+	}
+	return nil
+}
+
+var _ session.StreamCloser = (*callPeer)(nil)
+
 // takeLogToken is a token bucket: logBurst tokens, refilled at logRate per second.
 func (p *callPeer) takeLogToken() bool {
 	p.mu.Lock()

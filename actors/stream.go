@@ -11,3 +11,13 @@ type Stream interface {
 	// called more than once.
 	Close()
 }
+
+// Disconnecter is implemented by a [Stream] whose transport can close the connection carrying it
+// without ending it: an HTTP POST answered as a resumable SSE stream. The client reconnects and
+// resumes the stream, which goes on carrying the call's messages and its response.
+type Disconnecter interface {
+	// Disconnect asks the transport to close the stream's current connection once the messages
+	// sent so far are written. It reports false when the stream cannot be resumed (a client
+	// that takes a JSON answer only) or is already complete.
+	Disconnect() bool
+}

@@ -114,6 +114,26 @@ func AppendSSE(dst, frame []byte) []byte {
 	return append(dst, "\n\n"...)
 }
 
+// AppendSSEWithID appends frame to dst as [AppendSSE] does, preceded by the event id id, which
+// a client resuming the stream sends back as Last-Event-ID. id must hold no line break.
+func AppendSSEWithID(dst []byte, id string, frame []byte) []byte {
+	dst = append(dst, "id: "...)
+	dst = append(dst, id...)
+	dst = append(dst, '\n')
+	return AppendSSE(dst, frame)
+}
+
+// AppendSSEPriming appends the priming event that starts a resumable stream: the event id id, a
+// retry field of retryMillis milliseconds (the delay a client waits before reconnecting) and
+// empty data, which carries no message.
+func AppendSSEPriming(dst []byte, id string, retryMillis int64) []byte {
+	dst = append(dst, "id: "...)
+	dst = append(dst, id...)
+	dst = append(dst, "\nretry: "...)
+	dst = strconv.AppendInt(dst, retryMillis, 10)
+	return append(dst, "\ndata: \n\n"...)
+}
+
 func indexLineBreak(b []byte) int {
 	for i, c := range b {
 		if c == '\n' || c == '\r' {

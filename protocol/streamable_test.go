@@ -114,3 +114,12 @@ func TestSessionIDs(t *testing.T) {
 		}
 	}
 }
+
+func TestAppendSSEWithIDAndPriming(t *testing.T) {
+	if got, want := string(protocol.AppendSSEWithID(nil, "t-1-2", []byte(`{"a":1}`))), "id: t-1-2\nevent: message\ndata: {\"a\":1}\n\n"; got != want {
+		t.Errorf("AppendSSEWithID = %q, want %q", got, want)
+	}
+	if got, want := string(protocol.AppendSSEPriming(nil, "t-1-0", 1500)), "id: t-1-0\nretry: 1500\ndata: \n\n"; got != want {
+		t.Errorf("AppendSSEPriming = %q, want %q", got, want)
+	}
+}

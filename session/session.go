@@ -72,6 +72,31 @@ type Peer interface {
 	Request(ctx context.Context, method string, params any) (json.RawMessage, error)
 }
 
+// StreamCloser is implemented by a [Peer] whose transport can close the connection carrying the
+// call's messages without ending the call; see [CloseStream].
+type StreamCloser interface {
+	CloseStream() error
+}
+
+// CloseStream asks the transport to close the connection that carries the call's messages now,
+// without ending the call: over Streamable HTTP, the POST's SSE stream is ended after what was
+// sent so far (starting it, with its priming event, if the answer was not yet a stream), and the
+// client resumes it with GET and Last-Event-ID to receive the rest, the response included. A
+// server uses it to shed long-held connections (SSE polling). It returns [ErrNoStream] when the
+// transport cannot do it (stdio; an HTTP client that takes a JSON answer only),
+// [ErrCallFinished] once the call is over, and [ErrNoSession] outside the engine.
+func CloseStream(ctx context.Context) error {
+	p, ok := PeerFrom(ctx)
+	if !ok {
+		return ErrNoSession
+	}
+	c, ok := p.(StreamCloser)
+	if !ok {
+		return ErrNoStream
+	}
+	return c.CloseStream()
+}
+
 type peerKey struct{}
 
 // WithPeer returns a context carrying p. The engine calls it once per handler run.

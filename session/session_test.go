@@ -69,6 +69,12 @@ func TestOutsideTheEngine(t *testing.T) {
 	if _, err := session.CreateMessage(ctx, &protocol.CreateMessageParams{}); !errors.Is(err, session.ErrNoSession) {
 		t.Errorf("CreateMessage = %v", err)
 	}
+	if err := session.CloseStream(ctx); !errors.Is(err, session.ErrNoSession) {
+		t.Errorf("CloseStream = %v", err)
+	}
+	if err := session.CloseStream(session.WithPeer(ctx, &fakePeer{})); !errors.Is(err, session.ErrNoStream) {
+		t.Errorf("CloseStream with a peer that cannot close its stream = %v", err)
+	}
 	if _, err := session.Elicit(ctx, &protocol.ElicitParams{}); !errors.Is(err, session.ErrNoSession) {
 		t.Errorf("Elicit = %v", err)
 	}

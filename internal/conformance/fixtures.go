@@ -153,9 +153,13 @@ func Tools() []tools.Tool {
 		},
 		{
 			Name:        "test_reconnection",
-			Description: "Answers after a short pause, long enough for a transport to close and resume its stream.",
+			Description: "Closes the connection of its stream mid-call, then answers after a short pause; over Streamable HTTP the client resumes the stream with GET and Last-Event-ID to get the result.",
 			InputSchema: noArgs,
 			Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
+				// A transport that cannot close the stream (stdio, a JSON-only client) just answers.
+				if err := session.CloseStream(ctx); err != nil && !errors.Is(err, session.ErrNoStream) {
+					return nil, err
+				}
 				if err := pause(ctx, 100*time.Millisecond); err != nil {
 					return nil, err
 				}
