@@ -403,3 +403,13 @@ func TestZapSinkLogsPanicStack(t *testing.T) {
 		t.Errorf("stack field = %q, want the handler's frames", s)
 	}
 }
+
+// TestIDFreeOnceAnswered: an id whose call has been answered may be used again at once, even
+// before the request actor has stopped.
+func TestIDFreeOnceAnswered(t *testing.T) {
+	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
+	c.initialize()
+	for i := 0; i < 200; i++ {
+		c.expect(call("1", "echo", `{"text":"again"}`), `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"again"}]}}`)
+	}
+}

@@ -239,7 +239,9 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 		return
 	}
 	key := m.ID.Key()
-	if _, busy := c.inflight[key]; busy {
+	// A call that has answered is no longer in flight, even if its request actor has not yet
+	// stopped (its Terminated removes the entry a moment later).
+	if f, busy := c.inflight[key]; busy && f.call.State() == cancel.Running {
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidRequest("id %s is already in use by a request in flight", m.ID)))
 		return
 	}
