@@ -55,6 +55,7 @@ type options struct {
 	logLevel        zapcore.Level
 	maxMessageSize  int
 	shutdownGrace   time.Duration
+	pprofAddr       string
 	http            httpOptions
 }
 
@@ -73,6 +74,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Var(&o.logLevel, "log-level", "log `level` on stderr: debug, info, warn, error")
 	fs.IntVar(&o.maxMessageSize, "max-message-size", 0, "largest accepted message (HTTP: request body) in `bytes` (0: 4 MiB)")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 5*time.Second, "on SIGINT/SIGTERM, how long cancelled handlers and open HTTP responses get to finish")
+	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on `HOST:PORT` (a separate listener, for profiling; off by default)")
 	o.http.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -105,6 +107,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	log := newLogger(stderr, o.logLevel)
 	defer func() { _ = log.Sync() }()
+	if o.pprofAddr != "" {
+		stopPprof, err := servePprof(o.pprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
 
 	onError := diagnostics.ZapSink(log)
 	if o.diagnosticsFile != "" {
