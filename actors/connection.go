@@ -39,6 +39,8 @@ type connectionActor struct {
 	inflight map[string]*flight // by id key; only calls not yet cancelled
 	children map[string]*flight // by request actor PID id; every request actor alive
 	closing  bool
+
+	decoded *callParams // the params of the tools/call being handled, if the transport decoded them
 }
 
 var _ actor.SupervisorStrategy = (*connectionActor)(nil)
@@ -62,7 +64,9 @@ func (c *connectionActor) Receive(ctx actor.Context) {
 	case *actor.Terminated:
 		c.childEnded(ctx, msg.Who)
 	case *inbound:
+		c.decoded = &msg.call
 		c.handle(ctx, msg.msg, msg.stream, msg.identity)
+		c.decoded = nil
 	case *inputEnded:
 		c.beginClose(ctx)
 	case *graceExpired:
@@ -206,8 +210,8 @@ func (c *connectionActor) listTools(m *protocol.Message, s Stream) {
 }
 
 func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Stream, caller *tools.Identity) {
-	var p protocol.CallToolParams
-	if err := json.Unmarshal(m.Params, &p); err != nil || p.Name == "" {
+	p, err := c.callParams(m)
+	if err != nil || p.Name == "" {
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("tools/call needs params with a string name")))
 		return
 	}

@@ -241,14 +241,14 @@ func (e *Engine) Connect(name string) (*Connection, error) {
 
 // Deliver hands one decoded message to the connection; its answers go to s. It never blocks.
 func (c *Connection) Deliver(msg *protocol.Message, s Stream) {
-	c.eng.system.Root.Send(c.pid, &inbound{msg: msg, stream: s})
+	c.eng.system.Root.Send(c.pid, newInbound(msg, s, nil))
 }
 
 // DeliverWith is [Connection.Deliver] for a message whose sender the transport authenticated:
 // a tools/call it starts runs with id in its handler's context (tools.IdentityFromContext). A
 // nil id is Deliver. The identity goes nowhere else: not into logs, not into diagnostics.
 func (c *Connection) DeliverWith(msg *protocol.Message, s Stream, id *tools.Identity) {
-	c.eng.system.Root.Send(c.pid, &inbound{msg: msg, stream: s, identity: id})
+	c.eng.system.Root.Send(c.pid, newInbound(msg, s, id))
 }
 
 // Close tells the connection that its input ended: every call in flight is cancelled and the

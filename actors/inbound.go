@@ -1,0 +1,33 @@
+package actors
+
+import (
+	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/tools"
+)
+
+// callParams are the decoded params of one tools/call.
+type callParams struct {
+	msg    *protocol.Message // the message they belong to; nil when not decoded
+	params protocol.CallToolParams
+	err    error
+}
+
+// newInbound wraps a message for its connection actor. It runs on the transport's goroutine,
+// so the params of a tools/call are decoded there rather than inside the connection actor,
+// which every message of the connection passes through one at a time.
+func newInbound(msg *protocol.Message, s Stream, id *tools.Identity) *inbound {
+	in := &inbound{msg: msg, stream: s, identity: id}
+	if msg.Method == protocol.MethodToolsCall && !msg.ID.IsZero() {
+		p, err := protocol.DecodeCallToolParams(msg.Params)
+		in.call = callParams{msg: msg, params: p, err: err}
+	}
+	return in
+}
+
+// callParams returns the params of the tools/call m, decoding them unless the transport did.
+func (c *connectionActor) callParams(m *protocol.Message) (protocol.CallToolParams, error) {
+	if d := c.decoded; d != nil && d.msg == m {
+		return d.params, d.err
+	}
+	return protocol.DecodeCallToolParams(m.Params)
+}
