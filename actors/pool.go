@@ -11,6 +11,12 @@ import (
 // workerIdle is how long an idle worker waits for work before it exits.
 const workerIdle = 2 * time.Second
 
+// maxIdleWorkers caps the workers waiting for work: a worker that finishes a job while that
+// many wait exits at once. A burst (thousands of long calls in flight, then cancelled) would
+// otherwise leave one idle goroutine with a grown stack per call for workerIdle, and the
+// memory with them; the steady load of a busy server needs far fewer warm workers than this.
+const maxIdleWorkers = 128
+
 // workerPool runs functions on warm goroutines. protoactor's default dispatcher starts a new
 // goroutine each time an idle mailbox gets a message, and a new goroutine starts with a small
 // stack that JSON decoding and schema validation then grow by copying, several times per call:
@@ -18,12 +24,13 @@ const workerIdle = 2 * time.Second
 // stack across jobs.
 //
 // Go never blocks: a job goes to an idle worker if one is waiting, or to a new worker. Workers
-// exit after workerIdle without work, or at close.
+// exit after workerIdle without work, at close, or when maxIdleWorkers others already wait.
 type workerPool struct {
 	jobs   chan func() // unbuffered: a send succeeds only when a worker is waiting
 	quit   chan struct{}
 	wg     sync.WaitGroup
 	closed atomic.Bool
+	idle   atomic.Int32 // workers waiting for a job (approximately)
 	mu     sync.RWMutex // orders wg.Add against close
 }
 
@@ -58,12 +65,19 @@ func (p *workerPool) worker(fn func()) {
 	defer idle.Stop()
 	for {
 		fn()
+		if p.idle.Add(1) > maxIdleWorkers {
+			p.idle.Add(-1)
+			return
+		}
 		idle.Reset(workerIdle)
 		select {
 		case fn = <-p.jobs:
+			p.idle.Add(-1)
 		case <-idle.C:
+			p.idle.Add(-1)
 			return
 		case <-p.quit:
+			p.idle.Add(-1)
 			return
 		}
 	}
