@@ -40,7 +40,7 @@ type connectionActor struct {
 	children map[string]*flight // by request actor PID id; every request actor alive
 	closing  bool
 
-	decoded *callParams // the params of the tools/call being handled, if the transport decoded them
+	decoded *callParams // the params of the message being handled, if the transport decoded them
 }
 
 var _ actor.SupervisorStrategy = (*connectionActor)(nil)
@@ -117,8 +117,8 @@ func (c *connectionActor) notification(ctx actor.Context, m *protocol.Message) {
 	switch m.Method {
 	case protocol.MethodInitialized:
 	case protocol.MethodCancelled:
-		var p protocol.CancelledParams
-		if json.Unmarshal(m.Params, &p) != nil || p.RequestID.IsZero() {
+		p, err := c.cancelledParams(m)
+		if err != nil || p.RequestID.IsZero() {
 			return // invalid cancellations are ignored (spec: cancellation)
 		}
 		f, ok := c.inflight[p.RequestID.Key()]
