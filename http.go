@@ -159,7 +159,8 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *httpHandler) post(w http.ResponseWriter, r *http.Request, id *Identity) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
+	// The common spelling skips mime.ParseMediaType, which allocates a map for the parameters.
+	if ct := r.Header.Get("Content-Type"); ct != "" && ct != protocol.MediaTypeJSON {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != protocol.MediaTypeJSON {
 			writeError(w, http.StatusUnsupportedMediaType, protocol.ErrTransport("Unsupported Media Type", "Content-Type must be application/json"))
 			return
@@ -486,9 +487,13 @@ func writeError(w http.ResponseWriter, status int, we *protocol.WireError) {
 	writeFrame(w, status, protocol.EncodeError(protocol.ID{}, we))
 }
 
+// jsonContentType is the Content-Type header value of every JSON body; net/http only reads it.
+var jsonContentType = []string{protocol.MediaTypeJSON}
+
 func writeFrame(w http.ResponseWriter, status int, frame []byte) {
-	w.Header().Set("Content-Type", protocol.MediaTypeJSON)
-	w.Header().Set("Content-Length", strconv.Itoa(len(frame)))
+	h := w.Header()
+	h["Content-Type"] = jsonContentType // Set would allocate a new slice for every response
+	h.Set("Content-Length", strconv.Itoa(len(frame)))
 	w.WriteHeader(status)
 	_, _ = w.Write(frame)
 }
