@@ -19,8 +19,8 @@ const workerIdle = 2 * time.Second
 const maxIdleWorkers = 128
 
 // burstWorkers is the number of live workers from which their dwindling counts as the end of a
-// burst: once fewer than a sixteenth of the peak are left, the pool hands the memory of the
-// exited workers' stacks back to the operating system (see releaseMemory).
+// burst: once a sixteenth of the peak (or maxIdleWorkers) are left, the pool hands the memory of
+// the exited workers' stacks back to the operating system (see releaseMemory).
 const burstWorkers = 1024
 
 // workerPool runs functions on warm goroutines. protoactor's default dispatcher starts a new
@@ -103,12 +103,13 @@ func (p *workerPool) started() {
 	}
 }
 
-// exited notices the end of a burst: when the live workers fall below a sixteenth of a peak of
-// at least burstWorkers, the memory is released once, and the peak starts again from here.
+// exited notices the end of a burst: when the live workers fall to a sixteenth of a peak of at
+// least burstWorkers (or to maxIdleWorkers, which may be more), the memory is released once, and
+// the peak starts again from here.
 func (p *workerPool) exited() {
 	n := p.live.Add(-1)
 	peak := p.peak.Load()
-	if peak >= burstWorkers && n <= peak/16 && p.peak.CompareAndSwap(peak, n) {
+	if peak >= burstWorkers && n <= max(peak/16, maxIdleWorkers) && p.peak.CompareAndSwap(peak, n) {
 		time.AfterFunc(releaseDelay, releaseMemory)
 	}
 }
