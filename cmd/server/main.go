@@ -108,7 +108,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	log := newLogger(stderr, o.logLevel)
 	defer func() { _ = log.Sync() }()
 	if o.pprofAddr != "" {
-		stopPprof, err := servePprof(o.pprofAddr, log)
+		_, stopPprof, err := servePprof(o.pprofAddr, log)
 		if err != nil {
 			return err
 		}

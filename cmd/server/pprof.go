@@ -10,11 +10,12 @@ import (
 )
 
 // servePprof serves the runtime profiles of net/http/pprof at http://addr/debug/pprof/ on a
-// listener of their own, never on the MCP endpoint. The returned function closes it.
-func servePprof(addr string, log *zap.Logger) (func(), error) {
+// listener of their own, never on the MCP endpoint. It returns the address it listens on and a
+// function that closes the listener.
+func servePprof(addr string, log *zap.Logger) (string, func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("pprof: %w", err)
+		return "", nil, fmt.Errorf("pprof: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -26,5 +27,5 @@ func servePprof(addr string, log *zap.Logger) (func(), error) {
 	log.Info("pprof", zap.String("addr", ln.Addr().String()))
 	// Owned by servePprof's caller, which closes the server with the returned function.
 	go func() { _ = srv.Serve(ln) }()
-	return func() { _ = srv.Close() }, nil
+	return ln.Addr().String(), func() { _ = srv.Close() }, nil
 }
