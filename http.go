@@ -1,9 +1,9 @@
 package toolgrain
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net"
 	"net/http"
@@ -172,7 +172,8 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *httpHandler) post(w http.ResponseWriter, r *http.Request, id *Identity) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
+	// The common spelling skips mime.ParseMediaType, which allocates a map for the parameters.
+	if ct := r.Header.Get("Content-Type"); ct != "" && ct != protocol.MediaTypeJSON {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != protocol.MediaTypeJSON {
 			writeError(w, http.StatusUnsupportedMediaType, protocol.ErrTransport("Unsupported Media Type", "Content-Type must be application/json"))
 			return
@@ -417,20 +418,32 @@ func (h *httpHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, 
 	if r.ContentLength > limit {
 		return tooLarge()
 	}
-	var buf bytes.Buffer
+	// With a Content-Length the body is read into one buffer of that size plus the byte that
+	// meets EOF (bytes.Buffer.ReadFrom would grow it by 512 bytes first); without, it grows.
+	size := 512
 	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
+		size = int(r.ContentLength) + 1
 	}
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
-	var mbe *http.MaxBytesError
-	switch {
-	case errors.As(err, &mbe):
-		return tooLarge()
-	case err != nil:
-		writeError(w, http.StatusBadRequest, protocol.ErrTransport("Bad Request", "the body could not be read"))
-		return nil, false
+	buf := make([]byte, 0, size)
+	body := http.MaxBytesReader(w, r.Body, limit)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, true
+		}
+		var mbe *http.MaxBytesError
+		switch {
+		case errors.As(err, &mbe):
+			return tooLarge()
+		case err != nil:
+			writeError(w, http.StatusBadRequest, protocol.ErrTransport("Bad Request", "the body could not be read"))
+			return nil, false
+		}
 	}
-	return buf.Bytes(), true
 }
 
 // hostAllowed guards against DNS rebinding: on a loopback address only loopback names and the
@@ -495,9 +508,13 @@ func writeError(w http.ResponseWriter, status int, we *protocol.WireError) {
 	writeFrame(w, status, protocol.EncodeError(protocol.ID{}, we))
 }
 
+// jsonContentType is the Content-Type header value of every JSON body; net/http only reads it.
+var jsonContentType = []string{protocol.MediaTypeJSON}
+
 func writeFrame(w http.ResponseWriter, status int, frame []byte) {
-	w.Header().Set("Content-Type", protocol.MediaTypeJSON)
-	w.Header().Set("Content-Length", strconv.Itoa(len(frame)))
+	h := w.Header()
+	h["Content-Type"] = jsonContentType // Set would allocate a new slice for every response
+	h.Set("Content-Length", strconv.Itoa(len(frame)))
 	w.WriteHeader(status)
 	_, _ = w.Write(frame)
 }

@@ -44,6 +44,7 @@ type connectionActor struct {
 
 	surface              // resources, prompts, logging, requests to the client
 	calls   atomic.Int64 // calls holding a slot under MaxCallsPerConnection
+	decoded *callParams  // the params of the message being handled, if the transport decoded them
 }
 
 var _ actor.SupervisorStrategy = (*connectionActor)(nil)
@@ -73,8 +74,10 @@ func (c *connectionActor) Receive(ctx actor.Context) {
 	case *actor.Terminated:
 		c.childEnded(ctx, msg.Who)
 	case *inbound:
+		c.decoded = &msg.call
 		c.handle(ctx, msg.msg, msg.stream, msg.identity)
 		c.conn.inbox.done(msg.cost)
+		c.decoded = nil
 	case *inputEnded:
 		c.beginClose(ctx)
 	case *graceExpired:
@@ -130,8 +133,8 @@ func (c *connectionActor) notification(ctx actor.Context, m *protocol.Message) {
 	switch m.Method {
 	case protocol.MethodInitialized:
 	case protocol.MethodCancelled:
-		var p protocol.CancelledParams
-		if json.Unmarshal(m.Params, &p) != nil || p.RequestID.IsZero() {
+		p, err := c.cancelledParams(m)
+		if err != nil || p.RequestID.IsZero() {
 			return // invalid cancellations are ignored (spec: cancellation)
 		}
 		f, ok := c.inflight[p.RequestID.Key()]
@@ -227,8 +230,8 @@ func (c *connectionActor) listTools(m *protocol.Message, s Stream) {
 }
 
 func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Stream, caller *tools.Identity) {
-	var p protocol.CallToolParams
-	if err := json.Unmarshal(m.Params, &p); err != nil || p.Name == "" {
+	p, err := c.callParams(m)
+	if err != nil || p.Name == "" {
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("tools/call needs params with a string name")))
 		return
 	}

@@ -304,7 +304,9 @@ func (c *Connection) Deliver(msg *protocol.Message, s Stream) { c.DeliverWith(ms
 func (c *Connection) DeliverWith(msg *protocol.Message, s Stream, id *tools.Identity) {
 	cost := inboundCost(msg)
 	c.inbox.add(cost)
-	c.eng.system.Root.Send(c.pid, &inbound{msg: msg, stream: s, identity: id, cost: cost})
+	in := newInbound(msg, s, id)
+	in.cost = cost
+	c.eng.system.Root.Send(c.pid, in)
 }
 
 // Close tells the connection that its input ended: every call in flight is cancelled and the

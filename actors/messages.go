@@ -17,7 +17,8 @@ type (
 		msg      *protocol.Message
 		stream   Stream
 		identity *tools.Identity
-		cost     int // its weight in the connection's inbox
+		cost     int        // its weight in the connection's inbox
+		call     callParams // tools/call params, decoded by the transport (inbound.go)
 	}
 	// inputEnded: transport → connection. The input ended (EOF, session deleted or expired,
 	// shutdown): cancel everything in flight, then stop once every request actor has ended.

@@ -61,7 +61,7 @@ type requestActor struct {
 	phase    int
 	acquired bool // asked the tool actor for a slot (and must release it)
 	timer    *time.Timer
-	stopHdlr context.CancelFunc // cancels the handler context (timeout, responded)
+	stopHdlr context.CancelFunc // cancels the handler context of a tool with a timeout; nil otherwise
 	hctx     context.Context    // the handler's context
 
 	callMetrics    // what the call reports to the engine's metrics (metrics.go)
@@ -155,16 +155,16 @@ func (r *requestActor) run(ctx actor.Context) {
 		return
 	}
 	r.phase = phaseRunning
+	// Without a timeout the handler gets the call's own context, which the answer, a
+	// cancellation and the actor's stop (call.Release) all cancel: a child context would cost
+	// allocations on every call and cancel nothing more.
 	hctx := r.call.Context()
-	var stop context.CancelFunc
 	if d := r.timeout(); d > 0 {
-		hctx, stop = context.WithTimeoutCause(hctx, d, r.timeoutError())
+		hctx, r.stopHdlr = context.WithTimeoutCause(hctx, d, r.timeoutError())
 		self, root := ctx.Self(), ctx.ActorSystem().Root
 		r.timer = time.AfterFunc(d, func() { root.Send(self, &callTimedOut{}) })
-	} else {
-		hctx, stop = context.WithCancel(hctx)
 	}
-	r.stopHdlr, r.hctx = stop, hctx
+	r.hctx = hctx
 	hctx = r.eng.handlerContext(hctx, r.peer, r.meta)
 	hctx = tools.WithIdentity(hctx, r.identity)
 	req := &tools.Request{Tool: r.tool.Name(), Arguments: r.args, Meta: r.meta}

@@ -65,6 +65,14 @@ func StopProgress(ctx context.Context) {
 	s.mu.Unlock()
 }
 
+// ProgressRequested reports whether the client asked for progress on the call ctx belongs to
+// (its params._meta has a progressToken), so that a handler can skip the work of preparing
+// reports nobody will receive.
+func ProgressRequested(ctx context.Context) bool {
+	s, _ := ctx.Value(progressKey{}).(*progressSink)
+	return s != nil
+}
+
 // ReportProgress sends a progress notification for the current call when the client asked for
 // progress (the call has a progressToken); otherwise it does nothing and returns nil, so
 // handlers may call it unconditionally.

@@ -159,3 +159,14 @@ func TestReportProgressConcurrent(t *testing.T) {
 		t.Error("nothing was sent")
 	}
 }
+
+func TestProgressRequested(t *testing.T) {
+	ctx := context.Background()
+	if tools.ProgressRequested(ctx) {
+		t.Error("ProgressRequested without a sink = true")
+	}
+	fn := func(float64, *float64, string) error { return nil }
+	if !tools.ProgressRequested(tools.WithProgress(ctx, fn)) {
+		t.Error("ProgressRequested with a sink = false")
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"runtime/debug"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/toolgrain/toolgrain/protocol"
 )
 
@@ -174,9 +173,9 @@ func (c *Compiled) checkOutput(structured json.RawMessage) error {
 	if c.output.sch == nil {
 		return nil
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(structured))
-	if err != nil {
-		return fmt.Errorf("structuredContent: %w", err)
+	v, ok := decodeValue(structured)
+	if !ok {
+		return errors.New("structuredContent: invalid JSON")
 	}
 	if msg := c.output.validateValue(v); msg != "" {
 		return errors.New("does not conform to the output schema: " + msg)

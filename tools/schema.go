@@ -177,8 +177,8 @@ func (s *schema) validate(raw []byte) string {
 		}
 		return ""
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
+	v, ok := decodeValue(raw)
+	if !ok {
 		return s.root + ": must be valid JSON"
 	}
 	return s.validateValue(v)

@@ -67,6 +67,7 @@ type options struct {
 	maxCalls        int
 	toolTimeout     time.Duration
 	shutdownGrace   time.Duration
+	pprofAddr       string
 	http            httpOptions
 	fixtures        string
 }
@@ -90,6 +91,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.toolTimeout, "tool-timeout", 0, "timeout of each tool call, for tools without their own (0: none)")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 5*time.Second, "on SIGINT/SIGTERM, how long cancelled handlers, open HTTP responses and a client's last unread answers get to finish")
 	fs.StringVar(&o.fixtures, "fixtures", "", "also serve a fixture `set`: conformance (the MCP conformance suite's test_* tools, test:// resources and test_* prompts)")
+	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on `HOST:PORT` (a separate listener, for profiling; off by default)")
 	o.http.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -125,6 +127,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	log := newLogger(stderr, o.logLevel)
 	defer func() { _ = log.Sync() }()
+	if o.pprofAddr != "" {
+		_, stopPprof, err := servePprof(o.pprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
 
 	onError := diagnostics.ZapSink(log)
 	if o.diagnosticsFile != "" {

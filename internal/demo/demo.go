@@ -81,7 +81,8 @@ func Tools() []tools.Tool {
 	}
 }
 
-// progressEvery is the interval between two progress notifications of the sleep tool.
+// progressEvery is the interval between two progress notifications of the sleep tool; it sends
+// them only when the client asked for progress, and keeps no ticker otherwise.
 const progressEvery = 100 * time.Millisecond
 
 func sleep(ctx context.Context, in sleepIn) (*tools.Result, error) {
@@ -89,7 +90,7 @@ func sleep(ctx context.Context, in sleepIn) (*tools.Result, error) {
 	timer := time.NewTimer(total)
 	defer timer.Stop()
 	var tick <-chan time.Time
-	if total > progressEvery {
+	if total > progressEvery && tools.ProgressRequested(ctx) {
 		t := time.NewTicker(progressEvery)
 		defer t.Stop()
 		tick = t.C

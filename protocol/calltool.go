@@ -1,0 +1,72 @@
+package protocol
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// DecodeCallToolParams reads the params of a tools/call request exactly as
+// json.Unmarshal(params, &p) would, with p a [CallToolParams], and returns
+// the same error when json.Unmarshal would fail. Arguments and Meta are
+// slices of params, not copies: params must not be modified afterwards.
+//
+// The common case (members spelt exactly "name", "arguments" and "_meta",
+// without escapes) is read without reflection and without copying; any other
+// spelling that json.Unmarshal would match case-insensitively falls back to
+// it.
+func DecodeCallToolParams(params json.RawMessage) (CallToolParams, error) {
+	var p CallToolParams
+	data := params
+	if !json.Valid(data) {
+		return p, json.Unmarshal(data, &p) // the error json.Unmarshal gives
+	}
+	i := skipSpace(data, 0)
+	switch data[i] {
+	case '{':
+	case 'n': // null leaves p unchanged
+		return p, nil
+	default:
+		return p, json.Unmarshal(data, &p) // an UnmarshalTypeError
+	}
+	i = skipSpace(data, i+1)
+	for data[i] != '}' {
+		ks := i
+		i = skipString(data, i)
+		key := data[ks:i]
+		i = skipSpace(data, i)
+		i = skipSpace(data, i+1) // ':'
+		vs := i
+		i = skipValue(data, i)
+		val := data[vs:i]
+		switch string(key) {
+		case `"name"`:
+			switch val[0] {
+			case '"':
+				p.Name = unquote(val)
+			case 'n':
+			default:
+				return slowCallToolParams(params)
+			}
+		case `"arguments"`:
+			p.Arguments = json.RawMessage(val[:len(val):len(val)])
+		case `"_meta"`:
+			p.Meta = json.RawMessage(val[:len(val):len(val)])
+		default:
+			if k := unquote(key); strings.EqualFold(k, "name") || strings.EqualFold(k, "arguments") || strings.EqualFold(k, "_meta") {
+				return slowCallToolParams(params)
+			}
+		}
+		i = skipSpace(data, i)
+		if data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+	}
+	return p, nil
+}
+
+// slowCallToolParams is json.Unmarshal, for the spellings the fast path leaves to it.
+func slowCallToolParams(params json.RawMessage) (CallToolParams, error) {
+	var p CallToolParams
+	err := json.Unmarshal(params, &p)
+	return p, err
+}
