@@ -25,7 +25,11 @@ func servePprof(addr string, log *zap.Logger) (string, func(), error) {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	srv := &http.Server{Handler: mux}
 	log.Info("pprof", zap.String("addr", ln.Addr().String()))
-	// Owned by servePprof's caller, which closes the server with the returned function.
-	go func() { _ = srv.Serve(ln) }()
-	return ln.Addr().String(), func() { _ = srv.Close() }, nil
+	served := make(chan struct{})
+	// Owned by servePprof's caller: the returned function closes the server and waits for it.
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln)
+	}()
+	return ln.Addr().String(), func() { _ = srv.Close(); <-served }, nil
 }
