@@ -125,10 +125,14 @@ func (p *postStream) attach() (uint64, <-chan struct{}) {
 	if p.wake != nil {
 		close(p.wake)
 	}
+	// A disconnect asked before the first reader attached (a handler can get there before the
+	// POST's own goroutine does) is meant for that reader; a later reader starts afresh.
+	if p.gens > 0 {
+		p.disconnect = false
+	}
 	p.gens++
 	p.reader = p.gens
 	p.wake = make(chan struct{}, 1)
-	p.disconnect = false
 	return p.reader, p.wake
 }
 

@@ -60,3 +60,24 @@ func TestKeptStreamsBound(t *testing.T) {
 		t.Errorf("after the session's end: status %d, want 410", status)
 	}
 }
+
+// TestDisconnectBeforeFirstReader: a handler may ask to close its stream's connection before the
+// POST's goroutine has attached as reader; that reader must still see the request, and a later
+// (resuming) reader must not.
+func TestDisconnectBeforeFirstReader(t *testing.T) {
+	st := newPostStream()
+	if !st.Disconnect() {
+		t.Fatal("Disconnect refused on an open stream")
+	}
+	gen, _ := st.attach()
+	if !st.takeDisconnect(gen) {
+		t.Error("the first reader lost the disconnect asked before it attached")
+	}
+	st.Disconnect()
+	st.detach(gen)
+	gen2, _ := st.attach()
+	if st.takeDisconnect(gen2) {
+		t.Error("a resuming reader inherited an earlier connection's disconnect")
+	}
+	st.detach(gen2)
+}
