@@ -7,13 +7,13 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/toolgrain/toolgrain/cancel"
+	"github.com/toolgrain/toolgrain/client"
 	"github.com/toolgrain/toolgrain/protocol"
-	"github.com/toolgrain/toolgrain/session"
 )
 
 // ErrConnectionClosed is the error a handler's request to the client gets when the connection
 // closes before the client answered.
-var ErrConnectionClosed = errors.New("session: connection closed before the client answered")
+var ErrConnectionClosed = errors.New("client: connection closed before the client answered")
 
 // outgoing is one request from a handler to the client (sampling, elicitation, roots). The
 // handler goroutine makes it and waits on reply; the connection actor gives it an id, sends it
@@ -77,7 +77,7 @@ func (c *connectionActor) sendRequest(o *outgoing) {
 	}
 	if !o.call.Notify(func() { o.stream.Send(frame) }) {
 		delete(c.out, id.Key())
-		o.reply <- outgoingReply{err: session.ErrCallFinished}
+		o.reply <- outgoingReply{err: client.ErrCallFinished}
 	}
 }
 
