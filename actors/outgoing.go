@@ -36,7 +36,7 @@ type outgoingReply struct {
 // surface is the connection actor's state for everything beyond tools: the requests it sent to
 // the client and awaits answers to, the resource subscriptions, and what handler goroutines read.
 type surface struct {
-	shared  *connShared
+	state   *connState
 	out     map[string]*outgoing // by the key of the id the engine gave it
 	nextOut int64
 	subs    map[string]struct{} // subscribed resource URIs
@@ -50,9 +50,9 @@ const maxURLElicitations = 256
 
 func newSurface(e *Engine) surface {
 	return surface{
-		shared: newConnShared(e.system.Root, e.logLevel),
-		out:    make(map[string]*outgoing),
-		subs:   make(map[string]struct{}),
+		state: newConnState(e.system.Root, e.logLevel),
+		out:   make(map[string]*outgoing),
+		subs:  make(map[string]struct{}),
 	}
 }
 
@@ -126,7 +126,7 @@ func (c *connectionActor) closeOutgoing() {
 }
 
 // notify sends a message unrelated to any request on the connection's notification path (the
-// stdio output, or an HTTP session's standalone stream), once the client is initialized and
+// stdio output, or a legacy HTTP session's standalone stream), once the client is initialized and
 // while the connection is open. Without a notification path it is dropped.
 func (c *connectionActor) notify(frame []byte) {
 	if c.conn.notify == nil || !c.initialized || c.closing {

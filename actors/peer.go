@@ -37,10 +37,10 @@ type Streamer interface {
 	Streaming() bool
 }
 
-// connShared is the part of a connection's state that handler goroutines read: who the client
-// is and what it declared, the session's log level, and where to send requests for the client.
-// The connection actor writes it; everything is atomic.
-type connShared struct {
+// connState is the part of a connection's state that handler goroutines read: who the client
+// is and what it declared, the connection's log level, and where to send requests for the
+// client. The connection actor writes it; everything is atomic.
+type connState struct {
 	root  *actor.RootContext
 	pid   atomic.Pointer[actor.PID]
 	caps  atomic.Pointer[protocol.ClientCapabilities]
@@ -48,8 +48,8 @@ type connShared struct {
 	level atomic.Int32 // the lowest severity sent (index in protocol.LogLevels)
 }
 
-func newConnShared(root *actor.RootContext, level int) *connShared {
-	s := &connShared{root: root}
+func newConnState(root *actor.RootContext, level int) *connState {
+	s := &connState{root: root}
 	s.caps.Store(&protocol.ClientCapabilities{})
 	s.info.Store(&protocol.Implementation{})
 	s.level.Store(int32(level))
@@ -59,7 +59,7 @@ func newConnShared(root *actor.RootContext, level int) *connShared {
 // callPeer is the client.Peer of one call: it sends the call's log messages on the call's
 // stream, and its requests to the client through the connection actor, which owns their ids.
 type callPeer struct {
-	conn   *connShared
+	conn   *connState
 	call   *cancel.Call
 	stream Stream
 
@@ -70,7 +70,7 @@ type callPeer struct {
 
 var _ client.Peer = (*callPeer)(nil)
 
-func newCallPeer(conn *connShared, call *cancel.Call, s Stream) *callPeer {
+func newCallPeer(conn *connState, call *cancel.Call, s Stream) *callPeer {
 	return &callPeer{conn: conn, call: call, stream: s, tokens: logBurst}
 }
 
@@ -204,7 +204,7 @@ func progressSender(s Stream, call *cancel.Call, token json.RawMessage, interval
 	}
 }
 
-// handlerContext decorates a handler's context with the call's session and, when the request
+// handlerContext decorates a handler's context with the call's client and, when the request
 // carried a progress token, its progress sink.
 func (e *Engine) handlerContext(ctx context.Context, peer *callPeer, meta json.RawMessage) context.Context {
 	if peer == nil {
