@@ -34,7 +34,7 @@
 // [tools.ActorHandler] for the contract.
 //
 // It also serves resources and resource templates (package resources), prompts (package
-// prompts), logging and completions; handlers reach their client through package session (log
+// prompts), logging and completions; handlers reach their client through package client (log
 // messages, sampling, elicitation, roots). Tools, resources and prompts can change while the
 // server runs ([Server.AddTools] and the like).
 //
@@ -204,7 +204,7 @@ type Config struct {
 	ResourceTemplates []resources.Template
 	Prompts           []prompts.Prompt
 
-	// LogLevel is the lowest level of the log messages handlers send (package session) that a
+	// LogLevel is the lowest level of the log messages handlers send (package client) that a
 	// client gets before it calls logging/setLevel: "debug" (everything, the meaning of ""),
 	// "info", "notice", "warning", "error", "critical", "alert" or "emergency".
 	LogLevel string

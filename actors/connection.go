@@ -26,10 +26,11 @@ type flight struct {
 	slot   *callSlot
 }
 
-// connectionActor owns one stdio stream or HTTP session: the negotiated protocol version and the
-// table of calls in flight (JSON-RPC id → request actor). It answers initialize, ping, tools/list
-// and protocol errors itself, spawns a request actor per tools/call, and routes
-// notifications/cancelled to the call's cancellation state.
+// connectionActor owns one connection (a stdio stream, an in-memory client or a legacy HTTP
+// session): the negotiated protocol version and the table of calls in flight (JSON-RPC id →
+// request actor). It answers initialize, ping, tools/list and protocol errors itself, spawns a
+// request actor per tools/call, and routes notifications/cancelled to the call's cancellation
+// state.
 type connectionActor struct {
 	eng  *Engine
 	conn *Connection
@@ -63,7 +64,7 @@ func newConnectionActor(e *Engine, c *Connection, log *zap.Logger) *connectionAc
 func (c *connectionActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
-		c.shared.pid.Store(ctx.Self())
+		c.state.pid.Store(ctx.Self())
 	case *actor.Stopping, *actor.Restarting:
 	case *actor.Stopped:
 		for _, f := range c.children {
@@ -170,9 +171,9 @@ func (c *connectionActor) initialize(m *protocol.Message, s Stream) {
 	}
 	c.initialized = true
 	c.version = protocol.NegotiateVersion(p.ProtocolVersion)
-	c.shared.caps.Store(protocol.ParseClientCapabilities(p.Capabilities))
+	c.state.caps.Store(protocol.ParseClientCapabilities(p.Capabilities))
 	info := p.ClientInfo
-	c.shared.info.Store(&info)
+	c.state.info.Store(&info)
 	c.log.Debug("initialized", zap.String("protocol_version", c.version),
 		zap.String("client", p.ClientInfo.Name), zap.String("client_version", p.ClientInfo.Version))
 	c.result(s, m.ID, &protocol.InitializeResult{
@@ -262,7 +263,7 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 		meta:    p.Meta,
 		call:    f.call,
 		stream:  s,
-		peer:    newCallPeer(c.shared, f.call, s),
+		peer:    newCallPeer(c.state, f.call, s),
 		slot:    slot,
 	}
 	spec.identity = caller

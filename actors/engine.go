@@ -4,7 +4,7 @@
 //	├── diagnostics actor   runs onError; its failures never reach a client
 //	├── tool actors         one per tool; the admission gate for tools with a concurrency limit
 //	├── tool-<name>         one per actor-backed tool defined by Props, running the host's actor
-//	└── connection actors   one per stdio stream or HTTP session
+//	└── connection actors   one per stdio stream, in-memory client or legacy HTTP session
 //	    └── request actors  one per tools/call; each owns its call's cancellation state
 //
 // No Receive ever blocks: handlers run on goroutines owned by their request actor, onError
@@ -273,9 +273,9 @@ type Connection struct {
 func (e *Engine) Connect(name string) (*Connection, error) { return e.ConnectNotify(name, nil) }
 
 // ConnectNotify spawns a connection actor whose messages unrelated to any request go to notify:
-// the stdio output, or a stream of an HTTP session that sends on its standalone GET stream while
-// one is open (and drops, or keeps for replay, otherwise). The engine never closes notify. name
-// is used in logs only.
+// the stdio output, or a stream of a legacy HTTP session that sends on its standalone GET
+// stream while one is open (and drops, or keeps for replay, otherwise). The engine never closes
+// notify. name is used in logs only.
 func (e *Engine) ConnectNotify(name string, notify Stream) (*Connection, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

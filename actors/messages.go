@@ -20,7 +20,7 @@ type (
 		cost     int        // its weight in the connection's inbox
 		call     callParams // tools/call params, decoded by the transport (inbound.go)
 	}
-	// inputEnded: transport → connection. The input ended (EOF, session deleted or expired,
+	// inputEnded: transport → connection. The input ended (EOF, HTTP session deleted or expired,
 	// shutdown): cancel everything in flight, then stop once every request actor has ended.
 	inputEnded struct{}
 	// graceExpired: timer → connection. Stop now, even with request actors still waiting for

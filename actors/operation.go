@@ -135,7 +135,7 @@ func (c *connectionActor) spawnOperation(ctx actor.Context, m *protocol.Message,
 	f := &flight{call: cancel.New(context.Background()), id: m.ID, stream: s}
 	spec := &opSpec{
 		eng: c.eng, id: m.ID, method: m.Method, name: name, meta: meta,
-		call: f.call, stream: s, peer: newCallPeer(c.shared, f.call, s), identity: caller, run: run,
+		call: f.call, stream: s, peer: newCallPeer(c.state, f.call, s), identity: caller, run: run,
 	}
 	f.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newOperationActor(spec) }, actor.WithDispatcher(c.eng.dispatcher)))
 	c.inflight[key] = f

@@ -37,7 +37,7 @@ type callSpec struct {
 	meta    json.RawMessage
 	call    *cancel.Call
 	stream  Stream
-	peer    *callPeer // the call's session: logs and requests to the client
+	peer    *callPeer // the call's client: logs and requests to it
 	// identity is the authenticated caller, nil when the transport has none; it only goes
 	// into the handler's context.
 	identity *tools.Identity

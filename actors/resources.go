@@ -81,7 +81,7 @@ func (c *connectionActor) readResource(ctx actor.Context, m *protocol.Message, s
 	})
 }
 
-// MaxSubscriptions bounds the resource subscriptions of one session.
+// MaxSubscriptions bounds the resource subscriptions of one connection.
 const MaxSubscriptions = 4096
 
 // subscribe records (or drops) a subscription to a URI. Any absolute URI may be subscribed to,

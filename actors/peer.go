@@ -11,8 +11,8 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/toolgrain/toolgrain/cancel"
+	"github.com/toolgrain/toolgrain/client"
 	"github.com/toolgrain/toolgrain/protocol"
-	"github.com/toolgrain/toolgrain/session"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -23,7 +23,7 @@ const (
 	// dropped, except one that reaches its total.
 	DefaultProgressInterval = 10 * time.Millisecond
 	// logBurst and logRate bound the log messages of one call: a burst of logBurst, then
-	// logRate per second; messages over the limit are dropped with session.ErrRateLimited.
+	// logRate per second; messages over the limit are dropped with client.ErrRateLimited.
 	logBurst = 100
 	logRate  = 100
 )
@@ -32,15 +32,15 @@ const (
 // response: an HTTP POST whose client accepts an SSE answer can, one that accepts JSON only
 // cannot (its transport sends the response alone). A Stream that does not implement it is taken
 // to carry everything, as stdio does. A handler's request to the client on a stream that cannot
-// carry it fails at once with session.ErrNoStream rather than wait for an answer that cannot come.
+// carry it fails at once with client.ErrNoStream rather than wait for an answer that cannot come.
 type Streamer interface {
 	Streaming() bool
 }
 
-// connShared is the part of a connection's state that handler goroutines read: who the client
-// is and what it declared, the session's log level, and where to send requests for the client.
-// The connection actor writes it; everything is atomic.
-type connShared struct {
+// connState is the part of a connection's state that handler goroutines read: who the client
+// is and what it declared, the connection's log level, and where to send requests for the
+// client. The connection actor writes it; everything is atomic.
+type connState struct {
 	root  *actor.RootContext
 	pid   atomic.Pointer[actor.PID]
 	caps  atomic.Pointer[protocol.ClientCapabilities]
@@ -48,18 +48,18 @@ type connShared struct {
 	level atomic.Int32 // the lowest severity sent (index in protocol.LogLevels)
 }
 
-func newConnShared(root *actor.RootContext, level int) *connShared {
-	s := &connShared{root: root}
+func newConnState(root *actor.RootContext, level int) *connState {
+	s := &connState{root: root}
 	s.caps.Store(&protocol.ClientCapabilities{})
 	s.info.Store(&protocol.Implementation{})
 	s.level.Store(int32(level))
 	return s
 }
 
-// callPeer is the session.Peer of one call: it sends the call's log messages on the call's
+// callPeer is the client.Peer of one call: it sends the call's log messages on the call's
 // stream, and its requests to the client through the connection actor, which owns their ids.
 type callPeer struct {
-	conn   *connShared
+	conn   *connState
 	call   *cancel.Call
 	stream Stream
 
@@ -68,9 +68,9 @@ type callPeer struct {
 	refill time.Time
 }
 
-var _ session.Peer = (*callPeer)(nil)
+var _ client.Peer = (*callPeer)(nil)
 
-func newCallPeer(conn *connShared, call *cancel.Call, s Stream) *callPeer {
+func newCallPeer(conn *connState, call *cancel.Call, s Stream) *callPeer {
 	return &callPeer{conn: conn, call: call, stream: s, tokens: logBurst}
 }
 
@@ -81,43 +81,43 @@ func (p *callPeer) ClientInfo() protocol.Implementation { return *p.conn.info.Lo
 func (p *callPeer) Log(level, logger string, data json.RawMessage) error {
 	sev, ok := protocol.LogSeverity(level)
 	if !ok {
-		return fmt.Errorf("%w %q", session.ErrInvalidLevel, level)
+		return fmt.Errorf("%w %q", client.ErrInvalidLevel, level)
 	}
 	if int32(sev) < p.conn.level.Load() {
 		return nil
 	}
 	if p.call.State() != cancel.Running {
-		return session.ErrCallFinished
+		return client.ErrCallFinished
 	}
 	if !p.takeLogToken() {
-		return session.ErrRateLimited
+		return client.ErrRateLimited
 	}
 	frame, err := protocol.EncodeNotification(protocol.MethodLogMessage, &protocol.LogMessageParams{
 		Level: level, Logger: logger, Data: data,
 	})
 	if err != nil {
-		return fmt.Errorf("session: log data: %w", err)
+		return fmt.Errorf("client: log data: %w", err)
 	}
 	if !p.call.Notify(func() { p.stream.Send(frame) }) {
-		return session.ErrCallFinished
+		return client.ErrCallFinished
 	}
 	return nil
 }
 
 // CloseStream asks the call's transport to close the connection of the call's stream without
-// ending the call ([session.CloseStream]).
+// ending the call ([client.CloseStream]).
 func (p *callPeer) CloseStream() error {
 	if p.call.State() != cancel.Running {
-		return session.ErrCallFinished
+		return client.ErrCallFinished
 	}
 	d, ok := p.stream.(Disconnecter)
 	if !ok || !d.Disconnect() {
-		return session.ErrNoStream
+		return client.ErrNoStream
 	}
 	return nil
 }
 
-var _ session.StreamCloser = (*callPeer)(nil)
+var _ client.StreamCloser = (*callPeer)(nil)
 
 // takeLogToken is a token bucket: logBurst tokens, refilled at logRate per second.
 func (p *callPeer) takeLogToken() bool {
@@ -138,14 +138,14 @@ func (p *callPeer) takeLogToken() bool {
 // Request sends a request to the client and waits, on the handler's goroutine, for the
 // connection actor to hand back the client's answer, or for ctx to end.
 func (p *callPeer) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	if err := session.CheckCapability(p.conn.caps.Load(), method, params); err != nil {
+	if err := client.CheckCapability(p.conn.caps.Load(), method, params); err != nil {
 		return nil, err
 	}
 	var raw json.RawMessage
 	if params != nil {
 		b, err := json.Marshal(params)
 		if err != nil {
-			return nil, fmt.Errorf("session: %s params: %w", method, err)
+			return nil, fmt.Errorf("client: %s params: %w", method, err)
 		}
 		raw = b
 	}
@@ -153,7 +153,7 @@ func (p *callPeer) Request(ctx context.Context, method string, params any) (json
 		return nil, context.Cause(ctx)
 	}
 	if st, ok := p.stream.(Streamer); ok && !st.Streaming() {
-		return nil, session.ErrNoStream
+		return nil, client.ErrNoStream
 	}
 	pid := p.conn.pid.Load()
 	o := &outgoing{method: method, params: raw, call: p.call, stream: p.stream, reply: make(chan outgoingReply, 1)}
@@ -204,13 +204,13 @@ func progressSender(s Stream, call *cancel.Call, token json.RawMessage, interval
 	}
 }
 
-// handlerContext decorates a handler's context with the call's session and, when the request
+// handlerContext decorates a handler's context with the call's client and, when the request
 // carried a progress token, its progress sink.
 func (e *Engine) handlerContext(ctx context.Context, peer *callPeer, meta json.RawMessage) context.Context {
 	if peer == nil {
 		return ctx
 	}
-	ctx = session.WithPeer(ctx, peer)
+	ctx = client.WithPeer(ctx, peer)
 	if token := progressToken(meta); token != nil {
 		ctx = tools.WithProgress(ctx, progressSender(peer.stream, peer.call, token, e.cfg.ProgressInterval))
 	}
