@@ -62,7 +62,7 @@ func (c *connectionActor) complete(ctx actor.Context, m *protocol.Message, s Str
 		args = p.Context.Arguments
 	}
 	value := p.Argument.Value
-	c.spawnOperation(ctx, m, s, caller, p.Argument.Name, nil, func(ctx context.Context) (any, error) {
+	c.spawnOperation(ctx, m, s, caller, p.Argument.Name, nil, nil, false, func(ctx context.Context) (any, error) {
 		values, err := fn(ctx, value, args)
 		if err != nil {
 			return nil, err

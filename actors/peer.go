@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,32 +59,98 @@ func newConnState(root *actor.RootContext, level int) *connState {
 
 // callPeer is the client.Peer of one call: it sends the call's log messages on the call's
 // stream, and its requests to the client through the connection actor, which owns their ids.
+//
+// In the modern era the client is the request's envelope (env): its capabilities and log level
+// are the request's own, and its requests for input become input_required rounds (in, for the
+// methods that may have them).
 type callPeer struct {
 	conn   *connState
 	call   *cancel.Call
 	stream Stream
+	env    *protocol.Envelope // the request's envelope; nil in a legacy session
+	in     *callInput         // the multi-round-trip state of a modern call; nil otherwise
+	// owner is the call's request or operation actor, which answers input_required; set before
+	// the handler starts.
+	owner *actor.PID
 
 	mu     sync.Mutex
 	tokens float64
 	refill time.Time
+	state  []byte // the handler's state (client.SetState)
 }
 
-var _ client.Peer = (*callPeer)(nil)
+var (
+	_ client.Peer      = (*callPeer)(nil)
+	_ client.InputPeer = (*callPeer)(nil)
+)
 
 func newCallPeer(conn *connState, call *cancel.Call, s Stream) *callPeer {
 	return &callPeer{conn: conn, call: call, stream: s, tokens: logBurst}
 }
 
-func (p *callPeer) ClientCapabilities() *protocol.ClientCapabilities { return p.conn.caps.Load() }
+// newPeer returns the peer of a call the connection actor is starting, in the era of the
+// request it is handling; in is the call's multi-round-trip state (modern only).
+func (c *connectionActor) newPeer(call *cancel.Call, s Stream, in *callInput) *callPeer {
+	p := newCallPeer(c.state, call, s)
+	if c.modern != nil {
+		p.env, p.in = c.modern.env, in
+		if in != nil {
+			p.state = in.state
+		}
+	}
+	return p
+}
 
-func (p *callPeer) ClientInfo() protocol.Implementation { return *p.conn.info.Load() }
+func (p *callPeer) ClientCapabilities() *protocol.ClientCapabilities {
+	if p.env != nil {
+		return p.env.Capabilities
+	}
+	return p.conn.caps.Load()
+}
+
+func (p *callPeer) ClientInfo() protocol.Implementation {
+	if p.env != nil {
+		if p.env.ClientInfo != nil {
+			return *p.env.ClientInfo
+		}
+		return protocol.Implementation{}
+	}
+	return *p.conn.info.Load()
+}
+
+// State returns the handler's state ([client.State]).
+func (p *callPeer) State() []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state
+}
+
+// SetState sets the handler's state ([client.SetState]).
+func (p *callPeer) SetState(state []byte) {
+	p.mu.Lock()
+	p.state = state
+	p.mu.Unlock()
+}
+
+// level returns the lowest severity of the log messages the call sends, and false when it
+// sends none: a modern request gets log messages only when it asked for a level.
+func (p *callPeer) level() (int32, bool) {
+	if p.env == nil {
+		return p.conn.level.Load(), true
+	}
+	if p.env.LogLevel == "" {
+		return 0, false
+	}
+	sev, _ := protocol.LogSeverity(p.env.LogLevel)
+	return int32(sev), true
+}
 
 func (p *callPeer) Log(level, logger string, data json.RawMessage) error {
 	sev, ok := protocol.LogSeverity(level)
 	if !ok {
 		return fmt.Errorf("%w %q", client.ErrInvalidLevel, level)
 	}
-	if int32(sev) < p.conn.level.Load() {
+	if least, on := p.level(); !on || int32(sev) < least {
 		return nil
 	}
 	if p.call.State() != cancel.Running {
@@ -135,19 +202,64 @@ func (p *callPeer) takeLogToken() bool {
 	return true
 }
 
-// Request sends a request to the client and waits, on the handler's goroutine, for the
-// connection actor to hand back the client's answer, or for ctx to end.
+// Request asks the client for one input. In a legacy session it sends the client a request and
+// waits, on the handler's goroutine, for the connection actor to hand back the answer, or for
+// ctx to end; in the modern era it is [callPeer.Input] with a key of its own.
 func (p *callPeer) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	if err := client.CheckCapability(p.conn.caps.Load(), method, params); err != nil {
+	if p.env != nil {
+		if p.in == nil {
+			return nil, client.ErrNoStream // a modern request that cannot be answered input_required
+		}
+		key := p.in.autoKey(method)
+		res, err := p.in.ask(ctx, p, map[string]client.InputRequest{key: {Method: method, Params: params}})
+		if err != nil {
+			return nil, err
+		}
+		return res[key], nil
+	}
+	res, err := p.send(ctx, []string{""}, map[string]client.InputRequest{"": {Method: method, Params: params}})
+	if err != nil {
 		return nil, err
 	}
-	var raw json.RawMessage
-	if params != nil {
-		b, err := json.Marshal(params)
-		if err != nil {
-			return nil, fmt.Errorf("client: %s params: %w", method, err)
+	return res[""], nil
+}
+
+// Input asks the client for every request of reqs ([client.Input]): in a legacy session as
+// requests sent at once, in the modern era as an input_required round unless the client has
+// answered them all already.
+func (p *callPeer) Input(ctx context.Context, reqs map[string]client.InputRequest) (map[string]json.RawMessage, error) {
+	if p.env != nil {
+		if p.in == nil {
+			return nil, client.ErrNoStream
 		}
-		raw = b
+		return p.in.ask(ctx, p, reqs)
+	}
+	keys := make([]string, 0, len(reqs))
+	for k := range reqs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return p.send(ctx, keys, reqs)
+}
+
+// send sends the requests of a legacy session's call to the client, all at once in key order,
+// and waits, on the handler's goroutine, for every answer (or the first error), or for ctx to
+// end. Requests still unanswered when it gives up are withdrawn (notifications/cancelled).
+func (p *callPeer) send(ctx context.Context, keys []string, reqs map[string]client.InputRequest) (map[string]json.RawMessage, error) {
+	caps := p.conn.caps.Load()
+	params := make([]json.RawMessage, len(keys))
+	for i, k := range keys {
+		r := reqs[k]
+		if err := client.CheckCapability(caps, r.Method, r.Params); err != nil {
+			return nil, err
+		}
+		if r.Params != nil {
+			b, err := json.Marshal(r.Params)
+			if err != nil {
+				return nil, fmt.Errorf("client: %s params: %w", r.Method, err)
+			}
+			params[i] = b
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, context.Cause(ctx)
@@ -156,16 +268,32 @@ func (p *callPeer) Request(ctx context.Context, method string, params any) (json
 		return nil, client.ErrNoStream
 	}
 	pid := p.conn.pid.Load()
-	o := &outgoing{method: method, params: raw, call: p.call, stream: p.stream, reply: make(chan outgoingReply, 1)}
-	p.conn.root.Send(pid, &sendRequest{o: o})
-	select {
-	case r := <-o.reply:
-		return r.result, r.err
-	case <-ctx.Done():
-		cause := context.Cause(ctx)
-		p.conn.root.Send(pid, &requestAbandoned{o: o, reason: cause.Error()})
-		return nil, cause
+	outs := make([]*outgoing, len(keys))
+	for i, k := range keys {
+		outs[i] = &outgoing{method: reqs[k].Method, params: params[i], call: p.call, stream: p.stream, reply: make(chan outgoingReply, 1)}
+		p.conn.root.Send(pid, &sendRequest{o: outs[i]})
 	}
+	withdraw := func(from int, reason string) {
+		for _, o := range outs[from:] {
+			p.conn.root.Send(pid, &requestAbandoned{o: o, reason: reason})
+		}
+	}
+	res := make(map[string]json.RawMessage, len(keys))
+	for i, o := range outs {
+		select {
+		case r := <-o.reply:
+			if r.err != nil {
+				withdraw(i+1, "another request of the call failed")
+				return nil, r.err
+			}
+			res[keys[i]] = r.result
+		case <-ctx.Done():
+			cause := context.Cause(ctx)
+			withdraw(i, cause.Error())
+			return nil, cause
+		}
+	}
+	return res, nil
 }
 
 // progressBurst is how many progress notifications of one call may go out back to back before

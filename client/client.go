@@ -298,9 +298,49 @@ func CheckCapability(caps *protocol.ClientCapabilities, method string, params an
 		}
 	}
 	if missing != "" {
-		return fmt.Errorf("%w: %s needs the client capability %s", ErrUnsupported, method, missing)
+		return &CapabilityError{Method: method, Missing: missing}
 	}
 	return nil
+}
+
+// CapabilityError is the error of a request the client cannot be sent because it did not
+// declare the capability it needs. It wraps [ErrUnsupported].
+//
+// A handler that cannot do without the capability returns it (wrapped or not): in the modern
+// era (MCP 2026-07-28) the engine then answers the request with the JSON-RPC error -32021,
+// whose data names the capability ([CapabilityError.Required]), and reports nothing. In a
+// legacy session, where that error does not exist, the call fails as any other handler error
+// does.
+type CapabilityError struct {
+	// Method is the request that could not be sent.
+	Method string
+	// Missing names the capability: "sampling", "sampling.tools", "elicitation (form mode)",
+	// "elicitation.url" or "roots".
+	Missing string
+}
+
+// Error says which request needs which capability.
+func (e *CapabilityError) Error() string {
+	return fmt.Sprintf("%v: %s needs the client capability %s", ErrUnsupported, e.Method, e.Missing)
+}
+
+// Unwrap returns [ErrUnsupported].
+func (e *CapabilityError) Unwrap() error { return ErrUnsupported }
+
+// Required returns the missing capability as a ClientCapabilities object, for example
+// {"sampling":{}}.
+func (e *CapabilityError) Required() json.RawMessage {
+	switch e.Missing {
+	case "sampling":
+		return json.RawMessage(`{"sampling":{}}`)
+	case "sampling.tools":
+		return json.RawMessage(`{"sampling":{"tools":{}}}`)
+	case "elicitation.url":
+		return json.RawMessage(`{"elicitation":{"url":{}}}`)
+	case "roots":
+		return json.RawMessage(`{"roots":{}}`)
+	}
+	return json.RawMessage(`{"elicitation":{}}`)
 }
 
 func usesSamplingTools(params any) bool {
