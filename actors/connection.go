@@ -63,9 +63,9 @@ var _ actor.SupervisorStrategy = (*connectionActor)(nil)
 
 func newConnectionActor(e *Engine, c *Connection, log *zap.Logger) *connectionActor {
 	return &connectionActor{
-		eng:      e,
-		conn:     c,
-		log:      log,
+		eng:       e,
+		conn:      c,
+		log:       log,
 		inflight:  make(map[string]*flight),
 		children:  make(map[string]*flight),
 		surface:   newSurface(e),
