@@ -58,7 +58,7 @@ func attach(t testing.TB, srv *toolgrain.Server) *stdioClient {
 		_ = inW.Close()
 		select {
 		case err := <-c.done:
-			if err != nil {
+			if err != nil && !errors.Is(err, toolgrain.ErrServerClosed) {
 				t.Errorf("ServeStdio: %v", err)
 			}
 		case <-time.After(watchdog):

@@ -268,6 +268,13 @@ func NewSystem(log *zap.Logger) *actor.ActorSystem {
 	)
 }
 
+// Closed reports whether the engine is shutting down or shut down.
+func (e *Engine) Closed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
+}
+
 // System returns the actor system the engine runs on.
 func (e *Engine) System() *actor.ActorSystem { return e.system }
 
