@@ -31,11 +31,11 @@ func newServer(t testing.TB, cfg toolgrain.Config) *toolgrain.Server {
 
 // attach serves one more in-process stdio connection of srv. Cleanup closes its input and
 // waits for ServeStdio; it does not close the server.
-func attach(t testing.TB, srv *toolgrain.Server) *client {
+func attach(t testing.TB, srv *toolgrain.Server) *stdioClient {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	c := &client{t: t, srv: srv, in: inW, lines: make(chan string, 1024), done: make(chan error, 1)}
+	c := &stdioClient{t: t, srv: srv, in: inW, lines: make(chan string, 1024), done: make(chan error, 1)}
 	go func() {
 		err := srv.ServeStdio(context.Background(), inR, outW)
 		_ = outW.Close()
@@ -58,7 +58,7 @@ func attach(t testing.TB, srv *toolgrain.Server) *client {
 		_ = inW.Close()
 		select {
 		case err := <-c.done:
-			if err != nil {
+			if err != nil && !errors.Is(err, toolgrain.ErrServerClosed) {
 				t.Errorf("ServeStdio: %v", err)
 			}
 		case <-time.After(watchdog):
@@ -80,7 +80,7 @@ func ping(id string) (request, response string) {
 }
 
 // expectPing sends a ping and asserts that its answer is the next line.
-func (c *client) expectPing(id string) {
+func (c *stdioClient) expectPing(id string) {
 	c.t.Helper()
 	req, resp := ping(id)
 	c.expect(req, resp)

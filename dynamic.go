@@ -40,7 +40,7 @@ func (s *Server) AddPrompts(defs ...prompts.Prompt) error { return s.eng.AddProm
 func (s *Server) RemovePrompts(names ...string) int { return s.eng.RemovePrompts(names...) }
 
 // NotifyElicitationComplete tells the client that asked the user to visit a URL
-// (session.Elicit in URL mode, with params.ElicitationID id) that the interaction finished, with
+// (client.Elicit in URL mode, with params.ElicitationID id) that the interaction finished, with
 // notifications/elicitation/complete on its connection's notification path. Ids the server did
 // not send, or already completed, are ignored. It never blocks.
 func (s *Server) NotifyElicitationComplete(id string) { s.eng.ElicitationComplete(id) }

@@ -12,8 +12,8 @@ import (
 	"github.com/toolgrain/toolgrain/protocol"
 )
 
-// fuzzSeeds are sessions of newline-separated messages for FuzzRequestPath; the committed
-// corpus in testdata/fuzz/FuzzRequestPath holds more.
+// fuzzSeeds are stdio conversations (newline-separated messages) for FuzzRequestPath; the
+// committed corpus in testdata/fuzz/FuzzRequestPath holds more.
 var fuzzSeeds = []string{
 	call("1", "echo", `{"text":"hi"}`) + "\n" + call("2", "greet", `{"name":"Ada"}`),
 	call("1", "fail", `{"mode":"error"}`) + "\n" + call("2", "fail", `{"mode":"panic"}`) + "\n" +
@@ -25,7 +25,7 @@ var fuzzSeeds = []string{
 	call("9", "nope", `{}`) + "\n" + `{"jsonrpc":"2.0","id":2,"method":"nope/nope"}` + "\n" + "\x00\xff",
 }
 
-// FuzzRequestPath feeds raw bytes, as one stdio session, to a real server and checks what comes
+// FuzzRequestPath feeds raw bytes, as one stdio connection, to a real server and checks what comes
 // back: every line is one valid JSON-RPC response or notification, no request is answered more
 // often than it was sent, no error is an internal one, and the marker of the fail tool's
 // internal failures never appears.

@@ -17,9 +17,9 @@ import (
 // hang into a failure.
 const watchdog = 20 * time.Second
 
-// client drives a server over an in-process stdio connection (two pipes) and sees exactly the
+// stdioClient drives a server over an in-process stdio connection (two pipes) and sees exactly the
 // bytes a real client would.
-type client struct {
+type stdioClient struct {
 	t     testing.TB
 	srv   *toolgrain.Server
 	in    *io.PipeWriter
@@ -29,7 +29,7 @@ type client struct {
 
 // startStdio builds a server from cfg and serves one stdio connection to the returned client.
 // Cleanup closes the input, waits for ServeStdio and closes the server.
-func startStdio(t testing.TB, cfg toolgrain.Config) *client {
+func startStdio(t testing.TB, cfg toolgrain.Config) *stdioClient {
 	t.Helper()
 	srv, err := toolgrain.NewServer(cfg)
 	if err != nil {
@@ -44,14 +44,14 @@ func startStdio(t testing.TB, cfg toolgrain.Config) *client {
 	return attach(t, srv)
 }
 
-func (c *client) send(line string) {
+func (c *stdioClient) send(line string) {
 	c.t.Helper()
 	if _, err := io.WriteString(c.in, line+"\n"); err != nil {
 		c.t.Fatalf("write: %v", err)
 	}
 }
 
-func (c *client) recv() string {
+func (c *stdioClient) recv() string {
 	c.t.Helper()
 	select {
 	case line, ok := <-c.lines:
@@ -66,7 +66,7 @@ func (c *client) recv() string {
 }
 
 // expect sends one request and asserts the exact line that answers it.
-func (c *client) expect(request, want string) {
+func (c *stdioClient) expect(request, want string) {
 	c.t.Helper()
 	c.send(request)
 	if got := c.recv(); got != want {
@@ -75,7 +75,7 @@ func (c *client) expect(request, want string) {
 }
 
 // silent asserts that the server sends nothing during d.
-func (c *client) silent(d time.Duration) {
+func (c *stdioClient) silent(d time.Duration) {
 	c.t.Helper()
 	select {
 	case line := <-c.lines:
@@ -86,7 +86,7 @@ func (c *client) silent(d time.Duration) {
 
 const initRequest = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`
 
-func (c *client) initialize() {
+func (c *stdioClient) initialize() {
 	c.t.Helper()
 	c.send(initRequest)
 	if got := c.recv(); !strings.Contains(got, `"protocolVersion":"2025-11-25"`) {

@@ -75,7 +75,7 @@ type HTTPConfig struct {
 //     Last-Event-ID gets that stream's events after the id, then the rest of it live (400 for an
 //     id the session never issued, 410 for a stream that is complete or no longer kept). A
 //     handler closes its stream's connection, without ending its call, with
-//     session.CloseStream.
+//     client.CloseStream.
 //   - A body that is not a valid JSON-RPC message gets 400 with a JSON-RPC error; one larger
 //     than [Config].MaxMessageSize gets 413.
 //   - MCP-Protocol-Version is checked after initialize: absent means 2025-03-26, an unsupported

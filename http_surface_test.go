@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/toolgrain/toolgrain"
+	"github.com/toolgrain/toolgrain/client"
 	"github.com/toolgrain/toolgrain/internal/conformance"
 	"github.com/toolgrain/toolgrain/protocol"
-	"github.com/toolgrain/toolgrain/session"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -164,7 +164,7 @@ func TestHTTPJSONOnlyClientGetsNoRequests(t *testing.T) {
 	got := make(chan error, 1)
 	ask := tools.Tool{Name: "ask", Description: "Asks the client's model.",
 		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
-			_, err := session.CreateMessage(ctx, &protocol.CreateMessageParams{MaxTokens: 1})
+			_, err := client.CreateMessage(ctx, &protocol.CreateMessageParams{MaxTokens: 1})
 			got <- err
 			return tools.TextResult("asked"), nil
 		})}
@@ -175,7 +175,7 @@ func TestHTTPJSONOnlyClientGetsNoRequests(t *testing.T) {
 	if r.status != http.StatusOK || r.body != `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"asked"}]}}` {
 		t.Fatalf("call: %d %s", r.status, r.body)
 	}
-	if err := <-got; !errors.Is(err, session.ErrNoStream) {
+	if err := <-got; !errors.Is(err, client.ErrNoStream) {
 		t.Errorf("handler got %v, want ErrNoStream", err)
 	}
 }

@@ -16,7 +16,7 @@ import (
 // a priming event (an id, a retry field and empty data) and numbers every event. Its events are
 // kept, up to maxStreamEvents, until the stream's end has been delivered to a client or the
 // session ends, so that a client whose connection closed (on its side, or because the handler
-// called session.CloseStream) resumes with GET and Last-Event-ID: it gets the events after that
+// called client.CloseStream) resumes with GET and Last-Event-ID: it gets the events after that
 // id, from that stream only, then the rest of the stream live.
 //
 // An event id is "<tag>-<stream>-<seq>": the session's random tag, the stream's number in the

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/toolgrain/toolgrain"
+	"github.com/toolgrain/toolgrain/client"
 	"github.com/toolgrain/toolgrain/protocol"
-	"github.com/toolgrain/toolgrain/session"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -21,11 +21,11 @@ func pollTool(release <-chan struct{}) tools.Tool {
 		Description: "Closes its stream mid-call.",
 		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
 			for _, m := range []string{"one", "two"} {
-				if err := session.Log(ctx, protocol.LevelInfo, "poll", m); err != nil {
+				if err := client.Log(ctx, protocol.LevelInfo, "poll", m); err != nil {
 					return nil, err
 				}
 			}
-			if err := session.CloseStream(ctx); err != nil {
+			if err := client.CloseStream(ctx); err != nil {
 				return nil, err
 			}
 			select {
@@ -33,7 +33,7 @@ func pollTool(release <-chan struct{}) tools.Tool {
 			case <-ctx.Done():
 				return nil, context.Cause(ctx)
 			}
-			if err := session.Log(ctx, protocol.LevelInfo, "poll", "three"); err != nil {
+			if err := client.Log(ctx, protocol.LevelInfo, "poll", "three"); err != nil {
 				return nil, err
 			}
 			return tools.TextResult("done"), nil

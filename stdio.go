@@ -78,8 +78,11 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	case <-ctx.Done():
 		result = ctx.Err()
 		closeInput(in)
-	case <-conn.Done(): // the connection actor failed and was stopped
+	case <-conn.Done(): // the server shut down, or the connection actor failed and was stopped
 		result = errors.New("toolgrain: stdio connection stopped after an internal failure")
+		if s.eng.Closed() {
+			result = ErrServerClosed
+		}
 	case <-writeFailed:
 		result = fmt.Errorf("toolgrain: stdio: write: %w", writeErr)
 		closeInput(in)

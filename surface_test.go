@@ -10,16 +10,16 @@ import (
 	"time"
 
 	"github.com/toolgrain/toolgrain"
+	"github.com/toolgrain/toolgrain/client"
 	"github.com/toolgrain/toolgrain/internal/conformance"
 	"github.com/toolgrain/toolgrain/prompts"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/resources"
-	"github.com/toolgrain/toolgrain/session"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
 // initWith initializes the connection declaring the given client capabilities (a JSON object).
-func (c *client) initWith(caps string) {
+func (c *stdioClient) initWith(caps string) {
 	c.t.Helper()
 	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + caps + `,"clientInfo":{"name":"test","version":"1"}}}`)
 	if got := c.recv(); !strings.Contains(got, `"result"`) {
@@ -29,7 +29,7 @@ func (c *client) initWith(caps string) {
 }
 
 // recvExact asserts the exact next line.
-func (c *client) recvExact(want string) {
+func (c *stdioClient) recvExact(want string) {
 	c.t.Helper()
 	if got := c.recv(); got != want {
 		c.t.Errorf("\n got: %s\nwant: %s", got, want)
@@ -271,7 +271,7 @@ var logTool = tools.Tool{
 	Name: "logs", Description: "Logs at every level.",
 	Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
 		for _, l := range protocol.LogLevels {
-			if err := session.Log(ctx, l, "t", map[string]string{"level": l}); err != nil {
+			if err := client.Log(ctx, l, "t", map[string]string{"level": l}); err != nil {
 				return nil, err
 			}
 		}
@@ -306,13 +306,13 @@ func TestNoLogAfterResponse(t *testing.T) {
 		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
 			<-ctx.Done()
 			time.Sleep(20 * time.Millisecond) // the timeout's answer goes out meanwhile
-			late <- session.Log(ctx, protocol.LevelError, "", "too late")
+			late <- client.Log(ctx, protocol.LevelError, "", "too late")
 			return nil, ctx.Err()
 		})}
 	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{tool}})
 	c.initialize()
 	c.expect(call("1", "late", `{}`), `{"jsonrpc":"2.0","id":1,"result":`+failedResult+`}`)
-	if err := <-late; !errors.Is(err, session.ErrCallFinished) {
+	if err := <-late; !errors.Is(err, client.ErrCallFinished) {
 		t.Errorf("Log after the response = %v, want ErrCallFinished", err)
 	}
 	c.silent(100 * time.Millisecond)
@@ -323,7 +323,7 @@ func sampler(results chan<- error) tools.Tool {
 	return tools.Tool{
 		Name: "ask", Description: "Asks the client's model.",
 		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
-			res, err := session.CreateMessage(ctx, &protocol.CreateMessageParams{
+			res, err := client.CreateMessage(ctx, &protocol.CreateMessageParams{
 				Messages:  []protocol.SamplingMessage{{Role: protocol.RoleUser, Content: protocol.TextContent("2+2?")}},
 				MaxTokens: 5,
 			})
@@ -368,15 +368,15 @@ func TestRequestsNeedDeclaredCapabilities(t *testing.T) {
 	got := make(chan error, 8)
 	probe := tools.Tool{Name: "probe", Description: "Tries every request to the client.",
 		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
-			_, err := session.CreateMessage(ctx, &protocol.CreateMessageParams{MaxTokens: 1})
+			_, err := client.CreateMessage(ctx, &protocol.CreateMessageParams{MaxTokens: 1})
 			got <- err
-			_, err = session.CreateMessage(ctx, &protocol.CreateMessageParams{MaxTokens: 1, Tools: json.RawMessage(`[]`)})
+			_, err = client.CreateMessage(ctx, &protocol.CreateMessageParams{MaxTokens: 1, Tools: json.RawMessage(`[]`)})
 			got <- err
-			_, err = session.Elicit(ctx, &protocol.ElicitParams{Message: "m", RequestedSchema: json.RawMessage(`{"type":"object"}`)})
+			_, err = client.Elicit(ctx, &protocol.ElicitParams{Message: "m", RequestedSchema: json.RawMessage(`{"type":"object"}`)})
 			got <- err
-			_, err = session.Elicit(ctx, &protocol.ElicitParams{Mode: protocol.ElicitModeURL, Message: "m", URL: "https://example.com", ElicitationID: "e"})
+			_, err = client.Elicit(ctx, &protocol.ElicitParams{Mode: protocol.ElicitModeURL, Message: "m", URL: "https://example.com", ElicitationID: "e"})
 			got <- err
-			_, err = session.ListRoots(ctx)
+			_, err = client.ListRoots(ctx)
 			got <- err
 			return tools.TextResult("done"), nil
 		})}
@@ -403,7 +403,7 @@ func TestRequestsNeedDeclaredCapabilities(t *testing.T) {
 					continue
 				}
 				err := <-got
-				if !errors.Is(err, session.ErrUnsupported) || !strings.HasSuffix(err.Error(), "capability "+want) {
+				if !errors.Is(err, client.ErrUnsupported) || !strings.HasSuffix(err.Error(), "capability "+want) {
 					t.Errorf("request %d: %v, want ErrUnsupported naming %s", i, err, want)
 				}
 			}
@@ -427,7 +427,7 @@ func TestElicitationAndRoots(t *testing.T) {
 func TestRootsList(t *testing.T) {
 	roots := tools.Tool{Name: "roots", Description: "Lists the client's roots.",
 		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
-			res, err := session.ListRoots(ctx)
+			res, err := client.ListRoots(ctx)
 			if err != nil {
 				return nil, err
 			}
@@ -732,7 +732,7 @@ func TestInMemoryClientSurface(t *testing.T) {
 func TestURLElicitation(t *testing.T) {
 	visit := tools.Tool{Name: "visit", Description: "Sends the user to a page.",
 		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
-			res, err := session.Elicit(ctx, &protocol.ElicitParams{Mode: protocol.ElicitModeURL, Message: "Sign in", URL: "https://example.com/login", ElicitationID: "e1"})
+			res, err := client.Elicit(ctx, &protocol.ElicitParams{Mode: protocol.ElicitModeURL, Message: "Sign in", URL: "https://example.com/login", ElicitationID: "e1"})
 			if err != nil {
 				return nil, err
 			}

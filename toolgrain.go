@@ -34,7 +34,7 @@
 // [tools.ActorHandler] for the contract.
 //
 // It also serves resources and resource templates (package resources), prompts (package
-// prompts), logging and completions; handlers reach their client through package session (log
+// prompts), logging and completions; handlers reach their client through package client (log
 // messages, sampling, elicitation, roots). Tools, resources and prompts can change while the
 // server runs ([Server.AddTools] and the like).
 //
@@ -204,7 +204,7 @@ type Config struct {
 	ResourceTemplates []resources.Template
 	Prompts           []prompts.Prompt
 
-	// LogLevel is the lowest level of the log messages handlers send (package session) that a
+	// LogLevel is the lowest level of the log messages handlers send (package client) that a
 	// client gets before it calls logging/setLevel: "debug" (everything, the meaning of ""),
 	// "info", "notice", "warning", "error", "critical", "alert" or "emergency".
 	LogLevel string
@@ -212,6 +212,21 @@ type Config struct {
 	// ten, one per interval goes out and the reports in between are dropped, except one that
 	// reaches its total. 0 means 10 ms; negative means no limit.
 	ProgressInterval time.Duration
+
+	// RequestStateKey is the key (at least 32 bytes) that protects, with HMAC-SHA256, the
+	// requestState the server hands a modern client that must answer input_required (MCP
+	// 2026-07-28 multi-round-trip requests). Servers that share it accept each other's states,
+	// which lets any of several server processes take a client's retry. Nil means a random key
+	// made by NewServer: a state is then accepted by this server only, and not after a
+	// restart.
+	RequestStateKey []byte
+	// RequestStateTTL is how long a requestState is accepted after it was issued. 0 means 10
+	// minutes.
+	RequestStateTTL time.Duration
+	// CacheTTL is the ttlMs of the modern results a client may cache: server/discover, the
+	// lists and resources/read. The lists can change while the server runs (their listChanged
+	// notifications say when); 0, the default, says they may be stale at once.
+	CacheTTL time.Duration
 }
 
 // DefaultMaxOutputBacklog is the MaxOutputBacklog of a zero Config: 16 MiB.
@@ -279,6 +294,10 @@ func NewServer(cfg Config) (*Server, error) {
 		MaxCallsPerConnection: cfg.MaxCallsPerConnection,
 		MaxCalls:              cfg.MaxCalls,
 		ToolTimeout:           cfg.ToolTimeout,
+
+		RequestStateKey: cfg.RequestStateKey,
+		RequestStateTTL: cfg.RequestStateTTL,
+		CacheTTL:        cfg.CacheTTL,
 	})
 	if err != nil {
 		return nil, err

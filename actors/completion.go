@@ -62,7 +62,7 @@ func (c *connectionActor) complete(ctx actor.Context, m *protocol.Message, s Str
 		args = p.Context.Arguments
 	}
 	value := p.Argument.Value
-	c.spawnOperation(ctx, m, s, caller, p.Argument.Name, nil, func(ctx context.Context) (any, error) {
+	c.spawnOperation(ctx, m, s, caller, p.Argument.Name, nil, nil, false, func(ctx context.Context) (any, error) {
 		values, err := fn(ctx, value, args)
 		if err != nil {
 			return nil, err
@@ -77,7 +77,7 @@ func (c *connectionActor) complete(ctx actor.Context, m *protocol.Message, s Str
 	})
 }
 
-// setLevel answers logging/setLevel: the session's log messages are filtered from then on.
+// setLevel answers logging/setLevel: the connection's log messages are filtered from then on.
 func (c *connectionActor) setLevel(m *protocol.Message, s Stream) {
 	var p protocol.SetLevelParams
 	if err := json.Unmarshal(m.Params, &p); err != nil {
@@ -89,7 +89,7 @@ func (c *connectionActor) setLevel(m *protocol.Message, s Stream) {
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("invalid log level %q", p.Level)))
 		return
 	}
-	c.shared.level.Store(int32(sev))
+	c.state.level.Store(int32(sev))
 	c.result(s, m.ID, json.RawMessage(`{}`))
 }
 

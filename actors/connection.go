@@ -17,19 +17,23 @@ import (
 	"github.com/toolgrain/toolgrain/tools"
 )
 
-// flight is one tools/call in progress on a connection.
+// flight is one request in progress on a connection: a tools/call, an operation, or a listen
+// stream (which has no actor: its listener is the whole of it).
 type flight struct {
-	pid    *actor.PID
-	call   *cancel.Call
-	id     protocol.ID
-	stream Stream
-	slot   *callSlot
+	pid      *actor.PID
+	call     *cancel.Call
+	id       protocol.ID
+	key      string // its key in inflight: its id's, or its stream's on a stateless connection
+	stream   Stream
+	slot     *callSlot
+	listener *listener
 }
 
-// connectionActor owns one stdio stream or HTTP session: the negotiated protocol version and the
-// table of calls in flight (JSON-RPC id → request actor). It answers initialize, ping, tools/list
-// and protocol errors itself, spawns a request actor per tools/call, and routes
-// notifications/cancelled to the call's cancellation state.
+// connectionActor owns one connection (a stdio stream, an in-memory client or a legacy HTTP
+// session): the negotiated protocol version and the table of calls in flight (JSON-RPC id →
+// request actor). It answers initialize, ping, tools/list and protocol errors itself, spawns a
+// request actor per tools/call, and routes notifications/cancelled to the call's cancellation
+// state.
 type connectionActor struct {
 	eng  *Engine
 	conn *Connection
@@ -45,25 +49,35 @@ type connectionActor struct {
 	surface              // resources, prompts, logging, requests to the client
 	calls   atomic.Int64 // calls holding a slot under MaxCallsPerConnection
 	decoded *callParams  // the params of the message being handled, if the transport decoded them
+	modern  *modernReq   // the era of the request being handled: nil for legacy (modern.go)
+
+	// A stateless connection serves the modern HTTP requests of every client: ids may repeat
+	// across clients, so its flights are keyed by their stream, and a stream whose client went
+	// away (streamGone) cancels its flight.
+	stateless bool
+	byStream  map[Stream]string
+	nextKey   uint64
 }
 
 var _ actor.SupervisorStrategy = (*connectionActor)(nil)
 
 func newConnectionActor(e *Engine, c *Connection, log *zap.Logger) *connectionActor {
 	return &connectionActor{
-		eng:      e,
-		conn:     c,
-		log:      log,
-		inflight: make(map[string]*flight),
-		children: make(map[string]*flight),
-		surface:  newSurface(e),
+		eng:       e,
+		conn:      c,
+		log:       log,
+		inflight:  make(map[string]*flight),
+		children:  make(map[string]*flight),
+		surface:   newSurface(e),
+		stateless: c.stateless,
+		byStream:  make(map[Stream]string),
 	}
 }
 
 func (c *connectionActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
-		c.shared.pid.Store(ctx.Self())
+		c.state.pid.Store(ctx.Self())
 	case *actor.Stopping, *actor.Restarting:
 	case *actor.Stopped:
 		for _, f := range c.children {
@@ -75,9 +89,17 @@ func (c *connectionActor) Receive(ctx actor.Context) {
 		c.childEnded(ctx, msg.Who)
 	case *inbound:
 		c.decoded = &msg.call
-		c.handle(ctx, msg.msg, msg.stream, msg.identity)
+		if msg.modern {
+			c.handleModern(ctx, msg)
+		} else {
+			c.handle(ctx, msg.msg, msg.stream, msg.identity)
+		}
 		c.conn.inbox.done(msg.cost)
 		c.decoded = nil
+	case *streamGone:
+		if key, ok := c.byStream[msg.stream]; ok {
+			c.cancelFlight(ctx, key, cancel.ErrCancelledByClient)
+		}
 	case *inputEnded:
 		c.beginClose(ctx)
 	case *graceExpired:
@@ -137,17 +159,70 @@ func (c *connectionActor) notification(ctx actor.Context, m *protocol.Message) {
 		if err != nil || p.RequestID.IsZero() {
 			return // invalid cancellations are ignored (spec: cancellation)
 		}
-		f, ok := c.inflight[p.RequestID.Key()]
-		if !ok {
-			return // unknown, finished, or not cancellable (initialize is never in flight)
-		}
-		delete(c.inflight, p.RequestID.Key())
-		if f.call.Cancel(cancel.ErrCancelledByClient) {
-			f.slot.release()
-			ctx.Send(f.pid, &cancelCall{})
+		if !c.stateless {
+			c.cancelFlight(ctx, p.RequestID.Key(), cancel.ErrCancelledByClient)
 		}
 	}
 	// Every other notification is ignored.
+}
+
+// cancelFlight silences the flight under key, if it is in flight: unknown, finished or
+// uncancellable requests (initialize is never in flight) are ignored.
+func (c *connectionActor) cancelFlight(ctx actor.Context, key string, cause cancel.Cause) {
+	f, ok := c.inflight[key]
+	if !ok {
+		return
+	}
+	c.forgetFlight(f)
+	if f.call.Cancel(cause) {
+		f.slot.release()
+		switch {
+		case f.listener != nil:
+			c.eng.listeners.remove(f.listener)
+		case f.pid != nil:
+			ctx.Send(f.pid, &cancelCall{})
+		}
+	}
+}
+
+// idBusy reports whether m's id is in use by a request still in flight, after answering m with
+// -32600 if so. Ids are the client's on a stateless connection, whose many clients may reuse
+// them: there, none is ever busy.
+func (c *connectionActor) idBusy(m *protocol.Message, s Stream) bool {
+	if c.stateless {
+		return false
+	}
+	// A call that has answered is no longer in flight, even if its request actor has not yet
+	// stopped (its Terminated removes the entry a moment later).
+	if cur, busy := c.inflight[m.ID.Key()]; !busy || cur.call.State() != cancel.Running {
+		return false
+	}
+	reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidRequest("id %s is already in use by a request in flight", m.ID)))
+	return true
+}
+
+// track enters a new flight for m on stream s in the in-flight table, under its id's key (or,
+// on a stateless connection, a key of its stream's). The caller has checked idBusy.
+func (c *connectionActor) track(m *protocol.Message, s Stream, f *flight) {
+	f.id, f.stream = m.ID, s
+	if c.stateless {
+		c.nextKey++
+		f.key = strconv.FormatUint(c.nextKey, 10)
+		c.byStream[s] = f.key
+	} else {
+		f.key = m.ID.Key()
+	}
+	c.inflight[f.key] = f
+}
+
+// forgetFlight removes f from the in-flight table, if it is still there.
+func (c *connectionActor) forgetFlight(f *flight) {
+	if cur, ok := c.inflight[f.key]; ok && cur == f {
+		delete(c.inflight, f.key)
+		if c.stateless {
+			delete(c.byStream, f.stream)
+		}
+	}
 }
 
 func (c *connectionActor) requireInit(m *protocol.Message, s Stream) bool {
@@ -170,9 +245,9 @@ func (c *connectionActor) initialize(m *protocol.Message, s Stream) {
 	}
 	c.initialized = true
 	c.version = protocol.NegotiateVersion(p.ProtocolVersion)
-	c.shared.caps.Store(protocol.ParseClientCapabilities(p.Capabilities))
+	c.state.caps.Store(protocol.ParseClientCapabilities(p.Capabilities))
 	info := p.ClientInfo
-	c.shared.info.Store(&info)
+	c.state.info.Store(&info)
 	c.log.Debug("initialized", zap.String("protocol_version", c.version),
 		zap.String("client", p.ClientInfo.Name), zap.String("client_version", p.ClientInfo.Version))
 	c.result(s, m.ID, &protocol.InitializeResult{
@@ -226,7 +301,7 @@ func (c *connectionActor) listTools(m *protocol.Message, s Stream) {
 	if end < len(all) {
 		res.NextCursor = encodeCursor(end)
 	}
-	c.result(s, m.ID, &res)
+	c.cacheableResult(s, m.ID, &res)
 }
 
 func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Stream, caller *tools.Identity) {
@@ -241,18 +316,23 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("unknown tool %q", p.Name)))
 		return
 	}
-	key := m.ID.Key()
-	// A call that has answered is no longer in flight, even if its request actor has not yet
-	// stopped (its Terminated removes the entry a moment later).
-	if f, busy := c.inflight[key]; busy && f.call.State() == cancel.Running {
-		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidRequest("id %s is already in use by a request in flight", m.ID)))
+	if c.idBusy(m, s) {
 		return
+	}
+	var input *callInput
+	if c.modern != nil {
+		var werr *protocol.WireError
+		if input, werr = c.inputFor(m, protocol.MethodToolsCall, tool.Name(), p.Arguments, p.InputParams, caller); werr != nil {
+			reply(s, protocol.EncodeError(m.ID, werr))
+			return
+		}
 	}
 	slot := c.admit(m, s)
 	if slot == nil {
 		return
 	}
-	f := &flight{call: cancel.New(context.Background()), id: m.ID, stream: s, slot: slot}
+	f := &flight{call: cancel.New(context.Background()), slot: slot}
+	c.track(m, s, f)
 	spec := &callSpec{
 		eng:     c.eng,
 		tool:    tool,
@@ -262,12 +342,12 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 		meta:    p.Meta,
 		call:    f.call,
 		stream:  s,
-		peer:    newCallPeer(c.shared, f.call, s),
+		peer:    c.newPeer(f.call, s, input),
 		slot:    slot,
+		ann:     c.eng.annotation(c.modern, false),
 	}
 	spec.identity = caller
 	f.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newRequestActor(spec) }, actor.WithDispatcher(c.eng.dispatcher)))
-	c.inflight[key] = f
 	c.children[f.pid.Id] = f
 }
 
@@ -278,9 +358,7 @@ func (c *connectionActor) childEnded(ctx actor.Context, who *actor.PID) {
 	}
 	delete(c.children, who.Id)
 	f.slot.release()
-	if cur, ok := c.inflight[f.id.Key()]; ok && cur == f {
-		delete(c.inflight, f.id.Key())
-	}
+	c.forgetFlight(f)
 	if c.closing && len(c.children) == 0 {
 		ctx.Stop(ctx.Self())
 	}
@@ -292,12 +370,8 @@ func (c *connectionActor) beginClose(ctx actor.Context) {
 	}
 	c.closing = true
 	c.closeOutgoing()
-	for key, f := range c.inflight {
-		delete(c.inflight, key)
-		if f.call.Cancel(cancel.ErrConnectionClosed) {
-			f.slot.release()
-			ctx.Send(f.pid, &cancelCall{})
-		}
+	for key := range c.inflight {
+		c.cancelFlight(ctx, key, cancel.ErrConnectionClosed)
 	}
 	if len(c.children) == 0 {
 		ctx.Stop(ctx.Self())
@@ -326,7 +400,12 @@ func (c *connectionActor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervis
 }
 
 func (c *connectionActor) result(s Stream, id protocol.ID, v any) {
-	frame, err := protocol.EncodeResult(id, v)
+	c.resultWith(s, id, v, c.eng.annotation(c.modern, false))
+}
+
+// resultWith answers with the result v annotated by a (nil for a legacy request).
+func (c *connectionActor) resultWith(s Stream, id protocol.ID, v any, a *protocol.Annotation) {
+	frame, err := protocol.EncodeResultWith(id, v, a)
 	if err != nil {
 		c.eng.Report(fmt.Errorf("encode %T: %w", v, err))
 		frame = protocol.EncodeError(id, protocol.ErrInternal())

@@ -4,7 +4,7 @@
 //	├── diagnostics actor   runs onError; its failures never reach a client
 //	├── tool actors         one per tool; the admission gate for tools with a concurrency limit
 //	├── tool-<name>         one per actor-backed tool defined by Props, running the host's actor
-//	└── connection actors   one per stdio stream or HTTP session
+//	└── connection actors   one per stdio stream, in-memory client or legacy HTTP session
 //	    └── request actors  one per tools/call; each owns its call's cancellation state
 //
 // No Receive ever blocks: handlers run on goroutines owned by their request actor, onError
@@ -31,6 +31,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/toolgrain/toolgrain/diagnostics"
+	"github.com/toolgrain/toolgrain/internal/mrtr"
 	"github.com/toolgrain/toolgrain/metrics"
 	"github.com/toolgrain/toolgrain/prompts"
 	"github.com/toolgrain/toolgrain/protocol"
@@ -100,6 +101,16 @@ type Config struct {
 	MaxCalls              int
 	// ToolTimeout is the timeout of the calls of tools whose own Timeout is zero. 0 means none.
 	ToolTimeout time.Duration
+
+	// RequestStateKey protects the requestState of modern multi-round-trip requests
+	// (HMAC-SHA256); it needs at least 32 bytes. Engines that share it accept each other's
+	// states. Nil means a random key of this engine's own.
+	RequestStateKey []byte
+	// RequestStateTTL is how long a requestState stays valid. 0 means 10 minutes.
+	RequestStateTTL time.Duration
+	// CacheTTL is the ttlMs of the modern results a client may cache (server/discover, the
+	// lists, resources/read). 0 means 0: stale at once.
+	CacheTTL time.Duration
 }
 
 // Engine is a running actor tree. Its methods are safe for concurrent use.
@@ -132,6 +143,10 @@ type Engine struct {
 
 	reg      registry // tools, resources and prompts, changeable at run time
 	logLevel int      // severity of cfg.LogLevel
+
+	sealer     *mrtr.Sealer // seals and opens the requestState of modern requests
+	serverMeta []byte       // the serverInfo member of every modern result's _meta
+	listeners  listeners    // the open subscriptions/listen streams of every connection
 }
 
 // Stats are the engine's running counters.
@@ -188,7 +203,17 @@ func Start(cfg Config) (*Engine, error) {
 			return nil, fmt.Errorf("actors: invalid log level %q", cfg.LogLevel)
 		}
 	}
-	e := &Engine{cfg: cfg, log: cfg.Logger, conns: make(map[*Connection]struct{}), pool: newWorkerPool(), logLevel: level}
+	key := cfg.RequestStateKey
+	if key == nil {
+		key = mrtr.NewKey()
+	}
+	sealer, err := mrtr.NewSealer(key, cfg.RequestStateTTL)
+	if err != nil {
+		return nil, fmt.Errorf("actors: %w", err)
+	}
+	e := &Engine{cfg: cfg, log: cfg.Logger, conns: make(map[*Connection]struct{}), pool: newWorkerPool(), logLevel: level,
+		sealer: sealer, serverMeta: protocol.MetaMembers(cfg.ServerInfo)}
+	e.listeners.init()
 	e.dispatcher = poolDispatcher{pool: e.pool}
 	e.system = cfg.System
 	if e.system == nil {
@@ -243,6 +268,13 @@ func NewSystem(log *zap.Logger) *actor.ActorSystem {
 	)
 }
 
+// Closed reports whether the engine is shutting down or shut down.
+func (e *Engine) Closed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
+}
+
 // System returns the actor system the engine runs on.
 func (e *Engine) System() *actor.ActorSystem { return e.system }
 
@@ -265,6 +297,9 @@ type Connection struct {
 	close  sync.Once
 	notify Stream // messages unrelated to any request; nil drops them
 	inbox  *inbox
+	// stateless: the connection serves the modern requests of many clients; see
+	// [Engine.ConnectStateless].
+	stateless bool
 }
 
 // Connect spawns a connection actor. name is used in logs only. Messages unrelated to any
@@ -273,16 +308,36 @@ type Connection struct {
 func (e *Engine) Connect(name string) (*Connection, error) { return e.ConnectNotify(name, nil) }
 
 // ConnectNotify spawns a connection actor whose messages unrelated to any request go to notify:
-// the stdio output, or a stream of an HTTP session that sends on its standalone GET stream while
-// one is open (and drops, or keeps for replay, otherwise). The engine never closes notify. name
-// is used in logs only.
+// the stdio output, or a stream of a legacy HTTP session that sends on its standalone GET
+// stream while one is open (and drops, or keeps for replay, otherwise). The engine never closes
+// notify. name is used in logs only.
 func (e *Engine) ConnectNotify(name string, notify Stream) (*Connection, error) {
+	return e.connect(&Connection{eng: e, done: make(chan struct{}), notify: notify, inbox: newInbox()}, name)
+}
+
+// ConnectStateless spawns a connection actor that serves the modern (MCP 2026-07-28) requests
+// of any number of clients, delivered with [Connection.DeliverModern]: an HTTP transport needs
+// one, not one per client. Request ids may repeat across its clients, so notifications/cancelled
+// means nothing on it; a request is cancelled when its client goes away
+// ([Connection.StreamGone]). Only the server-wide limit on calls in flight applies to it. name
+// is used in logs only.
+func (e *Engine) ConnectStateless(name string) (*Connection, error) {
+	return e.connect(&Connection{eng: e, done: make(chan struct{}), inbox: newInbox(), stateless: true}, name)
+}
+
+// StreamGone tells a stateless connection that the client of the stream s went away: the
+// request s carries is cancelled, exactly as notifications/cancelled cancels one (no response,
+// no report). Streams of finished requests are ignored. It never blocks.
+func (c *Connection) StreamGone(s Stream) {
+	c.eng.system.Root.Send(c.pid, &streamGone{stream: s})
+}
+
+func (e *Engine) connect(c *Connection, name string) (*Connection, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
 		return nil, ErrClosed
 	}
-	c := &Connection{eng: e, done: make(chan struct{}), notify: notify, inbox: newInbox()}
 	log := e.log.With(zap.String("conn", name))
 	props := actor.PropsFromProducer(func() actor.Actor { return newConnectionActor(e, c, log) }, actor.WithDispatcher(e.dispatcher))
 	res, err := e.system.Root.RequestFuture(e.supervisor, &spawnConnection{props: props}, defaultActorReplyTimeout).Result()
@@ -341,6 +396,7 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 		conns = append(conns, c)
 	}
 	e.mu.Unlock()
+	e.endListeners()
 
 	var err error
 	for _, c := range conns {

@@ -20,6 +20,14 @@ type callParams struct {
 // connection actor, which every message of the connection passes through one at a time.
 func newInbound(msg *protocol.Message, s Stream, id *tools.Identity) *inbound {
 	in := &inbound{msg: msg, stream: s, identity: id}
+	in.classify()
+	in.decode()
+	return in
+}
+
+// decode reads the params of a tools/call or a cancellation.
+func (in *inbound) decode() {
+	msg := in.msg
 	switch {
 	case msg.Method == protocol.MethodToolsCall && !msg.ID.IsZero():
 		p, err := protocol.DecodeCallToolParams(msg.Params)
@@ -28,7 +36,6 @@ func newInbound(msg *protocol.Message, s Stream, id *tools.Identity) *inbound {
 		in.call = callParams{msg: msg}
 		in.call.err = json.Unmarshal(msg.Params, &in.call.cancelled)
 	}
-	return in
 }
 
 // callParams returns the params of the tools/call m, decoding them unless the transport did.

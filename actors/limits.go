@@ -43,7 +43,7 @@ func (s *callSlot) release() {
 // returns nil. It runs on the connection actor, the only writer of c.calls' increments.
 func (c *connectionActor) admit(m *protocol.Message, s Stream) *callSlot {
 	cfg := &c.eng.cfg
-	if max := cfg.MaxCallsPerConnection; max > 0 && c.calls.Load() >= int64(max) {
+	if max := cfg.MaxCallsPerConnection; max > 0 && !c.stateless && c.calls.Load() >= int64(max) {
 		c.refuse(m, s, protocol.BusyConnection, max)
 		return nil
 	}

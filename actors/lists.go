@@ -54,7 +54,7 @@ func (c *connectionActor) page(m *protocol.Message, s Stream, kind byte, n int) 
 	return start, end, next, true
 }
 
-// serverCapabilities are what every session is offered: tools, resources (with subscriptions)
+// serverCapabilities are what every connection is offered: tools, resources (with subscriptions)
 // and prompts, each announcing list changes since all three can change at run time, logging,
 // and completions.
 func serverCapabilities() protocol.ServerCapabilities {

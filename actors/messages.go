@@ -19,13 +19,25 @@ type (
 		identity *tools.Identity
 		cost     int        // its weight in the connection's inbox
 		call     callParams // tools/call params, decoded by the transport (inbound.go)
+		// modern: a request of the modern era, whose envelope is env, or which is answered
+		// with envErr (modern.go).
+		modern bool
+		env    *protocol.Envelope
+		envErr *protocol.WireError
 	}
-	// inputEnded: transport → connection. The input ended (EOF, session deleted or expired,
+	// inputEnded: transport → connection. The input ended (EOF, HTTP session deleted or expired,
 	// shutdown): cancel everything in flight, then stop once every request actor has ended.
 	inputEnded struct{}
 	// graceExpired: timer → connection. Stop now, even with request actors still waiting for
 	// handlers that ignore their context.
 	graceExpired struct{}
+	// streamGone: transport → connection. The client of a stream went away (a modern HTTP
+	// request's connection closed): cancel the call it carried, as notifications/cancelled
+	// would.
+	streamGone struct{ stream Stream }
+	// inputRequired: handler goroutine → request or operation. The handler needs input the
+	// client has not given: answer with frame, an input_required result, and end the run.
+	inputRequired struct{ frame []byte }
 
 	// cancelCall: connection → request. The call was silenced (its cancel.Call already says so);
 	// stop waiting for a run slot.

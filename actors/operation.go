@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/toolgrain/toolgrain/cancel"
+	"github.com/toolgrain/toolgrain/client"
 	"github.com/toolgrain/toolgrain/diagnostics"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/tools"
@@ -38,6 +39,8 @@ type opSpec struct {
 	// run computes the result on the handler goroutine. A *publicError is answered as its
 	// wire error; any other error as -32603 and reported.
 	run func(ctx context.Context) (any, error)
+	// ann annotates the result of a modern request; nil for a legacy one.
+	ann *protocol.Annotation
 }
 
 // operationActor owns one resources/read, prompts/get or completion/complete whose handler is
@@ -59,6 +62,9 @@ func (o *operationActor) Receive(ctx actor.Context) {
 		o.answer(msg)
 		o.stream.Close()
 		ctx.Stop(ctx.Self())
+	case *inputRequired:
+		// The answer cancels the handler's context; its operationDone ends the actor.
+		o.call.Respond(func() { o.stream.Send(msg.frame) })
 	case *cancelCall:
 		// The call is silenced and its context cancelled; the goroutine's operationDone ends
 		// the actor.
@@ -71,6 +77,7 @@ func (o *operationActor) Receive(ctx actor.Context) {
 }
 
 func (o *operationActor) start(ctx actor.Context) {
+	o.peer.owner = ctx.Self()
 	hctx, stop := context.WithCancel(o.call.Context())
 	o.stop = stop
 	hctx = o.eng.handlerContext(hctx, o.peer, o.meta)
@@ -98,9 +105,10 @@ func runRecovered(ctx context.Context, method string, run func(context.Context) 
 
 func (o *operationActor) answer(d *operationDone) {
 	var pub *publicError
+	var capErr *client.CapabilityError
 	switch {
 	case d.err == nil:
-		frame, err := protocol.EncodeResult(o.id, d.result)
+		frame, err := protocol.EncodeResultWith(o.id, d.result, o.ann)
 		if err != nil {
 			o.fail(fmt.Errorf("%s: encode result: %w", o.method, err))
 			return
@@ -108,6 +116,9 @@ func (o *operationActor) answer(d *operationDone) {
 		o.call.Respond(func() { o.stream.Send(frame) })
 	case errors.As(d.err, &pub):
 		frame := protocol.EncodeError(o.id, pub.we)
+		o.call.Respond(func() { o.stream.Send(frame) })
+	case o.ann != nil && errors.As(d.err, &capErr):
+		frame := capabilityError(o.id, capErr.Required())
 		o.call.Respond(func() { o.stream.Send(frame) })
 	default:
 		o.fail(d.err)
@@ -126,18 +137,21 @@ func (o *operationActor) fail(err error) {
 
 // spawnOperation starts an operation actor for m and registers it as in flight, so that
 // notifications/cancelled and the connection's close reach it.
-func (c *connectionActor) spawnOperation(ctx actor.Context, m *protocol.Message, s Stream, caller *tools.Identity, name string, meta json.RawMessage, run func(context.Context) (any, error)) {
-	key := m.ID.Key()
-	if _, busy := c.inflight[key]; busy {
-		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidRequest("id %s is already in use by a request in flight", m.ID)))
+//
+// input is the multi-round-trip state of a modern prompts/get or resources/read (nil
+// otherwise); cacheable says whether a modern result carries cache hints.
+func (c *connectionActor) spawnOperation(ctx actor.Context, m *protocol.Message, s Stream, caller *tools.Identity, name string, meta json.RawMessage,
+	input *callInput, cacheable bool, run func(context.Context) (any, error)) {
+	if c.idBusy(m, s) {
 		return
 	}
-	f := &flight{call: cancel.New(context.Background()), id: m.ID, stream: s}
+	f := &flight{call: cancel.New(context.Background())}
+	c.track(m, s, f)
 	spec := &opSpec{
 		eng: c.eng, id: m.ID, method: m.Method, name: name, meta: meta,
-		call: f.call, stream: s, peer: newCallPeer(c.shared, f.call, s), identity: caller, run: run,
+		call: f.call, stream: s, peer: c.newPeer(f.call, s, input), identity: caller, run: run,
+		ann: c.eng.annotation(c.modern, cacheable),
 	}
 	f.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newOperationActor(spec) }, actor.WithDispatcher(c.eng.dispatcher)))
-	c.inflight[key] = f
 	c.children[f.pid.Id] = f
 }

@@ -7,13 +7,13 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/toolgrain/toolgrain/cancel"
+	"github.com/toolgrain/toolgrain/client"
 	"github.com/toolgrain/toolgrain/protocol"
-	"github.com/toolgrain/toolgrain/session"
 )
 
 // ErrConnectionClosed is the error a handler's request to the client gets when the connection
 // closes before the client answered.
-var ErrConnectionClosed = errors.New("session: connection closed before the client answered")
+var ErrConnectionClosed = errors.New("client: connection closed before the client answered")
 
 // outgoing is one request from a handler to the client (sampling, elicitation, roots). The
 // handler goroutine makes it and waits on reply; the connection actor gives it an id, sends it
@@ -36,7 +36,7 @@ type outgoingReply struct {
 // surface is the connection actor's state for everything beyond tools: the requests it sent to
 // the client and awaits answers to, the resource subscriptions, and what handler goroutines read.
 type surface struct {
-	shared  *connShared
+	state   *connState
 	out     map[string]*outgoing // by the key of the id the engine gave it
 	nextOut int64
 	subs    map[string]struct{} // subscribed resource URIs
@@ -50,9 +50,9 @@ const maxURLElicitations = 256
 
 func newSurface(e *Engine) surface {
 	return surface{
-		shared: newConnShared(e.system.Root, e.logLevel),
-		out:    make(map[string]*outgoing),
-		subs:   make(map[string]struct{}),
+		state: newConnState(e.system.Root, e.logLevel),
+		out:   make(map[string]*outgoing),
+		subs:  make(map[string]struct{}),
 	}
 }
 
@@ -77,7 +77,7 @@ func (c *connectionActor) sendRequest(o *outgoing) {
 	}
 	if !o.call.Notify(func() { o.stream.Send(frame) }) {
 		delete(c.out, id.Key())
-		o.reply <- outgoingReply{err: session.ErrCallFinished}
+		o.reply <- outgoingReply{err: client.ErrCallFinished}
 	}
 }
 
@@ -126,7 +126,7 @@ func (c *connectionActor) closeOutgoing() {
 }
 
 // notify sends a message unrelated to any request on the connection's notification path (the
-// stdio output, or an HTTP session's standalone stream), once the client is initialized and
+// stdio output, or a legacy HTTP session's standalone stream), once the client is initialized and
 // while the connection is open. Without a notification path it is dropped.
 func (c *connectionActor) notify(frame []byte) {
 	if c.conn.notify == nil || !c.initialized || c.closing {

@@ -23,7 +23,7 @@ func (c *connectionActor) listPrompts(m *protocol.Message, s Stream) {
 	for _, p := range all[start:end] {
 		res.Prompts = append(res.Prompts, p.Descriptor())
 	}
-	c.result(s, m.ID, &res)
+	c.cacheableResult(s, m.ID, &res)
 }
 
 // getPrompt checks the name and the arguments here (-32602 for an unknown prompt, a missing
@@ -45,9 +45,17 @@ func (c *connectionActor) getPrompt(ctx actor.Context, m *protocol.Message, s St
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("%s", err.Error())))
 		return
 	}
+	var input *callInput
+	if c.modern != nil {
+		var werr *protocol.WireError
+		if input, werr = c.inputFor(m, protocol.MethodPromptsGet, p.Name, p.Arguments, p.InputParams, caller); werr != nil {
+			reply(s, protocol.EncodeError(m.ID, werr))
+			return
+		}
+	}
 	req := &prompts.GetRequest{Name: p.Name, Arguments: args, Meta: p.Meta}
 	handler := prompt.Handler()
-	c.spawnOperation(ctx, m, s, caller, p.Name, p.Meta, func(ctx context.Context) (any, error) {
+	c.spawnOperation(ctx, m, s, caller, p.Name, p.Meta, input, false, func(ctx context.Context) (any, error) {
 		res, err := handler.Get(ctx, req)
 		var argErr *prompts.ArgumentError
 		switch {

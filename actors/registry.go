@@ -174,8 +174,15 @@ func (e *Engine) ElicitationComplete(id string) {
 	e.broadcast(&elicitationCompleted{id: id})
 }
 
-// broadcast sends msg to every open connection actor. It never blocks.
+// broadcast sends msg to every open connection actor, and a list change or a resource update
+// to every listen stream that asked for it. It never blocks.
 func (e *Engine) broadcast(msg any) {
+	switch m := msg.(type) {
+	case *listChanged:
+		e.notifyListeners(m.method, "")
+	case *resourceUpdated:
+		e.notifyListeners(protocol.MethodResourcesUpdated, m.uri)
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for c := range e.conns {

@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/toolgrain/toolgrain/cancel"
+	"github.com/toolgrain/toolgrain/client"
 	"github.com/toolgrain/toolgrain/diagnostics"
 	"github.com/toolgrain/toolgrain/internal/faults"
 	"github.com/toolgrain/toolgrain/metrics"
@@ -37,11 +38,13 @@ type callSpec struct {
 	meta    json.RawMessage
 	call    *cancel.Call
 	stream  Stream
-	peer    *callPeer // the call's session: logs and requests to the client
+	peer    *callPeer // the call's client: logs and requests to it
 	// identity is the authenticated caller, nil when the transport has none; it only goes
 	// into the handler's context.
 	identity *tools.Identity
 	slot     *callSlot // the call's place under the limits on calls in flight
+	// ann annotates the results of a modern call (resultType, serverInfo); nil for legacy.
+	ann *protocol.Annotation
 }
 
 // request phases.
@@ -63,6 +66,9 @@ type requestActor struct {
 	timer    *time.Timer
 	stopHdlr context.CancelFunc // cancels the handler context of a tool with a timeout; nil otherwise
 	hctx     context.Context    // the handler's context
+	// askedInput: the call was answered input_required; the handler's return is expected
+	// and dropped.
+	askedInput bool
 
 	callMetrics    // what the call reports to the engine's metrics (metrics.go)
 	actorCallState // the call of an actor-backed tool (actortool.go)
@@ -77,7 +83,13 @@ func (r *requestActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		faults.Check(faults.RequestStart, r.tool.Name())
+		r.peer.owner = ctx.Self()
 		r.start(ctx)
+	case *inputRequired:
+		if r.phase == phaseRunning && r.respondAs(msg.frame, metrics.InputRequired) {
+			r.askedInput = true
+			r.phase = phaseDraining // the answer cancelled the handler's context
+		}
 	case *slotGranted:
 		if r.phase != phaseWaiting {
 			return
@@ -100,10 +112,11 @@ func (r *requestActor) Receive(ctx actor.Context) {
 			r.stopHdlr()
 		}
 	case *handlerDone:
-		if r.phase == phaseRunning {
+		switch {
+		case r.phase == phaseRunning:
 			faults.Check(faults.RequestAnswer, r.tool.Name())
 			r.answer(msg)
-		} else {
+		case !r.askedInput:
 			r.eng.metrics.LateResponseSuppressed(r.tool.Name()) // after the timeout answered
 		}
 		r.finish(ctx)
@@ -206,11 +219,17 @@ func (r *requestActor) answer(d *handlerDone) {
 			d.err = fmt.Errorf("%w (handler returned: %w)", cause, d.err)
 		}
 	}
-	if d.err != nil {
+	var capErr *client.CapabilityError
+	switch {
+	case d.err != nil && r.ann != nil && errors.As(d.err, &capErr):
+		// A modern call that cannot do without a capability its request did not declare.
+		r.respondAs(capabilityError(r.id, capErr.Required()), metrics.Invalid)
+		return
+	case d.err != nil:
 		r.fail(d.err)
 		return
 	}
-	frame, err := protocol.EncodeResult(r.id, d.result)
+	frame, err := protocol.EncodeResultWith(r.id, d.result, r.ann)
 	if err != nil {
 		r.fail(&tools.OutputError{Tool: r.tool.Name(), Err: err})
 		return
@@ -225,7 +244,7 @@ func (r *requestActor) answer(d *handlerDone) {
 // fail answers an unexpected failure with the generic result and, only if that answer was
 // actually sent (the call was not cancelled), hands the original error to diagnostics.
 func (r *requestActor) fail(err error) {
-	frame, _ := protocol.EncodeResult(r.id, failedResult)
+	frame, _ := protocol.EncodeResultWith(r.id, failedResult, r.ann)
 	outcome := metrics.Failed
 	if errors.Is(err, ErrTimeout) {
 		outcome = metrics.Timeout
@@ -238,7 +257,7 @@ func (r *requestActor) fail(err error) {
 }
 
 func (r *requestActor) respondResult(res *protocol.CallToolResult) {
-	frame, err := protocol.EncodeResult(r.id, res)
+	frame, err := protocol.EncodeResultWith(r.id, res, r.ann)
 	if err != nil {
 		r.fail(&tools.OutputError{Tool: r.tool.Name(), Err: err})
 		return

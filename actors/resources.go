@@ -24,7 +24,7 @@ func (c *connectionActor) listResources(m *protocol.Message, s Stream) {
 	for _, r := range all[start:end] {
 		res.Resources = append(res.Resources, r.Descriptor())
 	}
-	c.result(s, m.ID, &res)
+	c.cacheableResult(s, m.ID, &res)
 }
 
 func (c *connectionActor) listResourceTemplates(m *protocol.Message, s Stream) {
@@ -37,13 +37,18 @@ func (c *connectionActor) listResourceTemplates(m *protocol.Message, s Stream) {
 	for _, t := range all[start:end] {
 		res.ResourceTemplates = append(res.ResourceTemplates, t.Descriptor())
 	}
-	c.result(s, m.ID, &res)
+	c.cacheableResult(s, m.ID, &res)
 }
 
-// errResourceNotFound is the client's view of a URI nothing serves: -32002 with the URI as data.
-func errResourceNotFound(uri string) *protocol.WireError {
+// errResourceNotFound is the client's view of a URI nothing serves: -32002 with the URI as data
+// in a legacy session, -32602 in the modern era (which removed -32002).
+func errResourceNotFound(uri string, modern bool) *protocol.WireError {
 	data, _ := json.Marshal(map[string]string{"uri": uri})
-	return &protocol.WireError{Code: protocol.CodeResourceNotFound, Message: "Resource not found", Data: data}
+	code := protocol.CodeResourceNotFound
+	if modern {
+		code = protocol.CodeInvalidParams
+	}
+	return &protocol.WireError{Code: code, Message: "Resource not found", Data: data}
 }
 
 // readResource resolves the URI here, answering -32002 at once when nothing serves it, and runs
@@ -58,17 +63,26 @@ func (c *connectionActor) readResource(ctx actor.Context, m *protocol.Message, s
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("uri must be an absolute URI")))
 		return
 	}
+	modern := c.modern != nil
 	reader, req, ok := c.eng.reg.resources.Load().Resolve(p.URI)
 	if !ok {
-		reply(s, protocol.EncodeError(m.ID, errResourceNotFound(p.URI)))
+		reply(s, protocol.EncodeError(m.ID, errResourceNotFound(p.URI, modern)))
 		return
 	}
+	var input *callInput
+	if modern {
+		var werr *protocol.WireError
+		if input, werr = c.inputFor(m, protocol.MethodResourcesRead, p.URI, nil, p.InputParams, caller); werr != nil {
+			reply(s, protocol.EncodeError(m.ID, werr))
+			return
+		}
+	}
 	req.Meta = p.Meta
-	c.spawnOperation(ctx, m, s, caller, p.URI, p.Meta, func(ctx context.Context) (any, error) {
+	c.spawnOperation(ctx, m, s, caller, p.URI, p.Meta, input, true, func(ctx context.Context) (any, error) {
 		res, err := reader.Read(ctx, req)
 		switch {
 		case errors.Is(err, resources.ErrNotFound):
-			return nil, &publicError{errResourceNotFound(req.URI)}
+			return nil, &publicError{errResourceNotFound(req.URI, modern)}
 		case err != nil:
 			return nil, err
 		case res == nil:
@@ -81,7 +95,7 @@ func (c *connectionActor) readResource(ctx actor.Context, m *protocol.Message, s
 	})
 }
 
-// MaxSubscriptions bounds the resource subscriptions of one session.
+// MaxSubscriptions bounds the resource subscriptions of one connection.
 const MaxSubscriptions = 4096
 
 // subscribe records (or drops) a subscription to a URI. Any absolute URI may be subscribed to,

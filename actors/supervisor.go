@@ -21,7 +21,8 @@ type (
 // supervisorActor is the root of the engine's tree. It spawns the long-lived children and
 // decides what a child's failure does: diagnostics and tool actors restart (their state lives
 // outside the actor instance, so nothing queued is lost); a failed connection actor is stopped,
-// which ends its session, and the failure is reported with no details.
+// which ends the stdio stream or HTTP session it served, and the failure is reported with no
+// details.
 type supervisorActor struct {
 	eng   *Engine
 	diag  *actor.PID

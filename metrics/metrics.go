@@ -31,10 +31,14 @@ const (
 	// Cancelled: the call was silenced (the client cancelled it, its connection closed or the
 	// server shut down) before it was answered; the client got nothing.
 	Cancelled Outcome = "cancelled"
+	// InputRequired: the call, made in the modern era (MCP 2026-07-28), needs input from the
+	// client; it was answered input_required and the client may retry it with the answers (a
+	// new call).
+	InputRequired Outcome = "input_required"
 )
 
 // Outcomes lists every [Outcome], in a stable order.
-var Outcomes = []Outcome{OK, ToolError, Invalid, Failed, Timeout, Cancelled}
+var Outcomes = []Outcome{OK, ToolError, Invalid, Failed, Timeout, Cancelled, InputRequired}
 
 // Recorder receives the engine's measurements.
 //

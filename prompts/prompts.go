@@ -75,8 +75,8 @@ type GetResult struct {
 // Handler renders a prompt.
 //
 // Get is called on its own goroutine and may block; its context is cancelled when the client
-// cancels the request, the connection closes or the server shuts down, and carries the session
-// of the call (package session). Return an [*ArgumentError] for an argument value the prompt
+// cancels the request, the connection closes or the server shuts down, and carries the call's
+// client (package client). Return an [*ArgumentError] for an argument value the prompt
 // cannot use; any other error is an unexpected failure, private to the operator.
 type Handler interface {
 	Get(ctx context.Context, req *GetRequest) (*GetResult, error)

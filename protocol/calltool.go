@@ -51,8 +51,11 @@ func DecodeCallToolParams(params json.RawMessage) (CallToolParams, error) {
 			p.Arguments = json.RawMessage(val[:len(val):len(val)])
 		case `"_meta"`:
 			p.Meta = json.RawMessage(val[:len(val):len(val)])
+		case `"inputResponses"`, `"requestState"`:
+			return slowCallToolParams(params) // a retried modern call: rare
 		default:
-			if k := unquote(key); strings.EqualFold(k, "name") || strings.EqualFold(k, "arguments") || strings.EqualFold(k, "_meta") {
+			if k := unquote(key); strings.EqualFold(k, "name") || strings.EqualFold(k, "arguments") || strings.EqualFold(k, "_meta") ||
+				strings.EqualFold(k, "inputResponses") || strings.EqualFold(k, "requestState") {
 				return slowCallToolParams(params)
 			}
 		}

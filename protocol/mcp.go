@@ -61,6 +61,9 @@ type ServerCapabilities struct {
 	Resources   *ResourcesCapability   `json:"resources,omitempty"`
 	Logging     *struct{}              `json:"logging,omitempty"`
 	Completions *struct{}              `json:"completions,omitempty"`
+	// Extensions are the extensions a modern server supports, by identifier, each with its
+	// settings object (server/discover only).
+	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
 }
 
 // ListChangedCapability is the capability of tools and prompts: ListChanged
@@ -147,6 +150,9 @@ type CallToolParams struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	Meta      json.RawMessage `json:"_meta,omitempty"`
+	// InputParams carry a modern client's answers when it retries a call that was answered
+	// input_required.
+	InputParams
 }
 
 // Content is one content block (text, image, audio, resource_link,
@@ -480,6 +486,8 @@ type ClientCapabilities struct {
 	Elicitation  json.RawMessage `json:"elicitation,omitempty"`
 	Experimental json.RawMessage `json:"experimental,omitempty"`
 	Tasks        json.RawMessage `json:"tasks,omitempty"`
+	// Extensions are the extensions a modern client declares, by identifier.
+	Extensions json.RawMessage `json:"extensions,omitempty"`
 }
 
 // declared reports whether a capability is present as a JSON object.
@@ -617,6 +625,7 @@ func (r ListResourceTemplatesResult) MarshalJSON() ([]byte, error) {
 type ReadResourceParams struct {
 	URI  string          `json:"uri"`
 	Meta json.RawMessage `json:"_meta,omitempty"`
+	InputParams
 }
 
 // ReadResourceResult is the result of [MethodResourcesRead]; Contents encodes as [] when nil.
@@ -687,6 +696,7 @@ type GetPromptParams struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	Meta      json.RawMessage `json:"_meta,omitempty"`
+	InputParams
 }
 
 // Roles of [PromptMessage] and [SamplingMessage].

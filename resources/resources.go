@@ -90,8 +90,8 @@ type ReadResult struct {
 // Reader produces a resource's contents.
 //
 // Read is called on its own goroutine and may block; its context is cancelled when the client
-// cancels the read, the connection closes or the server shuts down. It carries the session of
-// the call (package session) for logs and requests to the client. Return [ErrNotFound] for a
+// cancels the read, the connection closes or the server shuts down. It carries the call's client
+// (package client) for logs and requests to the client. Return [ErrNotFound] for a
 // URI that does not exist; any other error is an unexpected failure, private to the operator.
 type Reader interface {
 	Read(ctx context.Context, req *ReadRequest) (*ReadResult, error)

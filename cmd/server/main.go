@@ -165,18 +165,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if o.transport == "http" {
 		cfg.HTTP = o.http.config()
 	}
+	var triggers conformance.Triggers
 	if o.fixtures == "conformance" {
 		cfg.Instructions += " Conformance fixtures: test_* tools, test:// resources, test_* prompts."
 		cfg.Tools = append(cfg.Tools, conformance.Tools()...)
+		cfg.Tools = append(cfg.Tools, conformance.ModernTools(&triggers)...)
 		cfg.Resources = conformance.Resources()
 		cfg.ResourceTemplates = conformance.Templates()
-		cfg.Prompts = conformance.Prompts()
+		cfg.Prompts = append(conformance.Prompts(), conformance.ModernPrompts()...)
 	}
 	srv, err := toolgrain.NewServer(cfg)
 	if err != nil {
 		return err
 	}
 	if o.fixtures == "conformance" {
+		triggers.Set(srv)
 		stopWatch := watchResource(srv, conformance.WatchedResource, watchInterval)
 		defer stopWatch()
 	}

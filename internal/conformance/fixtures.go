@@ -15,10 +15,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolgrain/toolgrain/client"
 	"github.com/toolgrain/toolgrain/prompts"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/resources"
-	"github.com/toolgrain/toolgrain/session"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -157,7 +157,7 @@ func Tools() []tools.Tool {
 			InputSchema: noArgs,
 			Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
 				// A transport that cannot close the stream (stdio, a JSON-only client) just answers.
-				if err := session.CloseStream(ctx); err != nil && !errors.Is(err, session.ErrNoStream) {
+				if err := client.CloseStream(ctx); err != nil && !errors.Is(err, client.ErrNoStream) {
 					return nil, err
 				}
 				if err := pause(ctx, 100*time.Millisecond); err != nil {
@@ -188,7 +188,7 @@ func withLogging(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
 				return nil, err
 			}
 		}
-		if err := session.Log(ctx, protocol.LevelInfo, "test_tool_with_logging", msg); err != nil && !errors.Is(err, session.ErrRateLimited) {
+		if err := client.Log(ctx, protocol.LevelInfo, "test_tool_with_logging", msg); err != nil && !errors.Is(err, client.ErrRateLimited) {
 			return nil, err
 		}
 	}
@@ -215,11 +215,11 @@ type samplingIn struct {
 }
 
 func sampling(ctx context.Context, in samplingIn) (*tools.Result, error) {
-	res, err := session.CreateMessage(ctx, &protocol.CreateMessageParams{
+	res, err := client.CreateMessage(ctx, &protocol.CreateMessageParams{
 		Messages:  []protocol.SamplingMessage{{Role: protocol.RoleUser, Content: text(in.Prompt)}},
 		MaxTokens: 100,
 	})
-	if errors.Is(err, session.ErrUnsupported) {
+	if errors.Is(err, client.ErrUnsupported) {
 		return tools.ErrorResult("This client does not support sampling."), nil
 	}
 	if err != nil {
@@ -234,11 +234,11 @@ type elicitationIn struct {
 
 func elicitation(ctx context.Context, in elicitationIn) (*tools.Result, error) {
 	schema := json.RawMessage(`{"type":"object","properties":{"username":{"type":"string","description":"User's response"},"email":{"type":"string","description":"User's email address"}},"required":["username","email"]}`)
-	res, err := session.Elicit(ctx, &protocol.ElicitParams{Message: in.Message, RequestedSchema: schema})
-	if errors.Is(err, session.ErrUnsupported) {
+	res, err := client.Elicit(ctx, &protocol.ElicitParams{Message: in.Message, RequestedSchema: schema})
+	if errors.Is(err, client.ErrUnsupported) {
 		return tools.ErrorResult("This client does not support elicitation."), nil
 	}
-	if err != nil && !errors.Is(err, session.ErrInvalidContent) { // the fixtures report what came
+	if err != nil && !errors.Is(err, client.ErrInvalidContent) { // the fixtures report what came
 		return nil, err
 	}
 	return tools.TextResult(fmt.Sprintf("User response: action=%s, content=%s", res.Action, contentText(res.Content))), nil
@@ -268,11 +268,11 @@ var sep1330Schema = json.RawMessage(`{"type":"object","properties":{` +
 
 func elicitWith(prefix, message string, schema json.RawMessage) tools.Handler {
 	return tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
-		res, err := session.Elicit(ctx, &protocol.ElicitParams{Message: message, RequestedSchema: schema})
-		if errors.Is(err, session.ErrUnsupported) {
+		res, err := client.Elicit(ctx, &protocol.ElicitParams{Message: message, RequestedSchema: schema})
+		if errors.Is(err, client.ErrUnsupported) {
 			return tools.ErrorResult("This client does not support elicitation."), nil
 		}
-		if err != nil && !errors.Is(err, session.ErrInvalidContent) {
+		if err != nil && !errors.Is(err, client.ErrInvalidContent) {
 			return nil, err
 		}
 		return tools.TextResult(fmt.Sprintf("%s: action=%s, content=%s", prefix, res.Action, contentText(res.Content))), nil

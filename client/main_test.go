@@ -1,4 +1,4 @@
-package session_test
+package client_test
 
 import (
 	"testing"

@@ -1,10 +1,16 @@
-// Package session is what a handler can do with the client of the call it serves, through the
+// Package client is a handler's view of the client of the call it serves, reached through the
 // call's context: send it log messages ([Log]), ask it for an LLM completion ([CreateMessage]),
-// ask its user for input ([Elicit]) and list its roots ([ListRoots]).
+// ask its user for input ([Elicit]), list its roots ([ListRoots]), read what it declared
+// ([Capabilities], [Info]) and close the connection that carries the call's messages
+// ([CloseStream]).
 //
-// The engine puts a [Peer] in the context of every tools/call, resources/read, prompts/get and
-// completion/complete handler it runs. Outside the engine (a handler called directly in a test)
-// there is none and every function returns [ErrNoSession], except [Log], which does nothing.
+// The engine puts a [Peer], the call's client, in the context of every tools/call,
+// resources/read, prompts/get and completion/complete handler it runs. Over stdio and in memory
+// the call's client is the one connection the call came on; over Streamable HTTP it is the
+// legacy session (MCP 2025-11-25) the request belongs to, and a stateless request of a later
+// revision will have no connection beyond the request itself. Outside the engine (a handler
+// called directly in a test) there is no Peer and every function returns [ErrNoClient], except
+// [Log], which does nothing.
 //
 // Everything a handler sends this way belongs to its call: over stdio it shares the connection's
 // output, over Streamable HTTP it travels on the calling request's own stream, before the
@@ -17,7 +23,7 @@
 // ctx ends first (the call was cancelled, timed out or its connection closed) the engine tells
 // the client with notifications/cancelled and the function returns the context's cause. A
 // client that answers with a JSON-RPC error gives a [*protocol.WireError].
-package session
+package client
 
 import (
 	"bytes"
@@ -33,26 +39,26 @@ import (
 
 // Errors of the package's functions.
 var (
-	// ErrNoSession is returned when ctx carries no [Peer]: the handler was not called by the
+	// ErrNoClient is returned when ctx carries no [Peer]: the handler was not called by the
 	// engine.
-	ErrNoSession = errors.New("session: no client session in the context")
+	ErrNoClient = errors.New("client: no client in the context")
 	// ErrUnsupported is wrapped by the error returned when the client did not declare the
 	// capability a request needs (sampling, sampling.tools, elicitation form or url mode, roots).
-	ErrUnsupported = errors.New("session: capability not declared by the client")
+	ErrUnsupported = errors.New("client: capability not declared by the client")
 	// ErrCallFinished is returned when the call is over (answered, cancelled or its connection
 	// closed): nothing more may be sent for it.
-	ErrCallFinished = errors.New("session: call is over")
+	ErrCallFinished = errors.New("client: call is over")
 	// ErrRateLimited is returned by [Log] for a message dropped because the call sent too many
 	// too fast.
-	ErrRateLimited = errors.New("session: log message dropped by the rate limit")
+	ErrRateLimited = errors.New("client: log message dropped by the rate limit")
 	// ErrInvalidLevel is returned by [Log] for a level that is not one of [protocol.LogLevels].
-	ErrInvalidLevel = errors.New("session: invalid log level")
+	ErrInvalidLevel = errors.New("client: invalid log level")
 	// ErrNoStream is returned for a request to the client when the call's transport cannot carry
 	// it: an HTTP client whose request accepts a JSON answer only, not an SSE stream.
-	ErrNoStream = errors.New("session: the call's transport cannot carry requests to the client")
+	ErrNoStream = errors.New("client: the call's transport cannot carry requests to the client")
 	// ErrInvalidContent is wrapped by the error [Elicit] returns, together with the result, when
 	// the client accepted a form whose content does not conform to the requested schema.
-	ErrInvalidContent = errors.New("session: elicited content does not match the requested schema")
+	ErrInvalidContent = errors.New("client: elicited content does not match the requested schema")
 )
 
 // Peer is the engine's side of one call: the client it came from. Handlers use the package's
@@ -64,8 +70,9 @@ type Peer interface {
 	ClientCapabilities() *protocol.ClientCapabilities
 	// ClientInfo returns the client's clientInfo.
 	ClientInfo() protocol.Implementation
-	// Log sends a notifications/message for the call, unless level is below the session's
-	// level (then it sends nothing and returns nil). level is valid and data is JSON.
+	// Log sends a notifications/message for the call, unless level is below the log level of
+	// the call's client (then it sends nothing and returns nil). level is valid and data is
+	// JSON.
 	Log(level, logger string, data json.RawMessage) error
 	// Request sends a request to the client on the call's behalf and waits for its answer or
 	// for ctx to end. It enforces [CheckCapability] itself.
@@ -84,11 +91,11 @@ type StreamCloser interface {
 // client resumes it with GET and Last-Event-ID to receive the rest, the response included. A
 // server uses it to shed long-held connections (SSE polling). It returns [ErrNoStream] when the
 // transport cannot do it (stdio; an HTTP client that takes a JSON answer only),
-// [ErrCallFinished] once the call is over, and [ErrNoSession] outside the engine.
+// [ErrCallFinished] once the call is over, and [ErrNoClient] outside the engine.
 func CloseStream(ctx context.Context) error {
 	p, ok := PeerFrom(ctx)
 	if !ok {
-		return ErrNoSession
+		return ErrNoClient
 	}
 	c, ok := p.(StreamCloser)
 	if !ok {
@@ -110,17 +117,17 @@ func PeerFrom(ctx context.Context) (Peer, bool) {
 	return p, ok && p != nil
 }
 
-// ClientCapabilities returns the capabilities the client of the call declared, or an empty set
+// Capabilities returns the capabilities the client of the call declared, or an empty set
 // outside the engine.
-func ClientCapabilities(ctx context.Context) *protocol.ClientCapabilities {
+func Capabilities(ctx context.Context) *protocol.ClientCapabilities {
 	if p, ok := PeerFrom(ctx); ok {
 		return p.ClientCapabilities()
 	}
 	return &protocol.ClientCapabilities{}
 }
 
-// ClientInfo returns the clientInfo of the call's client, or the zero value outside the engine.
-func ClientInfo(ctx context.Context) protocol.Implementation {
+// Info returns the clientInfo of the call's client, or the zero value outside the engine.
+func Info(ctx context.Context) protocol.Implementation {
 	if p, ok := PeerFrom(ctx); ok {
 		return p.ClientInfo()
 	}
@@ -149,7 +156,7 @@ func Log(ctx context.Context, level, logger string, data any) error {
 	}
 	raw, err := json.Marshal(data)
 	if err != nil {
-		return fmt.Errorf("session: log data: %w", err)
+		return fmt.Errorf("client: log data: %w", err)
 	}
 	return p.Log(level, logger, raw)
 }
@@ -159,7 +166,7 @@ func Log(ctx context.Context, level, logger string, data any) error {
 // or toolChoice; see the package doc for cancellation and errors.
 func CreateMessage(ctx context.Context, params *protocol.CreateMessageParams) (*protocol.CreateMessageResult, error) {
 	if params == nil {
-		return nil, errors.New("session: nil CreateMessageParams")
+		return nil, errors.New("client: nil CreateMessageParams")
 	}
 	var res protocol.CreateMessageResult
 	if err := request(ctx, protocol.MethodSamplingCreateMessage, params, &res); err != nil {
@@ -179,13 +186,13 @@ func CreateMessage(ctx context.Context, params *protocol.CreateMessageParams) (*
 // be compiled is an error before anything is sent.
 func Elicit(ctx context.Context, params *protocol.ElicitParams) (*protocol.ElicitResult, error) {
 	if params == nil {
-		return nil, errors.New("session: nil ElicitParams")
+		return nil, errors.New("client: nil ElicitParams")
 	}
 	var check *jsonschema.Schema
 	if len(params.RequestedSchema) > 0 && params.Mode != protocol.ElicitModeURL {
 		var err error
 		if check, err = compileRequested(params.RequestedSchema); err != nil {
-			return nil, fmt.Errorf("session: requested schema: %w", err)
+			return nil, fmt.Errorf("client: requested schema: %w", err)
 		}
 	}
 	var res protocol.ElicitResult
@@ -247,14 +254,14 @@ func ListRoots(ctx context.Context) (*protocol.ListRootsResult, error) {
 func request(ctx context.Context, method string, params, out any) error {
 	p, ok := PeerFrom(ctx)
 	if !ok {
-		return ErrNoSession
+		return ErrNoClient
 	}
 	raw, err := p.Request(ctx, method, params)
 	if err != nil {
 		return err
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("session: %s: malformed result from the client: %w", method, err)
+		return fmt.Errorf("client: %s: malformed result from the client: %w", method, err)
 	}
 	return nil
 }
@@ -283,7 +290,7 @@ func CheckCapability(caps *protocol.ClientCapabilities, method string, params an
 				missing = "elicitation (form mode)"
 			}
 		default:
-			return fmt.Errorf("session: unknown elicitation mode %q", mode)
+			return fmt.Errorf("client: unknown elicitation mode %q", mode)
 		}
 	case protocol.MethodRootsList:
 		if !caps.HasRoots() {
@@ -291,9 +298,49 @@ func CheckCapability(caps *protocol.ClientCapabilities, method string, params an
 		}
 	}
 	if missing != "" {
-		return fmt.Errorf("%w: %s needs the client capability %s", ErrUnsupported, method, missing)
+		return &CapabilityError{Method: method, Missing: missing}
 	}
 	return nil
+}
+
+// CapabilityError is the error of a request the client cannot be sent because it did not
+// declare the capability it needs. It wraps [ErrUnsupported].
+//
+// A handler that cannot do without the capability returns it (wrapped or not): in the modern
+// era (MCP 2026-07-28) the engine then answers the request with the JSON-RPC error -32021,
+// whose data names the capability ([CapabilityError.Required]), and reports nothing. In a
+// legacy session, where that error does not exist, the call fails as any other handler error
+// does.
+type CapabilityError struct {
+	// Method is the request that could not be sent.
+	Method string
+	// Missing names the capability: "sampling", "sampling.tools", "elicitation (form mode)",
+	// "elicitation.url" or "roots".
+	Missing string
+}
+
+// Error says which request needs which capability.
+func (e *CapabilityError) Error() string {
+	return fmt.Sprintf("%v: %s needs the client capability %s", ErrUnsupported, e.Method, e.Missing)
+}
+
+// Unwrap returns [ErrUnsupported].
+func (e *CapabilityError) Unwrap() error { return ErrUnsupported }
+
+// Required returns the missing capability as a ClientCapabilities object, for example
+// {"sampling":{}}.
+func (e *CapabilityError) Required() json.RawMessage {
+	switch e.Missing {
+	case "sampling":
+		return json.RawMessage(`{"sampling":{}}`)
+	case "sampling.tools":
+		return json.RawMessage(`{"sampling":{"tools":{}}}`)
+	case "elicitation.url":
+		return json.RawMessage(`{"elicitation":{"url":{}}}`)
+	case "roots":
+		return json.RawMessage(`{"roots":{}}`)
+	}
+	return json.RawMessage(`{"elicitation":{}}`)
 }
 
 func usesSamplingTools(params any) bool {

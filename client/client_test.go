@@ -1,4 +1,4 @@
-package session_test
+package client_test
 
 import (
 	"context"
@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolgrain/toolgrain/client"
 	"github.com/toolgrain/toolgrain/protocol"
-	"github.com/toolgrain/toolgrain/session"
 )
 
 func caps(raw string) *protocol.ClientCapabilities {
@@ -44,14 +44,14 @@ func TestCheckCapability(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := session.CheckCapability(caps(tt.caps), tt.method, tt.params)
+			err := client.CheckCapability(caps(tt.caps), tt.method, tt.params)
 			if tt.missing == "" {
 				if err != nil {
 					t.Fatalf("CheckCapability = %v, want nil", err)
 				}
 				return
 			}
-			if !errors.Is(err, session.ErrUnsupported) || !strings.HasSuffix(err.Error(), "capability "+tt.missing) {
+			if !errors.Is(err, client.ErrUnsupported) || !strings.HasSuffix(err.Error(), "capability "+tt.missing) {
 				t.Fatalf("CheckCapability = %v, want ErrUnsupported naming %s", err, tt.missing)
 			}
 		})
@@ -60,28 +60,28 @@ func TestCheckCapability(t *testing.T) {
 
 func TestOutsideTheEngine(t *testing.T) {
 	ctx := context.Background()
-	if err := session.Log(ctx, protocol.LevelInfo, "", "x"); err != nil {
-		t.Errorf("Log without a session = %v, want nil", err)
+	if err := client.Log(ctx, protocol.LevelInfo, "", "x"); err != nil {
+		t.Errorf("Log without a client = %v, want nil", err)
 	}
-	if err := session.Log(ctx, "loud", "", "x"); !errors.Is(err, session.ErrInvalidLevel) {
+	if err := client.Log(ctx, "loud", "", "x"); !errors.Is(err, client.ErrInvalidLevel) {
 		t.Errorf("Log with a bad level = %v", err)
 	}
-	if _, err := session.CreateMessage(ctx, &protocol.CreateMessageParams{}); !errors.Is(err, session.ErrNoSession) {
+	if _, err := client.CreateMessage(ctx, &protocol.CreateMessageParams{}); !errors.Is(err, client.ErrNoClient) {
 		t.Errorf("CreateMessage = %v", err)
 	}
-	if err := session.CloseStream(ctx); !errors.Is(err, session.ErrNoSession) {
+	if err := client.CloseStream(ctx); !errors.Is(err, client.ErrNoClient) {
 		t.Errorf("CloseStream = %v", err)
 	}
-	if err := session.CloseStream(session.WithPeer(ctx, &fakePeer{})); !errors.Is(err, session.ErrNoStream) {
+	if err := client.CloseStream(client.WithPeer(ctx, &fakePeer{})); !errors.Is(err, client.ErrNoStream) {
 		t.Errorf("CloseStream with a peer that cannot close its stream = %v", err)
 	}
-	if _, err := session.Elicit(ctx, &protocol.ElicitParams{}); !errors.Is(err, session.ErrNoSession) {
+	if _, err := client.Elicit(ctx, &protocol.ElicitParams{}); !errors.Is(err, client.ErrNoClient) {
 		t.Errorf("Elicit = %v", err)
 	}
-	if _, err := session.ListRoots(ctx); !errors.Is(err, session.ErrNoSession) {
+	if _, err := client.ListRoots(ctx); !errors.Is(err, client.ErrNoClient) {
 		t.Errorf("ListRoots = %v", err)
 	}
-	if c := session.ClientCapabilities(ctx); c.HasSampling() {
+	if c := client.Capabilities(ctx); c.HasSampling() {
 		t.Error("capabilities outside the engine")
 	}
 }
@@ -100,7 +100,7 @@ func (p *fakePeer) Log(level, logger string, data json.RawMessage) error {
 	return nil
 }
 func (p *fakePeer) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	if err := session.CheckCapability(p.caps, method, params); err != nil {
+	if err := client.CheckCapability(p.caps, method, params); err != nil {
 		return nil, err
 	}
 	return json.RawMessage(p.result), nil
@@ -108,30 +108,30 @@ func (p *fakePeer) Request(ctx context.Context, method string, params any) (json
 
 func TestWithPeer(t *testing.T) {
 	p := &fakePeer{caps: caps(`{"sampling":{}}`), result: `{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}`}
-	ctx := session.WithPeer(context.Background(), p)
-	res, err := session.CreateMessage(ctx, &protocol.CreateMessageParams{MaxTokens: 1})
+	ctx := client.WithPeer(context.Background(), p)
+	res, err := client.CreateMessage(ctx, &protocol.CreateMessageParams{MaxTokens: 1})
 	if err != nil || res.Text() != "hi" || res.Model != "m" {
 		t.Fatalf("CreateMessage = %+v, %v", res, err)
 	}
-	if err := session.Log(ctx, protocol.LevelWarning, "db", map[string]int{"n": 1}); err != nil || p.logged[0] != `warning db {"n":1}` {
+	if err := client.Log(ctx, protocol.LevelWarning, "db", map[string]int{"n": 1}); err != nil || p.logged[0] != `warning db {"n":1}` {
 		t.Errorf("Log: %v %v", err, p.logged)
 	}
 	p.result = `{"roots":"nope"}`
-	if _, err := session.Elicit(ctx, &protocol.ElicitParams{}); !errors.Is(err, session.ErrUnsupported) {
+	if _, err := client.Elicit(ctx, &protocol.ElicitParams{}); !errors.Is(err, client.ErrUnsupported) {
 		t.Errorf("Elicit without the capability = %v", err)
 	}
 	p.caps = caps(`{"roots":{}}`)
-	if _, err := session.ListRoots(ctx); err == nil || !strings.Contains(err.Error(), "malformed result") {
+	if _, err := client.ListRoots(ctx); err == nil || !strings.Contains(err.Error(), "malformed result") {
 		t.Errorf("ListRoots with a malformed result = %v", err)
 	}
-	if session.ClientInfo(ctx).Name != "fake" {
-		t.Error("ClientInfo")
+	if client.Info(ctx).Name != "fake" {
+		t.Error("Info")
 	}
 }
 
 func TestElicitChecksTheContent(t *testing.T) {
 	p := &fakePeer{caps: caps(`{"elicitation":{}}`)}
-	ctx := session.WithPeer(context.Background(), p)
+	ctx := client.WithPeer(context.Background(), p)
 	schema := json.RawMessage(`{"type":"object","properties":{"age":{"type":"integer","minimum":0}},"required":["age"]}`)
 	tests := []struct {
 		name    string
@@ -146,16 +146,16 @@ func TestElicitChecksTheContent(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p.result = tt.result
-			res, err := session.Elicit(ctx, &protocol.ElicitParams{Message: "age?", RequestedSchema: schema})
+			res, err := client.Elicit(ctx, &protocol.ElicitParams{Message: "age?", RequestedSchema: schema})
 			if res == nil {
 				t.Fatalf("no result (err %v)", err)
 			}
-			if got := errors.Is(err, session.ErrInvalidContent); got != tt.wantErr {
+			if got := errors.Is(err, client.ErrInvalidContent); got != tt.wantErr {
 				t.Errorf("Elicit error = %v, want invalid content %v", err, tt.wantErr)
 			}
 		})
 	}
-	if _, err := session.Elicit(ctx, &protocol.ElicitParams{Message: "m", RequestedSchema: json.RawMessage(`{"type":"nope"}`)}); err == nil {
+	if _, err := client.Elicit(ctx, &protocol.ElicitParams{Message: "m", RequestedSchema: json.RawMessage(`{"type":"nope"}`)}); err == nil {
 		t.Error("an invalid requested schema was sent")
 	}
 }

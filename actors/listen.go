@@ -1,0 +1,171 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"sync"
+
+	"github.com/toolgrain/toolgrain/cancel"
+	"github.com/toolgrain/toolgrain/protocol"
+)
+
+// subscriptions/listen (MCP 2026-07-28) replaces the legacy GET stream and resources/subscribe:
+// a request that stays open and carries the notifications its filter asks for, each tagged with
+// the request's id. Listeners live in one registry per engine, so a list change or a resource
+// update reaches every open listen stream, whichever connection or request caused it.
+
+// MaxListenSubscriptions bounds the resource URIs one listen request may subscribe to.
+const MaxListenSubscriptions = MaxSubscriptions
+
+// listener is one open listen stream. It has no actor: notifications are queued on its stream
+// under its call's lock, so none follows the call's end.
+type listener struct {
+	id     protocol.ID
+	filter protocol.ListenFilter
+	uris   map[string]struct{}
+	call   *cancel.Call
+	stream Stream
+	meta   json.RawMessage // {"io.modelcontextprotocol/subscriptionId": id}
+}
+
+// listeners is the engine's registry of open listen streams.
+type listeners struct {
+	mu  sync.Mutex
+	set map[*listener]struct{}
+}
+
+func (ls *listeners) init() { ls.set = make(map[*listener]struct{}) }
+
+func (ls *listeners) add(l *listener) {
+	ls.mu.Lock()
+	ls.set[l] = struct{}{}
+	ls.mu.Unlock()
+}
+
+func (ls *listeners) remove(l *listener) {
+	ls.mu.Lock()
+	delete(ls.set, l)
+	ls.mu.Unlock()
+}
+
+// each calls fn for every open listener, under the registry's lock: fn must not block.
+func (ls *listeners) each(fn func(*listener)) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	for l := range ls.set {
+		fn(l)
+	}
+}
+
+// Len returns the number of open listen streams.
+func (ls *listeners) Len() int {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return len(ls.set)
+}
+
+// wants reports whether l's filter asks for the notification method (about uri, for a resource
+// update).
+func (l *listener) wants(method, uri string) bool {
+	switch method {
+	case protocol.MethodToolsListChanged:
+		return l.filter.ToolsListChanged
+	case protocol.MethodPromptsListChanged:
+		return l.filter.PromptsListChanged
+	case protocol.MethodResourcesListChanged:
+		return l.filter.ResourcesListChanged
+	case protocol.MethodResourcesUpdated:
+		_, ok := l.uris[uri]
+		return ok
+	}
+	return false
+}
+
+// notify sends the notification method (with the resource's uri, for an update) on l's stream,
+// tagged with its subscription id, while the listen request is open.
+func (l *listener) notify(method, uri string) {
+	var params any = struct {
+		Meta json.RawMessage `json:"_meta"`
+	}{l.meta}
+	if method == protocol.MethodResourcesUpdated {
+		params = struct {
+			Meta json.RawMessage `json:"_meta"`
+			URI  string          `json:"uri"`
+		}{l.meta, uri}
+	}
+	frame, err := protocol.EncodeNotification(method, params)
+	if err != nil {
+		return
+	}
+	l.call.Notify(func() { l.stream.Send(frame) })
+}
+
+// notifyListeners sends a list change, or an update of the resource uri, to every listen stream
+// that asked for it.
+func (e *Engine) notifyListeners(method, uri string) {
+	e.listeners.each(func(l *listener) {
+		if l.wants(method, uri) {
+			l.notify(method, uri)
+		}
+	})
+}
+
+// listen opens a listen stream for m: its filter, cut down to what the server offers, is
+// acknowledged first (notifications/subscriptions/acknowledged), and the stream then stays open
+// until the client ends it (notifications/cancelled over stdio, closing the stream over HTTP),
+// its connection closes, or the server shuts down, which answers it with an empty result.
+func (c *connectionActor) listen(m *protocol.Message, s Stream) {
+	var p protocol.ListenParams
+	if err := json.Unmarshal(m.Params, &p); err != nil || p.Notifications == nil {
+		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("subscriptions/listen needs params with a notifications object")))
+		return
+	}
+	if c.idBusy(m, s) {
+		return
+	}
+	f := *p.Notifications
+	if len(f.ResourceSubscriptions) > MaxListenSubscriptions {
+		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("too many resource subscriptions (the limit is %d per listen request)", MaxListenSubscriptions)))
+		return
+	}
+	uris := make(map[string]struct{}, len(f.ResourceSubscriptions))
+	for _, u := range f.ResourceSubscriptions {
+		if pu, err := url.Parse(u); err != nil || pu.Scheme == "" {
+			reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("resourceSubscriptions: %q is not an absolute URI", u)))
+			return
+		}
+		uris[u] = struct{}{}
+	}
+	// Every notification type is offered (serverCapabilities): the filter is honoured whole.
+	l := &listener{id: m.ID, filter: f, uris: uris, call: cancel.New(context.Background()), stream: s, meta: protocol.SubscriptionMeta(m.ID)}
+	ack, err := protocol.EncodeNotification(protocol.MethodSubscriptionsAcknowledged, &protocol.ListenAcknowledgedParams{Meta: l.meta, Notifications: f})
+	if err != nil {
+		c.eng.Report(err)
+		reply(s, protocol.EncodeError(m.ID, protocol.ErrInternal()))
+		return
+	}
+	l.call.Notify(func() { s.Send(ack) })
+	fl := &flight{call: l.call, listener: l}
+	c.track(m, s, fl)
+	c.eng.listeners.add(l)
+}
+
+// endListeners answers every open listen stream with the result that ends it gracefully, and
+// forgets them: the server is shutting down.
+func (e *Engine) endListeners() {
+	e.listeners.mu.Lock()
+	all := make([]*listener, 0, len(e.listeners.set))
+	for l := range e.listeners.set {
+		all = append(all, l)
+	}
+	clear(e.listeners.set)
+	e.listeners.mu.Unlock()
+	for _, l := range all {
+		frame, err := protocol.EncodeResultWith(l.id, json.RawMessage(`{"_meta":`+string(l.meta)+`}`), &protocol.Annotation{Meta: e.serverMeta})
+		if err == nil {
+			l.call.Respond(func() { l.stream.Send(frame) })
+		}
+		l.stream.Close()
+	}
+}
