@@ -10,18 +10,19 @@
 //
 // [NewServer] checks and compiles the tool definitions and starts the actor tree; a bad
 // definition is an error, never a panic. A server then serves any number of connections at
-// once, each with its own session:
+// once, each with its own connection actor:
 //
 //   - [Server.ServeStdio]: newline-delimited JSON-RPC on any reader and writer (os.Stdin and
 //     os.Stdout for a local client, a pipe, a net.Conn);
-//   - [Server.Handler]: Streamable HTTP, an http.Handler to mount in any mux next to other
-//     routes, with optional bearer auth ([AuthConfig]);
+//   - [Server.Handler]: Streamable HTTP (package streamable), an http.Handler to mount in any
+//     mux next to other routes, with optional bearer auth ([AuthConfig]); each HTTP session is
+//     one connection;
 //   - [Server.ConnectInMemory]: a client in the same process, for tests and in-process callers.
 //
 // Serving stdio and HTTP at once is a matter of mounting the handler and calling ServeStdio
 // from its own goroutine, on the one server. [Server.Shutdown] (or [Server.Close]) ends every
-// connection and session, cancelling the calls in flight, delivers the pending OnError reports
-// and stops the actors.
+// connection, HTTP sessions included, cancelling the calls in flight, delivers the pending
+// OnError reports and stops the actors.
 //
 // # Tools
 //
@@ -81,7 +82,7 @@
 //     cancellations, late responses suppressed, dropped reports and latency (package
 //     metrics); package metrics/prom turns them into Prometheus collectors for the host's own
 //     registry. No default registry, no default HTTP mux.
-//   - Tests: [Server.ConnectInMemory] gives the host's tests a real MCP session with no I/O.
+//   - Tests: [Server.ConnectInMemory] gives the host's tests a real MCP connection with no I/O.
 //
 // The runnable example in examples/service embeds a server next to a service's own actors,
 // routes and metrics.
@@ -103,6 +104,7 @@ import (
 	"github.com/toolgrain/toolgrain/prompts"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/resources"
+	"github.com/toolgrain/toolgrain/streamable"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -192,8 +194,8 @@ type Config struct {
 	// once the backlog has drained to half of it. 0 means 16 MiB; negative means no limit.
 	MaxOutputBacklog int
 
-	// HTTP configures the Streamable HTTP transport ([Server.Handler]): session expiry, allowed
-	// origins and hosts, bearer auth. The zero value is usable.
+	// HTTP configures the Streamable HTTP transport ([Server.Handler], package streamable):
+	// session expiry, allowed origins and hosts, bearer auth. The zero value is usable.
 	HTTP HTTPConfig
 
 	// Resources and ResourceTemplates are the resources to serve, listed in this order; see
@@ -236,7 +238,7 @@ const DefaultMaxOutputBacklog = 16 << 20
 type Server struct {
 	cfg  Config
 	eng  *actors.Engine
-	http *httpHandler
+	http *streamable.Handler
 
 	outputPauses atomic.Uint64 // times a connection stopped reading for a slow consumer
 }
@@ -302,7 +304,7 @@ func NewServer(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := newHTTPHandler(eng, cfg)
+	h, err := streamable.New(eng, cfg.HTTP, streamable.Options{Logger: cfg.Logger, MaxMessageSize: cfg.MaxMessageSize})
 	if err != nil {
 		_ = eng.Shutdown(context.Background())
 		return nil, err
@@ -343,7 +345,7 @@ func (s *Server) Stats() Stats {
 // HTTP sessions end first: new requests get 503, open SSE streams end, and each cancelled
 // call's stream ends with no response.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.http.shutdown()
+	s.http.Shutdown()
 	return s.eng.Shutdown(ctx)
 }
 

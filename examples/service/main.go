@@ -12,7 +12,7 @@
 //	go run ./examples/service [--addr 127.0.0.1:8090] [--stdio] [--log-level info]
 //
 // MCP clients connect to http://127.0.0.1:8090/mcp (Streamable HTTP). With --stdio the service
-// also serves one MCP session on stdin and stdout, at the same time and on the same server,
+// also serves one MCP connection on stdin and stdout, at the same time and on the same server,
 // and exits when stdin ends; without it, it runs until SIGINT or SIGTERM. On the way out it
 // closes the MCP server first, which stops the server's actors and goroutines and leaves the
 // service's own running, and then stops the rest.

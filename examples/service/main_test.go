@@ -344,7 +344,7 @@ func TestStopMCPLeavesTheHostRunning(t *testing.T) {
 	}
 }
 
-// TestRunStdioAndHTTPAtOnce runs the whole command with --stdio: one MCP session on stdin and
+// TestRunStdioAndHTTPAtOnce runs the whole command with --stdio: one MCP connection on stdin and
 // stdout and another over HTTP at /mcp, served by the one server at the same time, then a
 // clean exit when stdin ends.
 func TestRunStdioAndHTTPAtOnce(t *testing.T) {
@@ -390,7 +390,7 @@ func TestRunStdioAndHTTPAtOnce(t *testing.T) {
 	if _, _, body := mcpPost(t, url, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"reserve","arguments":{"item":"bolts","qty":20}}}`); !strings.Contains(body, "reserved 20 bolts, 100 left") {
 		t.Fatalf("http reserve: %s", body)
 	}
-	// The stdio session sees the same inventory.
+	// The stdio connection sees the same inventory.
 	fmt.Fprintln(inW, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"stock","arguments":{"item":"bolts"}}}`)
 	if !out.Scan() || !strings.Contains(out.Text(), "100 bolts in stock") {
 		t.Fatalf("stdio stock: %s", out.Text())

@@ -1,4 +1,4 @@
-package toolgrain
+package streamable
 
 import (
 	"net/http"

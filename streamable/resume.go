@@ -1,4 +1,4 @@
-package toolgrain
+package streamable
 
 import (
 	"crypto/rand"
@@ -25,7 +25,7 @@ import (
 
 const (
 	// DefaultStreamRetry is the reconnection delay sent in the retry field of a POST SSE
-	// stream's priming event when [HTTPConfig].StreamRetry is zero.
+	// stream's priming event when [Config].StreamRetry is zero.
 	DefaultStreamRetry = time.Second
 	// maxStreamEvents bounds the events one stream keeps for resumption; older ones are
 	// dropped, and resuming from before them gets 410 Gone.
@@ -318,7 +318,7 @@ func (ss *streams) lookup(id string) (*postStream, uint64, int, string) {
 // goes away (which does not cancel the call: an SSE stream goes on being kept for resumption, a
 // stream not yet answered drops its later frames), the handler asked to close the connection,
 // or the connection actor stopped.
-func (h *httpHandler) relay(w http.ResponseWriter, r *http.Request, st *postStream, s *session, before func(protocol.FrameKind)) {
+func (h *Handler) relay(w http.ResponseWriter, r *http.Request, st *postStream, s *legacySession, before func(protocol.FrameKind)) {
 	gen, wake := st.attach()
 	sse := false
 	defer func() {
@@ -397,7 +397,7 @@ func (h *httpHandler) relay(w http.ResponseWriter, r *http.Request, st *postStre
 // pump writes the events of st after cursor as SSE events on a response whose SSE stream has
 // begun, until the stream's end (forgotten then: its end was delivered), the handler's request
 // to close the connection, the client's leaving, a newer reader or the connection actor's stop.
-func (h *httpHandler) pump(w http.ResponseWriter, r *http.Request, st *postStream, s *session, gen uint64, wake <-chan struct{}, cursor uint64) {
+func (h *Handler) pump(w http.ResponseWriter, r *http.Request, st *postStream, s *legacySession, gen uint64, wake <-chan struct{}, cursor uint64) {
 	rc := http.NewResponseController(w)
 	connDone, connGone := s.conn.Done(), false
 	var event []byte
@@ -443,7 +443,7 @@ func (h *httpHandler) pump(w http.ResponseWriter, r *http.Request, st *postStrea
 
 // resume serves a GET with Last-Event-ID: the named stream's events after that id, then the
 // rest of the stream live.
-func (h *httpHandler) resume(w http.ResponseWriter, r *http.Request, s *session, lastID string) {
+func (h *Handler) resume(w http.ResponseWriter, r *http.Request, s *legacySession, lastID string) {
 	st, cursor, status, msg := s.streams.lookup(lastID)
 	if st == nil {
 		text := "Bad Request"
@@ -462,6 +462,6 @@ func (h *httpHandler) resume(w http.ResponseWriter, r *http.Request, s *session,
 	h.pump(w, r, st, s, gen, wake, cursor)
 }
 
-func (h *httpHandler) retryMillis() int64 {
+func (h *Handler) retryMillis() int64 {
 	return h.cfg.StreamRetry.Milliseconds()
 }

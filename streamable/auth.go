@@ -1,4 +1,4 @@
-package toolgrain
+package streamable
 
 import (
 	"context"
@@ -15,13 +15,10 @@ import (
 	"github.com/toolgrain/toolgrain/tools"
 )
 
-// Identity is the authenticated caller of a request; see [tools.Identity]. Tool handlers read it
-// with [tools.IdentityFromContext].
-type Identity = tools.Identity
-
 // ErrInvalidToken is the rejection a [TokenVerifier] returns (or wraps) for a token it does not
 // accept: unknown, expired, revoked, issued for another audience. The client gets 401 and
-// nothing is reported: a rejection is an expected answer.
+// nothing is reported: a rejection is an expected answer. Its text, "toolgrain: invalid token",
+// predates the package and is kept.
 var ErrInvalidToken = errors.New("toolgrain: invalid token")
 
 // DefaultVerifyTimeout bounds one token verification when [AuthConfig].VerifyTimeout is zero.
@@ -32,25 +29,26 @@ const authRetryAfter = "5"
 
 // TokenVerifier checks the bearer tokens of the Streamable HTTP transport.
 //
-// VerifyToken returns the identity a valid token stands for. It must check everything that
-// makes the token valid for this server, the audience included (the token must have been issued
-// for this resource: MCP forbids token passthrough). For a token it does not accept it returns
-// an error that wraps [ErrInvalidToken]. Any other error — the identity provider is down or
-// answers garbage — and a panic are unexpected failures: the client gets 503 with no detail and
-// [Config].OnError gets the original error with nil details. It must honour ctx, which ends
-// after [AuthConfig].VerifyTimeout or when the client goes away.
+// VerifyToken returns the identity a valid token stands for (a [tools.Identity], which tool
+// handlers read with [tools.IdentityFromContext]). It must check everything that makes the token
+// valid for this server, the audience included (the token must have been issued for this
+// resource: MCP forbids token passthrough). For a token it does not accept it returns an error
+// that wraps [ErrInvalidToken]. Any other error — the identity provider is down or answers
+// garbage — and a panic are unexpected failures: the client gets 503 with no detail and the
+// engine's OnError (toolgrain's Config.OnError) gets the original error with nil details. It
+// must honour ctx, which ends after [AuthConfig].VerifyTimeout or when the client goes away.
 //
 // It is called for every HTTP request (sessions never stand for authentication), concurrently:
 // cache on your side if verification is costly.
 type TokenVerifier interface {
-	VerifyToken(ctx context.Context, token string) (*Identity, error)
+	VerifyToken(ctx context.Context, token string) (*tools.Identity, error)
 }
 
 // TokenVerifierFunc adapts a function to [TokenVerifier].
-type TokenVerifierFunc func(ctx context.Context, token string) (*Identity, error)
+type TokenVerifierFunc func(ctx context.Context, token string) (*tools.Identity, error)
 
 // VerifyToken calls f(ctx, token).
-func (f TokenVerifierFunc) VerifyToken(ctx context.Context, token string) (*Identity, error) {
+func (f TokenVerifierFunc) VerifyToken(ctx context.Context, token string) (*tools.Identity, error) {
 	return f(ctx, token)
 }
 
@@ -98,7 +96,8 @@ type AuthConfig struct {
 	VerifyTimeout time.Duration
 }
 
-// VerifierPanicError is what [Config].OnError receives when the token verifier panicked.
+// VerifierPanicError is what the engine's OnError (toolgrain's Config.OnError) receives when the
+// token verifier panicked.
 type VerifierPanicError struct {
 	// Value is the value passed to panic.
 	Value any
@@ -129,6 +128,7 @@ func newAuthenticator(cfg *AuthConfig, report func(error)) (*authenticator, erro
 		return nil, nil
 	}
 	if cfg.Verifier == nil {
+		// The text names the field as toolgrain.NewServer's callers spell it, and is kept.
 		return nil, errors.New("toolgrain: HTTPConfig.Auth.Verifier is nil")
 	}
 	a := &authenticator{cfg: *cfg, report: report, timeout: cfg.VerifyTimeout}
@@ -144,7 +144,7 @@ func newAuthenticator(cfg *AuthConfig, report func(error)) (*authenticator, erro
 // authenticate checks the request's bearer token. It returns the caller's identity and true, or
 // writes the auth response (401, 403 or 503) and returns false. A nil authenticator accepts
 // every request with no identity.
-func (a *authenticator) authenticate(w http.ResponseWriter, r *http.Request) (*Identity, bool) {
+func (a *authenticator) authenticate(w http.ResponseWriter, r *http.Request) (*tools.Identity, bool) {
 	if a == nil {
 		return nil, true
 	}
@@ -180,7 +180,7 @@ func (a *authenticator) authenticate(w http.ResponseWriter, r *http.Request) (*I
 
 // verify runs the verifier with its timeout, turning a panic and a (nil, nil) answer into
 // unexpected failures.
-func (a *authenticator) verify(ctx context.Context, token string) (id *Identity, err error) {
+func (a *authenticator) verify(ctx context.Context, token string) (id *tools.Identity, err error) {
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	defer func() {

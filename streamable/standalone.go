@@ -1,4 +1,4 @@
-package toolgrain
+package streamable
 
 import (
 	"net/http"
@@ -72,7 +72,7 @@ func (n *standaloneStream) take() [][]byte {
 // relayStandalone writes the session's notifications as SSE events on the GET response until the
 // client leaves, the session ends or its connection actor stopped. It runs on the GET's handler
 // goroutine, after the stream was attached.
-func relayStandalone(w http.ResponseWriter, r *http.Request, s *session) {
+func relayStandalone(w http.ResponseWriter, r *http.Request, s *legacySession) {
 	rc := http.NewResponseController(w)
 	var event []byte
 	for {

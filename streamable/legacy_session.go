@@ -1,4 +1,4 @@
-package toolgrain
+package streamable
 
 import (
 	"sync"
@@ -8,10 +8,11 @@ import (
 	"github.com/toolgrain/toolgrain/protocol"
 )
 
-// session is one Streamable HTTP session: a connection actor, the id the client names it by, and
-// the bookkeeping of its idle expiry. A session ends once: on DELETE, on idle expiry, when its
-// connection actor stopped, or at shutdown; its id then answers 404 for good.
-type session struct {
+// legacySession is one Streamable HTTP session, the stateful kind of the revisions up to MCP
+// 2025-11-25: a connection actor, the id the client names it by, and the bookkeeping of its idle
+// expiry. A session ends once: on DELETE, on idle expiry, when its connection actor stopped, or
+// at shutdown; its id then answers 404 for good.
+type legacySession struct {
 	id      string
 	conn    *actors.Connection
 	notify  *standaloneStream // the session's notification path, relayed by its GET stream
@@ -29,10 +30,10 @@ type session struct {
 	getOpen   bool // the standalone GET stream is open
 }
 
-// newSession returns a session with one request in progress (the initialize POST that opens
-// it). end is what idle expiry calls.
-func newSession(conn *actors.Connection, subject string, idle time.Duration, end func(*session)) *session {
-	s := &session{
+// newLegacySession returns a session with one request in progress (the initialize POST that
+// opens it). end is what idle expiry calls.
+func newLegacySession(conn *actors.Connection, subject string, idle time.Duration, end func(*legacySession)) *legacySession {
+	s := &legacySession{
 		id:      protocol.NewSessionID(),
 		conn:    conn,
 		subject: subject,
@@ -59,7 +60,7 @@ func newSession(conn *actors.Connection, subject string, idle time.Duration, end
 
 // acquire marks one more HTTP request on the session. It fails once the session has ended or
 // its connection actor stopped.
-func (s *session) acquire() bool {
+func (s *legacySession) acquire() bool {
 	select {
 	case <-s.conn.Done():
 		return false
@@ -76,7 +77,7 @@ func (s *session) acquire() bool {
 }
 
 // release ends what acquire began; the last request out starts the idle timer.
-func (s *session) release() {
+func (s *legacySession) release() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.active--
@@ -88,7 +89,7 @@ func (s *session) release() {
 
 // finish marks the session ended and reports whether this call did it. It does not close the
 // connection: the caller does.
-func (s *session) finish() bool {
+func (s *legacySession) finish() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.done {
@@ -102,7 +103,7 @@ func (s *session) finish() bool {
 }
 
 // openGet claims the session's one standalone GET stream.
-func (s *session) openGet() bool {
+func (s *legacySession) openGet() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.getOpen {
@@ -112,7 +113,7 @@ func (s *session) openGet() bool {
 	return true
 }
 
-func (s *session) closeGet() {
+func (s *legacySession) closeGet() {
 	s.mu.Lock()
 	s.getOpen = false
 	s.mu.Unlock()

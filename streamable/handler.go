@@ -1,4 +1,19 @@
-package toolgrain
+// Package streamable is the Streamable HTTP transport of MCP: one endpoint that takes JSON-RPC
+// messages by POST and answers each request as one JSON body or as a resumable SSE stream, with
+// sessions, a standalone SSE stream per session, protection against DNS rebinding and
+// cross-site requests, and optional bearer-token authentication (the server as an OAuth 2.1
+// resource server, with RFC 9728 protected-resource metadata).
+//
+// A [Handler] serves the connections of one [actors.Engine]. Every session is a legacy session:
+// the stateful kind of the revisions up to MCP 2025-11-25, opened by initialize, named by the
+// Mcp-Session-Id header and served by one connection actor. The handler decodes each message,
+// hands it to that actor with the stream its answers go to, and writes out what the actors
+// queue there. Transport work runs on net/http's handler goroutines, which may block waiting
+// for a stream; the actors only ever queue frames, without blocking.
+//
+// Most programs reach this package through toolgrain: Server.Handler returns the server's
+// [Handler], and toolgrain.Config.HTTP is a [Config].
+package streamable
 
 import (
 	"errors"
@@ -17,16 +32,16 @@ import (
 
 	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/tools"
 )
 
-// DefaultSessionIdleTimeout is how long an HTTP session may stay idle when
-// [HTTPConfig].SessionIdleTimeout is zero.
+// DefaultSessionIdleTimeout is how long a session may stay idle when
+// [Config].SessionIdleTimeout is zero.
 const DefaultSessionIdleTimeout = 30 * time.Minute
 
-// HTTPConfig configures the Streamable HTTP transport of [Server.Handler]. Its zero value is
-// usable: sessions expire after 30 idle minutes, only same-origin browser requests are accepted,
-// and there is no authentication.
-type HTTPConfig struct {
+// Config configures a [Handler]. Its zero value is usable: sessions expire after 30 idle
+// minutes, only same-origin browser requests are accepted, and there is no authentication.
+type Config struct {
 	// SessionIdleTimeout ends a session that has had no HTTP request in progress for this long:
 	// its calls in flight are cancelled, its connection actor stops, and its id answers 404.
 	// A session with an open POST or GET stream is never idle. 0 means
@@ -54,10 +69,21 @@ type HTTPConfig struct {
 	StreamRetry time.Duration
 }
 
-// Handler returns the Streamable HTTP transport (MCP 2025-11-25) of the server, to be mounted at
-// the MCP endpoint of the host's own mux, for example mux.Handle("/mcp", srv.Handler()). Every
-// call returns the same handler; its sessions live until they are deleted, expire or the server
-// shuts down.
+// Options are what a [Handler] takes from the server it belongs to rather than from [Config].
+// The zero value is usable.
+type Options struct {
+	// Logger receives the transport's debug lines (a session opened or deleted), under the name
+	// "http". Nil means no logging.
+	Logger *zap.Logger
+	// MaxMessageSize bounds one POST body in bytes; a larger body gets 413. 0 means
+	// protocol.DefaultMaxMessageSize (4 MiB).
+	MaxMessageSize int
+}
+
+// Handler is the Streamable HTTP transport (MCP 2025-11-25) of one engine, an http.Handler to be
+// mounted at the MCP endpoint of a mux, for example mux.Handle("/mcp", h). Its sessions live
+// until they are deleted, expire or [Handler.Shutdown] ends them. Its methods are safe for
+// concurrent use.
 //
 // One endpoint takes POST (a JSON-RPC message), GET (the session's standalone SSE stream) and
 // DELETE (end the session):
@@ -77,60 +103,46 @@ type HTTPConfig struct {
 //     handler closes its stream's connection, without ending its call, with
 //     client.CloseStream.
 //   - A body that is not a valid JSON-RPC message gets 400 with a JSON-RPC error; one larger
-//     than [Config].MaxMessageSize gets 413.
+//     than [Options].MaxMessageSize gets 413.
 //   - MCP-Protocol-Version is checked after initialize: absent means 2025-03-26, an unsupported
 //     value gets 400.
 //   - A client that disconnects does not cancel its call; notifications/cancelled does, from
 //     any POST of the session. Shutting the server down cancels every call in flight.
-//   - Host and Origin are checked first (403), then the bearer token when [HTTPConfig].Auth is
-//     set (401, 403 insufficient_scope, 503 when the verifier fails unexpectedly).
+//   - Host and Origin are checked first (403), then the bearer token when [Config].Auth is set
+//     (401, 403 insufficient_scope, 503 when the verifier fails unexpectedly).
 //
 // Error statuses come with a JSON-RPC error body whose id is null.
-func (s *Server) Handler() http.Handler { return s.http }
-
-// ResourceMetadataHandler serves the OAuth 2.0 protected-resource metadata (RFC 9728) of the
-// endpoint when [HTTPConfig].Auth is set, and 404 otherwise. Mount it at
-// /.well-known/oauth-protected-resource and at that path followed by the endpoint's path (for
-// /mcp: /.well-known/oauth-protected-resource/mcp), the locations MCP clients try.
-func (s *Server) ResourceMetadataHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.http.auth == nil {
-			http.NotFound(w, r)
-			return
-		}
-		s.http.auth.serveMetadata(w, r)
-	})
-}
-
-// Sessions returns the number of live HTTP sessions.
-func (s *Server) Sessions() int {
-	s.http.mu.Lock()
-	defer s.http.mu.Unlock()
-	return len(s.http.sessions)
-}
-
-// httpHandler is the Streamable HTTP transport: the session table and the request handling.
-// Transport work happens on net/http's handler goroutines, which may block waiting for a
-// stream; the actors only ever queue frames on streams.
-type httpHandler struct {
+type Handler struct {
 	eng     *actors.Engine
 	log     *zap.Logger
-	cfg     HTTPConfig
+	cfg     Config
 	auth    *authenticator
 	maxBody int
 
 	mu       sync.Mutex
-	sessions map[string]*session
+	sessions map[string]*legacySession
 	closed   bool
 }
 
-func newHTTPHandler(eng *actors.Engine, cfg Config) (*httpHandler, error) {
-	h := &httpHandler{
+var _ http.Handler = (*Handler)(nil)
+
+// New returns the transport of eng configured by cfg. Its only error is a [Config].Auth without
+// a Verifier. Unexpected failures (a verifier that fails, a session that cannot be opened) are
+// reported to eng ([actors.Engine.Report]), never to the client.
+func New(eng *actors.Engine, cfg Config, opts Options) (*Handler, error) {
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	h := &Handler{
 		eng:      eng,
-		log:      cfg.Logger.Named("http"),
-		cfg:      cfg.HTTP,
-		maxBody:  cfg.MaxMessageSize,
-		sessions: make(map[string]*session),
+		log:      log.Named("http"),
+		cfg:      cfg,
+		maxBody:  opts.MaxMessageSize,
+		sessions: make(map[string]*legacySession),
+	}
+	if h.maxBody <= 0 {
+		h.maxBody = protocol.DefaultMaxMessageSize
 	}
 	if h.cfg.SessionIdleTimeout <= 0 {
 		h.cfg.SessionIdleTimeout = DefaultSessionIdleTimeout
@@ -139,13 +151,35 @@ func newHTTPHandler(eng *actors.Engine, cfg Config) (*httpHandler, error) {
 		h.cfg.StreamRetry = DefaultStreamRetry
 	}
 	var err error
-	if h.auth, err = newAuthenticator(cfg.HTTP.Auth, eng.Report); err != nil {
+	if h.auth, err = newAuthenticator(cfg.Auth, eng.Report); err != nil {
 		return nil, err
 	}
 	return h, nil
 }
 
-func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// ResourceMetadataHandler serves the OAuth 2.0 protected-resource metadata (RFC 9728) of the
+// endpoint when [Config].Auth is set, and 404 otherwise. Mount it at
+// /.well-known/oauth-protected-resource and at that path followed by the endpoint's path (for
+// /mcp: /.well-known/oauth-protected-resource/mcp), the locations MCP clients try.
+func (h *Handler) ResourceMetadataHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.auth == nil {
+			http.NotFound(w, r)
+			return
+		}
+		h.auth.serveMetadata(w, r)
+	})
+}
+
+// Sessions returns the number of live sessions.
+func (h *Handler) Sessions() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sessions)
+}
+
+// ServeHTTP serves one request to the MCP endpoint; see [Handler] for the contract.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.hostAllowed(r) {
 		writeError(w, http.StatusForbidden, protocol.ErrTransport("Forbidden", "host not allowed"))
 		return
@@ -171,7 +205,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (h *httpHandler) post(w http.ResponseWriter, r *http.Request, id *Identity) {
+func (h *Handler) post(w http.ResponseWriter, r *http.Request, id *tools.Identity) {
 	// The common spelling skips mime.ParseMediaType, which allocates a map for the parameters.
 	if ct := r.Header.Get("Content-Type"); ct != "" && ct != protocol.MediaTypeJSON {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != protocol.MediaTypeJSON {
@@ -227,7 +261,7 @@ func (h *httpHandler) post(w http.ResponseWriter, r *http.Request, id *Identity)
 
 // initialize opens a session for an initialize request. The session is entered in the table,
 // and its id sent, only when initialize succeeded; otherwise it is closed at once.
-func (h *httpHandler) initialize(w http.ResponseWriter, r *http.Request, msg *protocol.Message, id *Identity) {
+func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, msg *protocol.Message, id *tools.Identity) {
 	if h.isClosed() {
 		writeError(w, http.StatusServiceUnavailable, protocol.ErrTransport("Service Unavailable", "server shutting down"))
 		return
@@ -243,7 +277,7 @@ func (h *httpHandler) initialize(w http.ResponseWriter, r *http.Request, msg *pr
 		writeError(w, http.StatusInternalServerError, protocol.ErrInternal())
 		return
 	}
-	s := newSession(conn, subjectOf(id), h.cfg.SessionIdleTimeout, h.endSession)
+	s := newLegacySession(conn, subjectOf(id), h.cfg.SessionIdleTimeout, h.endSession)
 	s.notify = notify
 	st := newPostStream()
 	conn.DeliverWith(msg, st, id)
@@ -260,16 +294,16 @@ func (h *httpHandler) initialize(w http.ResponseWriter, r *http.Request, msg *pr
 		}
 		return
 	}
-	h.log.Debug("session opened", zap.Int("sessions", h.count()))
+	h.log.Debug("session opened", zap.Int("sessions", h.Sessions()))
 	s.release()
 }
 
-func (h *httpHandler) get(w http.ResponseWriter, r *http.Request, id *Identity) {
+func (h *Handler) get(w http.ResponseWriter, r *http.Request, id *tools.Identity) {
 	if !protocol.Accepts(r.Header.Values("Accept"), protocol.MediaTypeEventStream) {
 		writeError(w, http.StatusNotAcceptable, protocol.ErrTransport("Not Acceptable", "Accept must list text/event-stream"))
 		return
 	}
-	s := h.session(w, r, id)
+	s := h.findSession(w, r, id)
 	if s == nil {
 		return
 	}
@@ -297,19 +331,20 @@ func (h *httpHandler) get(w http.ResponseWriter, r *http.Request, id *Identity) 
 	relayStandalone(w, r, s)
 }
 
-func (h *httpHandler) delete(w http.ResponseWriter, r *http.Request, id *Identity) {
-	s := h.session(w, r, id)
+func (h *Handler) delete(w http.ResponseWriter, r *http.Request, id *tools.Identity) {
+	s := h.findSession(w, r, id)
 	if s == nil {
 		return
 	}
 	h.endSession(s)
 	s.release()
-	h.log.Debug("session deleted", zap.Int("sessions", h.count()))
+	h.log.Debug("session deleted", zap.Int("sessions", h.Sessions()))
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// session checks the session and version headers of a GET or DELETE and acquires the session.
-func (h *httpHandler) session(w http.ResponseWriter, r *http.Request, id *Identity) *session {
+// findSession checks the session and version headers of a GET or DELETE and acquires the
+// session.
+func (h *Handler) findSession(w http.ResponseWriter, r *http.Request, id *tools.Identity) *legacySession {
 	sid := r.Header.Get(protocol.HeaderSessionID)
 	if sid == "" {
 		writeError(w, http.StatusBadRequest, protocol.ErrTransport("Bad Request", "Mcp-Session-Id header is required"))
@@ -324,7 +359,7 @@ func (h *httpHandler) session(w http.ResponseWriter, r *http.Request, id *Identi
 // acquire finds a live session by id for the identity's subject and marks a request on it, or
 // answers 404 (503 during shutdown) and returns nil. A session opened by one subject is not
 // found by another.
-func (h *httpHandler) acquire(w http.ResponseWriter, sid string, id *Identity) *session {
+func (h *Handler) acquire(w http.ResponseWriter, sid string, id *tools.Identity) *legacySession {
 	if !protocol.ValidSessionID(sid) {
 		writeError(w, http.StatusNotFound, protocol.ErrTransport("Not Found", "session not found"))
 		return nil
@@ -347,7 +382,7 @@ func (h *httpHandler) acquire(w http.ResponseWriter, sid string, id *Identity) *
 	return s
 }
 
-func (h *httpHandler) register(s *session) bool {
+func (h *Handler) register(s *legacySession) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -359,7 +394,7 @@ func (h *httpHandler) register(s *session) bool {
 
 // endSession removes a session from the table and closes its connection: its calls in flight
 // are cancelled (their streams end with no response) and its GET stream ends.
-func (h *httpHandler) endSession(s *session) {
+func (h *Handler) endSession(s *legacySession) {
 	h.mu.Lock()
 	if h.sessions[s.id] == s {
 		delete(h.sessions, s.id)
@@ -370,12 +405,14 @@ func (h *httpHandler) endSession(s *session) {
 	}
 }
 
-// shutdown refuses new sessions and ends every session; the engine's shutdown then waits for
-// their connections.
-func (h *httpHandler) shutdown() {
+// Shutdown ends every session and refuses new ones: the sessions' calls in flight are cancelled
+// (their streams end with no response) and their GET streams end; from then on an initialize,
+// and any request that names a session, gets 503. It does not wait: the engine's shutdown waits
+// for the sessions' connection actors. Calling it again does nothing more.
+func (h *Handler) Shutdown() {
 	h.mu.Lock()
 	h.closed = true
-	all := make([]*session, 0, len(h.sessions))
+	all := make([]*legacySession, 0, len(h.sessions))
 	for _, s := range h.sessions {
 		all = append(all, s)
 	}
@@ -388,19 +425,13 @@ func (h *httpHandler) shutdown() {
 	}
 }
 
-func (h *httpHandler) isClosed() bool {
+func (h *Handler) isClosed() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.closed
 }
 
-func (h *httpHandler) count() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.sessions)
-}
-
-func subjectOf(id *Identity) string {
+func subjectOf(id *tools.Identity) string {
 	if id == nil {
 		return ""
 	}
@@ -408,7 +439,7 @@ func subjectOf(id *Identity) string {
 }
 
 // readBody reads the request body up to the message size limit, answering 413 beyond it.
-func (h *httpHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	limit := int64(h.maxBody)
 	tooLarge := func() ([]byte, bool) {
 		we := protocol.ErrInvalidRequest("%s", (&protocol.MessageTooLargeError{Limit: h.maxBody}).Error())
@@ -448,7 +479,7 @@ func (h *httpHandler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, 
 
 // hostAllowed guards against DNS rebinding: on a loopback address only loopback names and the
 // configured hosts are accepted.
-func (h *httpHandler) hostAllowed(r *http.Request) bool {
+func (h *Handler) hostAllowed(r *http.Request) bool {
 	host := strings.ToLower(r.Host)
 	for _, a := range h.cfg.AllowedHosts {
 		if strings.EqualFold(a, host) || strings.EqualFold(a, hostname(host)) {
@@ -462,7 +493,7 @@ func (h *httpHandler) hostAllowed(r *http.Request) bool {
 	return len(h.cfg.AllowedHosts) == 0
 }
 
-func (h *httpHandler) originAllowed(r *http.Request) bool {
+func (h *Handler) originAllowed(r *http.Request) bool {
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return true
