@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"crypto/rand"
+	"encoding/json"
 	"mime"
 	"strconv"
 	"strings"
@@ -227,4 +228,26 @@ func KindOf(frame []byte) FrameKind {
 		return FrameNotification
 	}
 	return FrameInvalid
+}
+
+// ErrorCodeOf returns the code of an encoded error response (a frame of this package's
+// [EncodeError]), and 0 for any other frame.
+func ErrorCodeOf(frame []byte) int64 {
+	p := trimSpace(frame)
+	if len(p) < 2 || p[0] != '{' || !json.Valid(p) {
+		return 0
+	}
+	es, ee := findMember(p, "error")
+	if es < 0 || p[es] != '{' {
+		return 0
+	}
+	cs, ce := findMember(p[es:ee], "code")
+	if cs < 0 {
+		return 0
+	}
+	code, err := strconv.ParseInt(string(p[es+cs:es+ce]), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return code
 }

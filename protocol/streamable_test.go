@@ -123,3 +123,20 @@ func TestAppendSSEWithIDAndPriming(t *testing.T) {
 		t.Errorf("AppendSSEPriming = %q, want %q", got, want)
 	}
 }
+
+func TestErrorCodeOf(t *testing.T) {
+	for _, tt := range []struct {
+		give string
+		want int64
+	}{
+		{string(protocol.EncodeError(protocol.NewIntID(1), protocol.ErrMethodNotFound("x"))), -32601},
+		{`{"jsonrpc":"2.0","id":1,"error":{"message":"m","code":-32020}}`, -32020},
+		{`{"jsonrpc":"2.0","id":1,"result":{"error":{"code":5}}}`, 0},
+		{`{"jsonrpc":"2.0","id":1,"error":{"code":"x"}}`, 0},
+		{`not json`, 0},
+	} {
+		if got := protocol.ErrorCodeOf([]byte(tt.give)); got != tt.want {
+			t.Errorf("ErrorCodeOf(%s) = %d, want %d", tt.give, got, tt.want)
+		}
+	}
+}

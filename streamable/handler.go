@@ -67,6 +67,11 @@ type Config struct {
 	// StreamRetry is the reconnection delay announced in the retry field of the priming event
 	// that starts every POST SSE stream. 0 means DefaultStreamRetry.
 	StreamRetry time.Duration
+
+	// KeepAlive is how often an open modern (MCP 2026-07-28) SSE stream with nothing to send
+	// gets a comment line, which keeps a long subscriptions/listen stream open through proxies
+	// that close idle connections. 0 means DefaultKeepAlive; negative means never.
+	KeepAlive time.Duration
 }
 
 // Options are what a [Handler] takes from the server it belongs to rather than from [Config].
@@ -121,6 +126,7 @@ type Handler struct {
 
 	mu       sync.Mutex
 	sessions map[string]*legacySession
+	modern   *actors.Connection // the stateless connection of modern requests, made on first use
 	closed   bool
 }
 
@@ -229,6 +235,10 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, id *tools.Identit
 			mid = msg.ID
 		}
 		writeFrame(w, http.StatusBadRequest, protocol.EncodeError(mid, werr))
+		return
+	}
+	if isModern(r, msg) {
+		h.modernPost(w, r, msg, id)
 		return
 	}
 	sid := r.Header.Get(protocol.HeaderSessionID)
@@ -346,6 +356,13 @@ func (h *Handler) delete(w http.ResponseWriter, r *http.Request, id *tools.Ident
 // session.
 func (h *Handler) findSession(w http.ResponseWriter, r *http.Request, id *tools.Identity) *legacySession {
 	sid := r.Header.Get(protocol.HeaderSessionID)
+	if sid == "" && protocol.IsModernVersion(r.Header.Get(protocol.HeaderProtocolVersion)) {
+		// A modern client: the revision has POST only.
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, http.StatusMethodNotAllowed, protocol.ErrTransport("Method Not Allowed",
+			r.Method+" is not part of MCP "+protocol.ModernVersion+": every request is a POST"))
+		return nil
+	}
 	if sid == "" {
 		writeError(w, http.StatusBadRequest, protocol.ErrTransport("Bad Request", "Mcp-Session-Id header is required"))
 		return nil
@@ -417,7 +434,11 @@ func (h *Handler) Shutdown() {
 		all = append(all, s)
 	}
 	clear(h.sessions)
+	modern := h.modern
 	h.mu.Unlock()
+	if modern != nil {
+		modern.Close()
+	}
 	for _, s := range all {
 		if s.finish() {
 			s.conn.Close()

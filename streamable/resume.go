@@ -41,6 +41,8 @@ const (
 type postStream struct {
 	// jsonOnly: the client takes no event stream, so only the response goes out.
 	jsonOnly bool
+	// ephemeral: a modern request's stream, which is never resumed.
+	ephemeral bool
 
 	mu         sync.Mutex
 	frames     [][]byte // frames[i] is event first+i
@@ -98,7 +100,7 @@ func (p *postStream) Close() {
 func (p *postStream) Disconnect() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.jsonOnly || p.closed || p.gone {
+	if p.jsonOnly || p.ephemeral || p.closed || p.gone {
 		return false
 	}
 	p.disconnect = true

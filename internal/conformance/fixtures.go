@@ -147,8 +147,13 @@ func Tools() []tools.Tool {
 		},
 		{
 			Name:        "json_schema_2020_12_tool",
-			Description: "Takes an input schema that uses JSON Schema 2020-12 keywords ($schema, $defs, $ref).",
-			InputSchema: json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","$defs":{"address":{"type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"}},"additionalProperties":false}`),
+			Description: "Tool with JSON Schema 2020-12 features ($schema, $defs with an $anchor, $ref, allOf/anyOf, if/then/else).",
+			InputSchema: json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",` +
+				`"$defs":{"address":{"$anchor":"addressDef","type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},` +
+				`"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"},"contactMethod":{"type":"string","enum":["phone","email"]},"phone":{"type":"string"},"email":{"type":"string"}},` +
+				`"allOf":[{"anyOf":[{"required":["phone"]},{"required":["email"]}]}],` +
+				`"if":{"properties":{"contactMethod":{"const":"phone"}},"required":["contactMethod"]},"then":{"required":["phone"]},"else":{"required":["email"]},` +
+				`"additionalProperties":false}`),
 			Handler:     static(text("JSON Schema 2020-12 tool called")),
 		},
 		{
