@@ -1,8 +1,10 @@
 // Starting the Toolgrain server binary for the interoperability tests.
+import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -74,4 +76,43 @@ export async function startHTTPServer(args = []) {
       return withWatchdog(exited, 'server exit');
     },
   };
+}
+
+// childProcesses lists the live child processes of this test process (Linux: from /proc), as
+// "pid command" strings; undefined where /proc is not available. node --test runs every test
+// file in a process of its own, so after a file's tests these are processes the tests left.
+export function childProcesses() {
+  let entries;
+  try {
+    entries = readdirSync('/proc').filter((e) => /^\d+$/.test(e));
+  } catch {
+    return undefined;
+  }
+  const children = [];
+  for (const pid of entries) {
+    let stat;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    // pid (comm) state ppid ...: comm may contain spaces and parentheses.
+    const close = stat.lastIndexOf(')');
+    const [state, ppid] = stat.slice(close + 2).split(' ');
+    if (Number(ppid) === process.pid && state !== 'Z') children.push(`${pid} ${stat.slice(stat.indexOf('(') + 1, close)}`);
+  }
+  return children;
+}
+
+// assertNoChildProcesses fails when child processes of this test process are still alive after a
+// grace period (a client that closed its stdio transport may still be reaping the server it
+// killed). No event announces a process's end to a non-parent, so this polls.
+export async function assertNoChildProcesses(graceMs = 3000) {
+  const deadline = Date.now() + graceMs;
+  let left = childProcesses();
+  while (left?.length && Date.now() < deadline) {
+    await delay(50);
+    left = childProcesses();
+  }
+  assert.deepEqual(left ?? [], [], 'server processes left behind');
 }
