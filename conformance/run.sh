@@ -7,8 +7,6 @@
 #   bash conformance/run.sh ARGS...             @modelcontextprotocol/conformance 0.2.0-alpha.12
 #   bash conformance/run.sh --legacy [ARGS...]  @modelcontextprotocol/conformance 0.1.16
 #
-# (For now, no ARGS at all, or exactly `--suite pending`, also run 0.1.16: see below.)
-#
 # ARGS go to the suite's `server` command. The runs CI uses:
 #
 #   --requirements 2026-07-28   the 37 scored scenarios of MCP 2026-07-28, at that revision's
@@ -47,11 +45,6 @@ cd "$(dirname "$0")"
 suite=(conformance)
 if [[ ${1:-} == --legacy ]]; then
 	shift
-	suite=(node node_modules/conformance-legacy/dist/index.js)
-elif [[ $# -eq 0 || "$*" == "--suite pending" ]]; then
-	# Until .ci/run moves to the runs listed above, its two calls (no arguments, and
-	# `--suite pending`) keep meaning what they meant before 0.2.0 was added: 0.1.16's default
-	# and pending suites. Delete this branch when .ci/run no longer makes them.
 	suite=(node node_modules/conformance-legacy/dist/index.js)
 fi
 

@@ -229,32 +229,34 @@ func ModernTools(t *Triggers) []tools.Tool {
 				}
 				return tools.TextResult("logged three messages"), nil
 			}),
-		inputTool("test_trigger_tool_change", "Changes the tool list (adds and removes a tool).",
+		inputTool("test_trigger_tool_change", "Changes the tool list once: adds the tool test_toggled_tool, or removes it if it is there.",
 			func(context.Context) (*tools.Result, error) {
 				l, err := t.get()
 				if err != nil {
 					return nil, err
 				}
-				if err := l.AddTools(tools.Tool{Name: "test_transient_tool", Description: "Exists for a moment.", InputSchema: noArgs,
-					Handler: static(text("transient"))}); err != nil {
-					return nil, err
+				if l.RemoveTools("test_toggled_tool") == 0 {
+					if err := l.AddTools(tools.Tool{Name: "test_toggled_tool", Description: "Comes and goes with test_trigger_tool_change.",
+						InputSchema: noArgs, Handler: static(text("toggled"))}); err != nil {
+						return nil, err
+					}
 				}
-				l.RemoveTools("test_transient_tool")
 				return tools.TextResult("tool list changed"), nil
 			}),
-		inputTool("test_trigger_prompt_change", "Changes the prompt list (adds and removes a prompt).",
+		inputTool("test_trigger_prompt_change", "Changes the prompt list once: adds the prompt test_toggled_prompt, or removes it if it is there.",
 			func(context.Context) (*tools.Result, error) {
 				l, err := t.get()
 				if err != nil {
 					return nil, err
 				}
-				if err := l.AddPrompts(prompts.Prompt{Name: "test_transient_prompt", Description: "Exists for a moment.",
-					Handler: prompts.HandlerFunc(func(context.Context, *prompts.GetRequest) (*prompts.GetResult, error) {
-						return &prompts.GetResult{Messages: []protocol.PromptMessage{prompts.Text(protocol.RoleUser, "transient")}}, nil
-					})}); err != nil {
-					return nil, err
+				if l.RemovePrompts("test_toggled_prompt") == 0 {
+					if err := l.AddPrompts(prompts.Prompt{Name: "test_toggled_prompt", Description: "Comes and goes with test_trigger_prompt_change.",
+						Handler: prompts.HandlerFunc(func(context.Context, *prompts.GetRequest) (*prompts.GetResult, error) {
+							return &prompts.GetResult{Messages: []protocol.PromptMessage{prompts.Text(protocol.RoleUser, "toggled")}}, nil
+						})}); err != nil {
+						return nil, err
+					}
 				}
-				l.RemovePrompts("test_transient_prompt")
 				return tools.TextResult("prompt list changed"), nil
 			}),
 	}
