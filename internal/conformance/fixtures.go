@@ -154,7 +154,7 @@ func Tools() []tools.Tool {
 				`"allOf":[{"anyOf":[{"required":["phone"]},{"required":["email"]}]}],` +
 				`"if":{"properties":{"contactMethod":{"const":"phone"}},"required":["contactMethod"]},"then":{"required":["phone"]},"else":{"required":["email"]},` +
 				`"additionalProperties":false}`),
-			Handler:     static(text("JSON Schema 2020-12 tool called")),
+			Handler: static(text("JSON Schema 2020-12 tool called")),
 		},
 		{
 			Name:        "test_reconnection",
