@@ -37,10 +37,13 @@ type listeners struct {
 
 func (ls *listeners) init() { ls.set = make(map[*listener]struct{}) }
 
-func (ls *listeners) add(l *listener) {
+// open sends l's acknowledgement and enters l in the registry under one lock: no change can
+// reach l before its acknowledgement, and none made after the acknowledgement is missed.
+func (ls *listeners) open(l *listener, ack []byte) {
 	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	l.call.Notify(func() { l.stream.Send(ack) })
 	ls.set[l] = struct{}{}
-	ls.mu.Unlock()
 }
 
 func (ls *listeners) remove(l *listener) {
@@ -145,10 +148,9 @@ func (c *connectionActor) listen(m *protocol.Message, s Stream) {
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInternal()))
 		return
 	}
-	l.call.Notify(func() { s.Send(ack) })
 	fl := &flight{call: l.call, listener: l}
 	c.track(m, s, fl)
-	c.eng.listeners.add(l)
+	c.eng.listeners.open(l, ack)
 }
 
 // endListeners answers every open listen stream with the result that ends it gracefully, and
