@@ -106,6 +106,21 @@ func bodyValue(typ string, body json.RawMessage) (text string, n int64, ok bool)
 	return "", 0, false
 }
 
+// checkToolParams checks the Mcp-Param-* headers of the modern tools/call msg against its
+// arguments ([checkParamHeaders]), for the tool it names as the engine serves it now. Params
+// that do not decode and a tool the engine does not serve are left to the engine to answer.
+func (h *Handler) checkToolParams(r *http.Request, msg *protocol.Message) *protocol.WireError {
+	p, err := protocol.DecodeCallToolParams(msg.Params)
+	if err != nil {
+		return nil
+	}
+	tool, ok := h.eng.Tool(p.Name)
+	if !ok {
+		return nil
+	}
+	return checkParamHeaders(tool.HeaderParams(), p.Arguments, r.Header)
+}
+
 // objectMembers returns the members of the JSON object raw, or nil when raw is absent, null,
 // or not an object. A repeated member keeps its last value, as in the tool's own decoding.
 func objectMembers(raw json.RawMessage) map[string]json.RawMessage {
