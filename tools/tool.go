@@ -50,6 +50,11 @@ type Tool struct {
 	// A schema without "$schema" is JSON Schema 2020-12 (MCP SEP-1613); drafts 2019-09, 7, 6
 	// and 4 are accepted when named. References ("$ref") must stay inside the schema: external
 	// documents are never loaded.
+	//
+	// A string, integer or boolean property may carry "x-mcp-header": "{Name}" (MCP 2026-07-28):
+	// clients on the Streamable HTTP transport then mirror its value into the header
+	// Mcp-Param-{Name}, and the server rejects a call whose header and body disagree. [Compile]
+	// lists the rules the annotation must follow.
 	InputSchema json.RawMessage
 
 	// OutputSchema, when set, is the JSON Schema of the result's structuredContent; its root must
