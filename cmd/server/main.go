@@ -42,6 +42,7 @@ import (
 	"github.com/toolgrain/toolgrain/diagnostics"
 	"github.com/toolgrain/toolgrain/internal/conformance"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/tools"
 )
 
 func main() {
@@ -168,8 +169,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	var triggers conformance.Triggers
 	if o.fixtures == "conformance" {
 		cfg.Instructions += " Conformance fixtures: test_* tools, test:// resources, test_* prompts."
-		cfg.Tools = append(cfg.Tools, conformance.Tools()...)
+		cfg.Tools = append(withoutTool(cfg.Tools, "greet"), conformance.Tools()...) // TaskTools has its own greet
 		cfg.Tools = append(cfg.Tools, conformance.ModernTools(&triggers)...)
+		cfg.Tools = append(cfg.Tools, conformance.TaskTools()...)
 		cfg.Resources = conformance.Resources()
 		cfg.ResourceTemplates = conformance.Templates()
 		cfg.Prompts = append(conformance.Prompts(), conformance.ModernPrompts()...)
@@ -196,6 +198,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	log.Info("stopped")
 	return serveErr
+}
+
+// withoutTool returns defs without the tool name.
+func withoutTool(defs []tools.Tool, name string) []tools.Tool {
+	out := defs[:0:0]
+	for _, d := range defs {
+		if d.Name != name {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // watchInterval is how often the conformance fixtures' watched resource is announced as updated.
