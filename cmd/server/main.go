@@ -5,10 +5,15 @@
 //
 //	server [--transport stdio|http] [--addr HOST:PORT] [--auth-token TOKEN]... [--diagnostics-file PATH]
 //	       [--log-level LEVEL] [--max-message-size N] [--max-calls-per-connection N] [--max-calls N]
-//	       [--tool-timeout D] [--shutdown-grace D] [--fixtures conformance] [more HTTP flags: see --help]
+//	       [--tool-timeout D] [--shutdown-grace D] [--fixtures conformance] [--task-store memory|bolt:PATH]
+//	       [more HTTP and task flags: see --help]
 //
 // With --fixtures conformance it also serves the fixtures of the official MCP conformance suite:
 // its test_* tools, test:// resources and templates, and test_* prompts.
+//
+// With --task-store it offers the tasks extension of MCP 2026-07-28 (io.modelcontextprotocol/tasks)
+// and serves the demonstration task tool sleep_task; bolt:PATH keeps the tasks in a file, so that
+// finished tasks are readable after a restart and those that were running are reported failed.
 //
 // Over stdio it reads newline-delimited JSON-RPC on stdin and answers on stdout; logs go to
 // stderr only. It exits 0 when stdin reaches EOF, or on SIGINT/SIGTERM, after cancelling the
@@ -70,6 +75,7 @@ type options struct {
 	shutdownGrace   time.Duration
 	pprofAddr       string
 	http            httpOptions
+	tasks           taskOptions
 	fixtures        string
 }
 
@@ -94,6 +100,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.fixtures, "fixtures", "", "also serve a fixture `set`: conformance (the MCP conformance suite's test_* tools, test:// resources and test_* prompts)")
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on `HOST:PORT` (a separate listener, for profiling; off by default)")
 	o.http.register(fs)
+	o.tasks.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -111,6 +118,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		}
 	default:
 		return nil, fmt.Errorf("unknown transport %q (want stdio or http)", o.transport)
+	}
+	if err := o.tasks.check(); err != nil {
+		return nil, err
 	}
 	if o.fixtures != "" && o.fixtures != "conformance" {
 		return nil, fmt.Errorf("unknown fixture set %q (want conformance)", o.fixtures)
@@ -165,6 +175,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if o.transport == "http" {
 		cfg.HTTP = o.http.config()
+	}
+	// The store is closed after the server has shut down: this defer runs after every later one.
+	taskCfg, store, err := o.tasks.config()
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	cfg.Tasks = taskCfg
+	if o.tasks.on() {
+		cfg.Tools = append(cfg.Tools, demo.TaskTools()...)
 	}
 	var triggers conformance.Triggers
 	if o.fixtures == "conformance" {
