@@ -426,7 +426,9 @@ func TestTaskTTL(t *testing.T) {
 		case <-time.After(watchdog):
 			t.Fatal("the running task was not stopped at its TTL")
 		}
-		waitFor(t, func() bool { return store.Len() == 0 && c.srv.Stats().LiveTasks == 0 && c.srv.Stats().RunningTasks == 0 })
+		waitFor(t, func() bool {
+			return store.Len() == 0 && c.srv.Stats().LiveTasks == 0 && c.srv.Stats().RunningTasks == 0
+		})
 		for _, id := range []string{done, running} {
 			if got := c.get(id); got.Error == nil || got.Error.Code != -32602 {
 				t.Errorf("after the TTL: %s", got.raw)
@@ -607,4 +609,3 @@ func waitFor(t testing.TB, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
-
