@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -40,7 +41,7 @@ func (p *taskPeer) ClientInfo() protocol.Implementation { return p.spec.info }
 // Log drops the message: a task has no stream to carry it.
 func (p *taskPeer) Log(level, _ string, _ json.RawMessage) error {
 	if _, ok := protocol.LogSeverity(level); !ok {
-		return client.ErrInvalidLevel
+		return fmt.Errorf("%w %q", client.ErrInvalidLevel, level)
 	}
 	return nil
 }
