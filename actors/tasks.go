@@ -57,25 +57,17 @@ const (
 	taskCancelledText = "Cancelled by the client"
 )
 
-// TaskConfig configures the tasks extension. The zero value is usable (and disabled).
+// TaskConfig configures the tasks extension; toolgrain.TaskConfig documents each field, but for
+// Enabled, which here means that the extension is offered at all. The zero value is usable (and
+// disabled); zero limits and durations mean the defaults above, negative limits none.
 type TaskConfig struct {
-	// Enabled offers the extension: server/discover lists it, tasks/* methods are served, and
-	// tools with TaskSupport run as tasks. Without it, those tools run as ordinary calls.
-	Enabled bool
-	// Store keeps the tasks. Nil means an in-memory store. The engine never closes it.
-	Store taskstore.Store
-	// TTL is how long a task is kept from its creation, for tools without their own TaskTTL.
-	// 0 means DefaultTaskTTL.
-	TTL time.Duration
-	// PollInterval is the pollIntervalMs of every task. 0 means DefaultTaskPollInterval.
-	PollInterval time.Duration
-	// MaxTasks and MaxTasksPerCaller bound the tasks held (running or finished, until their TTL
-	// passes) on the server and per authenticated caller; without authentication only MaxTasks
-	// applies. 0 means the defaults; negative means no limit.
+	Enabled           bool
+	Store             taskstore.Store // nil: in memory
+	TTL               time.Duration
+	PollInterval      time.Duration
 	MaxTasks          int
 	MaxTasksPerCaller int
-	// Home names this engine in the task ids it makes (taskstore.NewID); "" means none.
-	Home string
+	Home              string
 }
 
 // taskService is the engine's side of the tasks extension: its configuration, the store, the

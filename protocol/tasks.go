@@ -46,16 +46,8 @@ func ErrTooManyTasks(scope string, limit int) *WireError {
 	if scope == BusyTasksCaller {
 		who = "for this caller"
 	}
-	data, _ := json.Marshal(struct {
-		Scope string `json:"scope"`
-		Limit int    `json:"limit"`
-	}{scope, limit})
-	return &WireError{
-		Code: CodeServerBusy,
-		Message: "Server busy: too many tasks " + who + " (limit " + strconv.Itoa(limit) +
-			"; a task counts until its TTL passes)",
-		Data: data,
-	}
+	return busy(scope, limit, "Server busy: too many tasks "+who+" (limit "+strconv.Itoa(limit)+
+		"; a task counts until its TTL passes)")
 }
 
 // HasExtension reports whether the client declared the extension id (as an object).
