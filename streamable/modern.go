@@ -106,8 +106,8 @@ func checkHeaders(r *http.Request, msg *protocol.Message, env *protocol.Envelope
 		member = "name"
 	case msg.Method == protocol.MethodResourcesRead:
 		member = "uri"
-	case strings.HasPrefix(msg.Method, "tasks/"):
-		member = "taskId"
+	case msg.Method == protocol.MethodTasksGet || msg.Method == protocol.MethodTasksUpdate || msg.Method == protocol.MethodTasksCancel:
+		member = "taskId" // the tasks extension's routing header; other tasks/* methods do not exist
 	default:
 		return nil
 	}

@@ -121,6 +121,9 @@ func compileTool(def *Tool) (*Compiled, []error) {
 	if def.MaxConcurrency < 0 {
 		errs = append(errs, fmt.Errorf("tool %q: negative concurrency limit %d", def.Name, def.MaxConcurrency))
 	}
+	if err := checkTask(def); err != nil {
+		errs = append(errs, fmt.Errorf("tool %q: %w", def.Name, err))
+	}
 
 	c := &Compiled{def: *def}
 	c.def.InputSchema = clone(def.InputSchema)
