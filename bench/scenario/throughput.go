@@ -26,8 +26,8 @@ func Throughput(ctx context.Context, t Target, cfg Config) (*Result, error) {
 
 	text := strings.Repeat("x", cfg.Payload)
 	params := toolParams("echo", map[string]any{"text": text})
-	if msg, err := callOnce(ctx, c, cfg.Timeout, "tools/call", params); err != nil || !echoOK(msg, text) {
-		return nil, fmt.Errorf("throughput: a first echo call failed: %v", describe(msg, err))
+	if err := firstEcho(ctx, c, cfg, "throughput", params, text); err != nil {
+		return nil, err
 	}
 
 	cpu := cpuWindow{pid: pid}

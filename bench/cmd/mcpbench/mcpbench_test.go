@@ -82,6 +82,7 @@ func TestUsage(t *testing.T) {
 		{"two targets", []string{"throughput", "--stdio", "x", "--http", "http://h/mcp"}},
 		{"bad flag", []string{"cancel", "--nope"}},
 		{"stray argument", []string{"mixed", "--stdio", "x", "extra"}},
+		{"unknown era", []string{"throughput", "--stdio", "x", "--era", "2026"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,6 +145,44 @@ func TestThroughputThenReport(t *testing.T) {
 	var j report.JSON
 	if err != nil || json.Unmarshal([]byte(out), &j) != nil || j.Baseline != "base" || len(j.Rows) == 0 {
 		t.Errorf("report --json = %q, %v", out, err)
+	}
+}
+
+// TestModernEra runs a scenario in the modern era against a fake that serves
+// it and one that does not: the second is a result marked not applicable,
+// and a distinct error, not a failure.
+func TestModernEra(t *testing.T) {
+	srv := fakemcp.New(fakemcp.Options{})
+	hs := httptest.NewServer(srv.Handler())
+	legacy := fakemcp.New(fakemcp.Options{LegacyOnly: true, Session: "s"})
+	ls := httptest.NewServer(legacy.Handler())
+	defer func() { srv.Close(); hs.Close(); legacy.Close(); ls.Close() }()
+
+	out, _, err := runCmd(t, "", "throughput", "--http", hs.URL, "--era", "modern", "--json", "-q", "-c", "2", "-d", "0.1", "-warmup", "0")
+	var r scenario.Result
+	if err != nil || json.Unmarshal([]byte(out), &r) != nil {
+		t.Fatalf("modern run: %q, %v", out, err)
+	}
+	if r.Era != "modern" || r.Protocol != "2026-07-28" || r.NotApplicable != "" || r.Metrics["calls_total"] <= 0 {
+		t.Errorf("modern result = %+v", r)
+	}
+	for _, req := range srv.Received() {
+		if req.Method == "initialize" || req.Header.Get("MCP-Protocol-Version") != "2026-07-28" {
+			t.Errorf("a modern run sent %s with headers %v", req.Method, req.Header)
+		}
+	}
+
+	out, _, err = runCmd(t, "", "throughput", "--http", ls.URL, "--era", "modern", "--json", "-q", "-d", "0.1")
+	if !errors.Is(err, errNotApplicable) {
+		t.Errorf("err = %v, want errNotApplicable", err)
+	}
+	r = scenario.Result{}
+	if json.Unmarshal([]byte(out), &r) != nil || r.NotApplicable == "" || r.Era != "modern" || len(r.Metrics) != 0 {
+		t.Errorf("not-applicable result = %q", out)
+	}
+	out, _, _ = runCmd(t, "", "cancel", "--http", ls.URL, "--era", "modern", "-q")
+	if !strings.Contains(out, "not applicable: ") {
+		t.Errorf("table = %q, want the reason it is not applicable", out)
 	}
 }
 

@@ -58,6 +58,10 @@ type Options struct {
 	// DiscoverVersions are the versions server/discover lists, and the
 	// modern versions the fake serves; nil means 2026-07-28 and 2025-11-25.
 	DiscoverVersions []string
+	// RefuseModernCalls makes the fake answer server/discover as usual but
+	// refuse every modern tools/call with -32022 (unsupported protocol
+	// version).
+	RefuseModernCalls bool
 }
 
 // ModernVersion is the revision of the modern era.
@@ -239,6 +243,8 @@ func (s *Server) handle(line []byte, h http.Header, httpModern bool, send func([
 		send(r.result(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"fakemcp","version":"1.0.0"}}`))
 	case m.Method == "ping" && !modern:
 		send(r.result(`{}`))
+	case m.Method == "tools/call" && modern && s.opts.RefuseModernCalls:
+		send(errorReply(m.ID, -32022, "Unsupported protocol version: "+version))
 	case m.Method == "tools/call":
 		s.call(r, m.Params, send)
 	default:
