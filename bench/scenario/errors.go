@@ -255,7 +255,7 @@ func Errors(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	}
 	params := toolParams("fail", map[string]any{"mode": "error"})
 	pid := t.pid(c)
-	cpu := cpuWindow{pid: pid}
+	cpu := newWindow(t, pid)
 	start, end := cpu.hooks()
 	sum, lost := runLoad(ctx, cfg, cfg.Concurrency, func(ctx context.Context, w *worker) error {
 		begin := time.Now()

@@ -112,7 +112,7 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		}
 	}
 
-	cpu := cpuWindow{pid: pid}
+	cpu := newWindow(t, pid)
 	start, end := cpu.hooks()
 	sum, lost := runLoad(ctx, cfg, cfg.Concurrency, func(opCtx context.Context, w *worker) error {
 		begin := time.Now()

@@ -128,6 +128,10 @@ var Metrics = []MetricInfo{
 	{"max_ms", "ms", Lower, "slowest measured call"},
 	{"errors", "calls", Lower, "calls that failed: wrong answer, JSON-RPC error, transport error or timeout"},
 	{"server_cpu_us_per_call", "µs", Lower, "server CPU time (user+system) per measured call, from /proc (needs a pid)"},
+	{"server_alloc_bytes_per_call", "B", Lower, "bytes the server's Go runtime allocated per measured call (runtime.MemStats.TotalAlloc from its net/http/pprof; needs --pprof)"},
+	{"server_allocs_per_call", "allocs", Lower, "heap objects the server's Go runtime allocated per measured call (runtime.MemStats.Mallocs; needs --pprof)"},
+	{"rss_idle_kb", "KiB", Lower, "throughput: server resident memory after the handshake and one echo, before the load"},
+	{"rss_load_kb", "KiB", Lower, "server resident memory at the end of the measured window, with the load still running"},
 	{"rss_kb", "KiB", Lower, "server resident memory at the end of the run"},
 	{"threads", "", Lower, "server OS threads at the end of the run"},
 	// cancellation

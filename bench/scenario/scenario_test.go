@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"net/http/httptest"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"sync"
@@ -172,6 +174,35 @@ func TestThroughput(t *testing.T) {
 				t.Errorf("result header = %+v", r)
 			}
 		})
+	}
+}
+
+// TestThroughputServerMemory: with the server's pid, memory idle and under
+// load; with its pprof URL (here this process's own, as the fake runs in
+// it), allocation per call.
+func TestThroughputServerMemory(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	ps := httptest.NewServer(mux)
+	defer ps.Close()
+	target := stdioTarget(t, fakemcp.Options{})
+	target.Pprof = ps.URL + "/debug/pprof/"
+	r, err := scenario.Throughput(context.Background(), target, quick())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if metric(t, r, "server_alloc_bytes_per_call") <= 0 || metric(t, r, "server_allocs_per_call") <= 0 ||
+		metric(t, r, "rss_idle_kb") <= 0 || metric(t, r, "rss_load_kb") <= 0 {
+		t.Errorf("metrics = %v", r.Metrics)
+	}
+	// A pprof URL that does not answer is a note, not a failed run.
+	ps.Close()
+	r, err = scenario.Throughput(context.Background(), target, quick())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Metrics["server_alloc_bytes_per_call"]; ok || len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "allocation per call not measured") {
+		t.Errorf("metrics %v, notes %q; want a note instead of an allocation figure", r.Metrics, r.Notes)
 	}
 }
 

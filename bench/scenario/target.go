@@ -32,6 +32,11 @@ type Target struct {
 	// PID is the server process to sample from /proc; zero means the
 	// client's child process (stdio), or none.
 	PID int
+	// Pprof is the base URL of the server's net/http/pprof handlers
+	// (http://HOST:PORT/debug/pprof/), for a Go server that has them; the
+	// load scenarios read its runtime.MemStats at the window's edges to
+	// compute allocation per call. Empty means not measured.
+	Pprof string
 }
 
 // era is the target's era, Legacy when unset.

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/toolgrain/toolgrain/bench/client"
+	"github.com/toolgrain/toolgrain/bench/internal/procstat"
 	"github.com/toolgrain/toolgrain/bench/scenario"
 )
 
@@ -104,6 +105,7 @@ func runScenario(ctx context.Context, sc scenarioSpec, args []string, stdout, st
 	fs.SetOutput(stderr)
 	var (
 		stdio, httpURL, name string
+		pprofURL             string
 		pid                  int
 		asJSON, discard, q   bool
 		hdrs                 headers
@@ -113,6 +115,7 @@ func runScenario(ctx context.Context, sc scenarioSpec, args []string, stdout, st
 	fs.StringVar(&stdio, "stdio", "", `start this server command and speak over its stdin/stdout ("CMD ARGS"; quotes group words)`)
 	fs.StringVar(&httpURL, "http", "", "Streamable HTTP endpoint URL of a running server")
 	fs.IntVar(&pid, "pid", 0, "server process id to sample memory, threads and CPU from /proc (HTTP; stdio uses its child)")
+	fs.StringVar(&pprofURL, "pprof", "", "base URL of the server's Go net/http/pprof handlers (http://HOST:PORT/debug/pprof/): the load scenarios read its runtime.MemStats at the window's edges for allocation per call")
 	fs.StringVar(&name, "name", "", "target name in results (default: the command's base name or the URL's host)")
 	fs.BoolVar(&asJSON, "json", false, "print the result as one JSON object instead of a table")
 	fs.BoolVar(&discard, "discard-stderr", false, "stdio: discard the server's stderr instead of passing it through")
@@ -157,6 +160,12 @@ func runScenario(ctx context.Context, sc scenarioSpec, args []string, stdout, st
 		return err
 	}
 	target.PID = pid
+	if pprofURL != "" {
+		if _, err := procstat.PprofHeapURL(pprofURL); err != nil {
+			return fmt.Errorf("--pprof: %w", err)
+		}
+		target.Pprof = pprofURL
+	}
 	res, err := sc.run(ctx, target, cfg)
 	var na error
 	if err != nil && scenario.NotApplicable(err) {
