@@ -53,6 +53,11 @@ func run(args []string, stderr io.Writer) error {
 	if err := opts.Check(); err != nil {
 		return err
 	}
+	stopPprof, err := demo.StartPprof(opts.Pprof, stderr)
+	if err != nil {
+		return err
+	}
+	defer stopPprof()
 	s := newServer(*validate)
 	if opts.Transport == "stdio" {
 		var stdioOpts []server.StdioOption
