@@ -382,7 +382,7 @@ func TestNotApplicable(t *testing.T) {
 	if scenario.NotApplicable(errors.New("connection refused")) {
 		t.Error("any error counts as not applicable")
 	}
-	r := scenario.NotApplicableResult("cancel", scenario.Target{Name: "x", Transport: "http", Era: client.Modern}, client.ErrNotModern)
+	r := scenario.NotApplicableResult("cancel", scenario.Target{Name: "x", Transport: "http", Era: client.Modern}, quick(), client.ErrNotModern)
 	if r.NotApplicable == "" || len(r.Metrics) != 0 || r.Era != "modern" || r.Scenario != "cancel" {
 		t.Errorf("NotApplicableResult = %+v", r)
 	}

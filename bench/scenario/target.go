@@ -213,8 +213,13 @@ func NotApplicable(err error) bool {
 
 // NotApplicableResult is the result of a scenario that could not run because
 // the target does not serve the era asked for: no metrics, and the reason.
-func NotApplicableResult(scenario string, t Target, reason error) *Result {
-	r := newResult(scenario, t, map[string]any{})
+// The load scenarios' concurrency is kept, which reports group by.
+func NotApplicableResult(scenario string, t Target, cfg Config, reason error) *Result {
+	params := map[string]any{}
+	if scenario != "cancel" {
+		params["concurrency"] = cfg.Concurrency
+	}
+	r := newResult(scenario, t, params)
 	r.NotApplicable = reason.Error()
 	return r.finish()
 }

@@ -136,7 +136,7 @@ func TestThroughputThenReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"== throughput over http ==", "base (n=1)", "other (n=1)", "base÷other", "calls_per_sec"} {
+	for _, want := range []string{"== throughput over http, legacy era, 2 concurrent ==", "base (n=1)", "other (n=1)", "base÷other", "calls_per_sec"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}

@@ -169,7 +169,7 @@ func runScenario(ctx context.Context, sc scenarioSpec, args []string, stdout, st
 	res, err := sc.run(ctx, target, cfg)
 	var na error
 	if err != nil && scenario.NotApplicable(err) {
-		res, na = scenario.NotApplicableResult(sc.name, target, err), fmt.Errorf("%w: %s against %s: %v", errNotApplicable, sc.name, target.Name, err)
+		res, na = scenario.NotApplicableResult(sc.name, target, cfg, err), fmt.Errorf("%w: %s against %s: %v", errNotApplicable, sc.name, target.Name, err)
 	} else if err != nil {
 		return fmt.Errorf("%s against %s: %w", sc.name, target.Name, err)
 	}
