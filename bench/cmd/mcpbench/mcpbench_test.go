@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -139,6 +141,16 @@ func TestThroughputThenReport(t *testing.T) {
 	for _, want := range []string{"== throughput over http, legacy era, 2 concurrent ==", "base (n=1)", "other (n=1)", "base÷other", "calls_per_sec"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	dir := t.TempDir()
+	if _, _, err := runCmd(t, all.String(), "report", "--svg", dir, "--md", filepath.Join(dir, "r.md")); err != nil {
+		t.Fatal(err)
+	}
+	// No --pid: no CPU figures, so no cpu.svg.
+	for _, f := range []string{"throughput.svg", "latency.svg", "r.md"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("--svg/--md: %s: %v", f, err)
 		}
 	}
 	out, _, err = runCmd(t, all.String(), "report", "--json", "-")

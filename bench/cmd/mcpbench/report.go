@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/toolgrain/toolgrain/bench/report"
 	"github.com/toolgrain/toolgrain/bench/scenario"
@@ -22,8 +23,9 @@ func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.StringVar(&names.Versus, "versus", "mcp-go", "the SDK the targets compare with")
 	fs.StringVar(&names.Floor, "floor", "stdlib", "the standard-library floor the CPU target is relative to")
 	md := fs.String("md", "", "also write the targets and the era comparison as Markdown tables to this `file`")
+	svgDir := fs.String("svg", "", "also draw the report as SVG charts in this `directory` (throughput, latency, CPU and allocation per call, memory over the cancel burst)")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: mcpbench report [--baseline NAME] [--json] [--md FILE] [FILE ...]
+		fmt.Fprint(stderr, `Usage: mcpbench report [--baseline NAME] [--json] [--md FILE] [--svg DIR] [FILE ...]
 
 Reads results written by "mcpbench SCENARIO --json" from the files (or stdin,
 or "-"), and prints, per scenario, transport, era (and concurrency for
@@ -33,7 +35,7 @@ good for each metric. For the errors scenario it also prints each probe's
 most frequent outcome per target. Targets that do not serve an era show
 n/a. Then it compares each target's legacy and modern echo, and judges the
 performance targets of issue 13 for the baseline (as ours) against --versus
-and --floor, marking each met or missed.
+and --floor, marking each met or missed. With --svg it also draws charts.
 
 Flags:
 `)
@@ -83,6 +85,16 @@ Flags:
 	if *md != "" {
 		if err := writeMarkdown(*md, verdicts, eras); err != nil {
 			return err
+		}
+	}
+	if *svgDir != "" {
+		if err := os.MkdirAll(*svgDir, 0o755); err != nil {
+			return err
+		}
+		for _, c := range report.Charts(sum, names) {
+			if err := os.WriteFile(filepath.Join(*svgDir, c.Name), c.SVG, 0o644); err != nil {
+				return err
+			}
 		}
 	}
 	if *asJSON {
