@@ -37,7 +37,7 @@ func Charts(s *Summary, names Names) []Chart {
 			Values: values(groups, series, "calls_per_sec"), Notes: notes(groups, series),
 		})
 		add("latency.svg", &BarChart{
-			Title: "Echo latency: p50 (bar) and p99 (whisker)", Subtitle: sub, YLabel: "ms",
+			Title: "Echo latency: p50 (bar) and p99 (whisker)", Subtitle: sub, YLabel: "ms (log scale)", LogY: true,
 			Categories: cats, Series: series,
 			Values: values(groups, series, "p50_ms"), Whiskers: values(groups, series, "p99_ms"), Notes: notes(groups, series),
 		})
@@ -53,13 +53,13 @@ func Charts(s *Summary, names Names) []Chart {
 			allocLimits[i] = maxAllocBytes[g.Transport]
 		}
 		add("cpu.svg", &BarChart{
-			Title: "Server CPU per echo call", Subtitle: sub, YLabel: "µs",
+			Title: "Server CPU per echo call", Subtitle: sub, YLabel: "µs (log scale)", LogY: true,
 			Categories: cats, Series: series,
 			Values: values(groups, series, "server_cpu_us_per_call"), Notes: notes(groups, series),
 			Limits: cpuLimits, LimitLabel: fmt.Sprintf("goal for %s (%.1f× %s where that is higher)", nm.Ours, floorFactor, nm.Floor),
 		})
 		add("alloc.svg", &BarChart{
-			Title: "Server allocation per echo call (runtime.MemStats.TotalAlloc)", Subtitle: sub, YLabel: "bytes",
+			Title: "Server allocation per echo call (runtime.MemStats.TotalAlloc)", Subtitle: sub, YLabel: "bytes (log scale)", LogY: true,
 			Categories: cats, Series: series,
 			Values: values(groups, series, "server_alloc_bytes_per_call"), Notes: notes(groups, series),
 			Limits: allocLimits, LimitLabel: "goal for " + nm.Ours,

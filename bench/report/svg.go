@@ -39,6 +39,9 @@ type BarChart struct {
 	// line across the category, labelled LimitLabel in the legend.
 	Limits     []float64
 	LimitLabel string
+	// LogY draws the y axis on a logarithmic scale, for values that span
+	// decades; values at or below zero are then not drawn.
+	LogY bool
 }
 
 // LineChart draws panels side by side, sharing the y axis: in each, one
@@ -67,7 +70,7 @@ type Panel struct {
 // Layout, in SVG user units.
 const (
 	chartHeight  = 360.0
-	marginLeft   = 72.0
+	marginLeft   = 88.0
 	marginRight  = 16.0
 	marginTop    = 64.0
 	marginBottom = 56.0
@@ -178,7 +181,7 @@ func (w *svgWriter) axis(min, max float64, log bool, left, right, top, bottom fl
 		w.f(`<text x="%s" y="%s" text-anchor="end" fill="#555555">%s</text>`+"\n", n(left-6), n(y+4), esc(num(t)))
 	}
 	w.f(`<text transform="translate(%s %s) rotate(-90)" text-anchor="middle" fill="#555555">%s</text>`+"\n",
-		n(left-56), n((top+bottom)/2), esc(label))
+		n(left-74), n((top+bottom)/2), esc(label))
 	return s
 }
 
@@ -208,18 +211,23 @@ func (c *BarChart) SVG() []byte {
 	right := width - marginRight
 	slot = (right - marginLeft) / float64(max(len(c.Categories), 1))
 	top, bottom := marginTop, chartHeight-marginBottom
-	max := 0.0
+	min, max := math.Inf(1), 0.0
 	for i := range c.Categories {
+		vs := []float64{}
 		for j := range c.Series {
-			for _, v := range []float64{at(c.Values, i, j), at(c.Whiskers, i, j)} {
-				if valid(v) {
-					max = math.Max(max, v)
-				}
+			vs = append(vs, at(c.Values, i, j), at(c.Whiskers, i, j))
+		}
+		if i < len(c.Limits) {
+			vs = append(vs, c.Limits[i])
+		}
+		for _, v := range vs {
+			if valid(v) && v > 0 {
+				min, max = math.Min(min, v), math.Max(max, v)
 			}
 		}
-		if i < len(c.Limits) && valid(c.Limits[i]) {
-			max = math.Max(max, c.Limits[i])
-		}
+	}
+	if math.IsInf(min, 1) {
+		min = 1
 	}
 	w := &svgWriter{}
 	w.open(width, chartHeight, c.Title, c.Subtitle)
@@ -229,13 +237,18 @@ func (c *BarChart) SVG() []byte {
 	}
 	w.legend(marginLeft, 58, c.Series, limitLabel)
 	// Headroom above the tallest bar for its rotated value label.
-	sc := w.axis(0, max*1.3, false, marginLeft, right, top+12, bottom, c.YLabel)
+	var sc scale
+	if c.LogY {
+		sc = w.axis(min, max*4, true, marginLeft, right, top+12, bottom, c.YLabel)
+	} else {
+		sc = w.axis(0, max*1.3, false, marginLeft, right, top+12, bottom, c.YLabel)
+	}
 	for i, cat := range c.Categories {
 		x0 := marginLeft + float64(i)*slot + (slot-groupW)/2
 		for j, series := range c.Series {
 			x := x0 + float64(j)*(barWidth+barGap)
 			v := at(c.Values, i, j)
-			if !valid(v) {
+			if !valid(v) || (c.LogY && v <= 0) {
 				if i < len(c.Notes) && j < len(c.Notes[i]) && c.Notes[i][j] != "" {
 					w.f(`<text transform="translate(%s %s) rotate(-90)" font-size="10" fill="#777777">%s</text>`+"\n",
 						n(x+barWidth/2+3), n(bottom-3), esc(c.Notes[i][j]))

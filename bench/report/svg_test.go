@@ -80,6 +80,23 @@ func TestBarChartGolden(t *testing.T) {
 	golden(t, "bar.golden.svg", svg)
 }
 
+func TestBarChartLogGolden(t *testing.T) {
+	c := &report.BarChart{
+		Title: "CPU", YLabel: "µs", LogY: true,
+		Categories: []string{"stdio", "http"}, Series: []string{"ours", "theirs"},
+		Values: [][]float64{{35, 320}, {0, 1200}}, Limits: []float64{20, 45}, LimitLabel: "goal",
+	}
+	svg := c.SVG()
+	// The zero is not drawn on a log scale: 3 bars and the background.
+	if count := wellFormed(t, svg); count["rect"] != 4+2 {
+		t.Errorf("elements = %v", count)
+	}
+	if !bytes.Contains(svg, []byte(">10,000<")) || !bytes.Contains(svg, []byte(">10<")) {
+		t.Errorf("want decades from 10 to 10,000 on the axis:\n%s", svg)
+	}
+	golden(t, "bar_log.golden.svg", svg)
+}
+
 func TestLineChartGolden(t *testing.T) {
 	c := &report.LineChart{
 		Title: "Memory", YLabel: "MiB", X: []string{"before", "loaded", "after"},
