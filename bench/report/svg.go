@@ -194,6 +194,25 @@ func (w *svgWriter) multiline(x, y float64, label string) {
 
 func valid(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
+// span is the smallest and the largest positive value of a chart.
+type span struct{ lo, hi float64 }
+
+func newSpan() span { return span{lo: math.Inf(1)} }
+
+func (s *span) add(v float64) {
+	if valid(v) && v > 0 {
+		s.lo, s.hi = math.Min(s.lo, v), math.Max(s.hi, v)
+	}
+}
+
+// bounds returns the span; 1 and 0 when no value was positive.
+func (s span) bounds() (lo, hi float64) {
+	if math.IsInf(s.lo, 1) {
+		return 1, 0
+	}
+	return s.lo, s.hi
+}
+
 // at reads m[i][j], NaN when absent.
 func at(m [][]float64, i, j int) float64 {
 	if i < len(m) && j < len(m[i]) {
@@ -211,24 +230,17 @@ func (c *BarChart) SVG() []byte {
 	right := width - marginRight
 	slot = (right - marginLeft) / float64(max(len(c.Categories), 1))
 	top, bottom := marginTop, chartHeight-marginBottom
-	min, max := math.Inf(1), 0.0
+	sp := newSpan()
 	for i := range c.Categories {
-		vs := []float64{}
 		for j := range c.Series {
-			vs = append(vs, at(c.Values, i, j), at(c.Whiskers, i, j))
+			sp.add(at(c.Values, i, j))
+			sp.add(at(c.Whiskers, i, j))
 		}
 		if i < len(c.Limits) {
-			vs = append(vs, c.Limits[i])
-		}
-		for _, v := range vs {
-			if valid(v) && v > 0 {
-				min, max = math.Min(min, v), math.Max(max, v)
-			}
+			sp.add(c.Limits[i])
 		}
 	}
-	if math.IsInf(min, 1) {
-		min = 1
-	}
+	min, max := sp.bounds()
 	w := &svgWriter{}
 	w.open(width, chartHeight, c.Title, c.Subtitle)
 	limitLabel := ""
@@ -285,19 +297,15 @@ func (c *BarChart) SVG() []byte {
 func (c *LineChart) SVG() []byte {
 	width := math.Max(640, marginLeft+marginRight+float64(len(c.Panels))*(panelWidth+panelGap))
 	top, bottom := marginTop+12, chartHeight-marginBottom
-	min, max := math.Inf(1), 0.0
+	sp := newSpan()
 	for _, p := range c.Panels {
 		for _, row := range p.Values {
 			for _, v := range row {
-				if valid(v) && v > 0 {
-					min, max = math.Min(min, v), math.Max(max, v)
-				}
+				sp.add(v)
 			}
 		}
 	}
-	if math.IsInf(min, 1) {
-		min = 1
-	}
+	min, max := sp.bounds()
 	w := &svgWriter{}
 	w.open(width, chartHeight, c.Title, c.Subtitle)
 	w.legend(marginLeft, 58, c.Series, "")

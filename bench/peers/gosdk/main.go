@@ -67,10 +67,7 @@ func run(args []string, stderr io.Writer) error {
 	jsonResponse := fs.Bool("json-response", false, "HTTP: answer with application/json instead of an SSE stream")
 	stateless := fs.Bool("stateless", false, "HTTP: stateless mode, no sessions: the only mode in which the SDK serves MCP 2026-07-28 over HTTP")
 	propagate := fs.Bool("propagate-cancellation", true, "HTTP, with --stateless: a modern request's closed stream cancels its handler")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := opts.Check(); err != nil {
+	if err := opts.Parse(fs, args); err != nil {
 		return err
 	}
 	stopPprof, err := demo.StartPprof(opts.Pprof, stderr)

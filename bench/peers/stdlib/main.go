@@ -50,10 +50,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	opts.Register(fs)
 	grace := fs.Duration("shutdown-grace", 2*time.Second, "stdio: at end of input, how long calls in flight get to finish before they are cancelled")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := opts.Check(); err != nil {
+	if err := opts.Parse(fs, args); err != nil {
 		return err
 	}
 	stopPprof, err := demo.StartPprof(opts.Pprof, stderr)

@@ -102,6 +102,15 @@ func StartPprof(addr string, stderr io.Writer) (stop func(), err error) {
 	return func() { _ = srv.Close(); <-served }, nil
 }
 
+// Parse parses args into fs, with the options registered, and checks
+// them.
+func (o *Options) Parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return o.Check()
+}
+
 // Check reports a bad flag combination.
 func (o *Options) Check() error {
 	switch o.Transport {
