@@ -35,6 +35,9 @@ type callInput struct {
 	round  int        // rounds so far
 	answer map[string]json.RawMessage
 	state  []byte // the handler's state carried from the previous round
+	// args are the request's arguments, whose digest binds a request state to the request: it
+	// is computed only when a state is opened or sealed, which most calls never do.
+	args json.RawMessage
 
 	mu       sync.Mutex
 	consumed map[string]json.RawMessage // answers the handler has read in this run
@@ -53,10 +56,14 @@ func (c *connectionActor) inputFor(m *protocol.Message, method, target string, a
 		eng:  c.eng,
 		id:   m.ID,
 		caps: c.modern.env.Capabilities,
-		bind: mrtr.State{Method: method, Target: target, Digest: mrtr.Digest(args), Subject: subjectOf(caller)},
+		bind: mrtr.State{Method: method, Target: target, Subject: subjectOf(caller)},
+		args: args,
 	}
-	in.answer = make(map[string]json.RawMessage, len(answers))
+	if len(answers) > 0 || p.RequestState != nil {
+		in.answer = make(map[string]json.RawMessage, len(answers))
+	}
 	if p.RequestState != nil {
+		in.bind.Digest = mrtr.Digest(args)
 		st, err := c.eng.sealer.Open(*p.RequestState)
 		if err == nil && !st.Matches(in.bind.Method, in.bind.Target, in.bind.Digest, in.bind.Subject) {
 			err = mrtr.ErrMismatch
@@ -146,6 +153,9 @@ func (in *callInput) ask(ctx context.Context, p *callPeer, reqs map[string]clien
 	if missing == nil {
 		in.mu.Unlock()
 		return out, nil
+	}
+	if in.bind.Digest == "" {
+		in.bind.Digest = mrtr.Digest(in.args)
 	}
 	st := in.bind
 	st.Round = in.round + 1

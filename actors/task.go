@@ -77,6 +77,13 @@ type (
 		answers map[string]json.RawMessage
 		reply   chan taskReply // size 1
 	}
+	// taskGet: registry → task (tasks/get, routed). Reply with the task's current record if
+	// owner owns it: a running task's latest state is the actor's, which its store may not
+	// have yet.
+	taskGet struct {
+		owner string
+		reply chan taskReply // size 1
+	}
 	// expireTask: registry → task. The task's TTL passed (its record is deleted): stop its
 	// work and store nothing more.
 	expireTask struct{}
@@ -85,6 +92,7 @@ type (
 )
 
 func (m *taskCancel) replyTo() chan<- taskReply { return m.reply }
+func (m *taskGet) replyTo() chan<- taskReply    { return m.reply }
 func (m *taskUpdate) replyTo() chan<- taskReply { return m.reply }
 
 // Phases of a task actor.
@@ -166,6 +174,12 @@ func (t *taskActor) Receive(ctx actor.Context) {
 		t.ask(ctx, msg)
 	case *taskUpdate:
 		t.update(ctx, msg)
+	case *taskGet:
+		if msg.owner != t.owner {
+			msg.reply <- taskReply{kind: taskNotFound}
+			return
+		}
+		msg.reply <- taskReply{kind: taskDone, rec: t.rec} // records are replaced, never changed
 	case *taskCancel:
 		if msg.owner != t.owner {
 			msg.reply <- taskReply{kind: taskNotFound}

@@ -174,9 +174,27 @@ func (c *connectionActor) taskMethod(ctx actor.Context, m *protocol.Message, s S
 	switch m.Method {
 	case protocol.MethodTasksGet:
 		run = func(ctx context.Context) (any, error) {
-			rec, err := e.lookupTask(ctx, id, owner)
-			if err != nil {
-				return nil, err
+			// A running task answers from its actor (read your own tasks/update at once); an
+			// ended one from the store.
+			reply := make(chan taskReply, 1)
+			e.system.Root.Send(e.tasks.registry, &routeTask{id: id, op: &taskGet{owner: owner, reply: reply}})
+			var rec *taskstore.Record
+			select {
+			case r := <-reply:
+				switch r.kind {
+				case taskNotFound:
+					return nil, errTaskNotFound()
+				case taskDone:
+					rec = r.rec
+				}
+			case <-ctx.Done():
+				return nil, context.Cause(ctx)
+			}
+			if rec == nil {
+				var err error
+				if rec, err = e.lookupTask(ctx, id, owner); err != nil {
+					return nil, err
+				}
 			}
 			return taskWire(rec, true), nil
 		}

@@ -242,7 +242,7 @@ type (
 	createTask struct{ spec *taskSpec }
 	// taskRefused: registry or task → request. No task was made: answer the call with err.
 	taskRefused struct{ err *protocol.WireError }
-	// routeTask: operation goroutine → registry. Hand op (a *taskCancel or *taskUpdate) to the
+	// routeTask: operation goroutine → registry. Hand op (a *taskGet, *taskCancel or *taskUpdate) to the
 	// task actor of id if it runs; otherwise answer op.reply with taskNotRunning.
 	routeTask struct {
 		id string
@@ -271,6 +271,7 @@ type taskOp interface{ replyTo() chan<- taskReply }
 type taskReply struct {
 	kind taskAnswer
 	err  *protocol.WireError
+	rec  *taskstore.Record // the task's record, for a taskGet
 }
 
 // taskAnswer says what became of a routed taskOp.
