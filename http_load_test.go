@@ -197,27 +197,24 @@ func (l *loadSession) expect(id, body, want string) {
 		return
 	}
 	events := bufio.NewReader(resp.Body)
-	var last string
-	for {
-		ev, err := readEvent(events)
-		if err == io.EOF {
-			break
+	var last, after string
+	err = eachEvent(events, func(ev string) {
+		switch {
+		case last != "":
+			after = ev
+		case !strings.Contains(ev, `"notifications/progress"`):
+			last = ev
+		case !strings.Contains(ev, `"progressToken":`+id+`,`):
+			l.violate("%s: another call's progress: %.200s", id, ev)
 		}
-		if err != nil {
-			l.violate("%s: %v", id, err)
-			return
-		}
-		if last != "" {
-			l.violate("%s: an event after the answer: %.200s", id, ev)
-			return
-		}
-		if strings.Contains(ev, `"notifications/progress"`) {
-			if !strings.Contains(ev, `"progressToken":`+id+`,`) {
-				l.violate("%s: another call's progress: %.200s", id, ev)
-			}
-			continue
-		}
-		last = ev
+	})
+	switch {
+	case err != nil:
+		l.violate("%s: %v", id, err)
+		return
+	case after != "":
+		l.violate("%s: an event after the answer: %.200s", id, after)
+		return
 	}
 	switch last {
 	case want:
@@ -272,18 +269,13 @@ func (l *loadSession) heldSleep(id string, ready func(), release <-chan struct{}
 		l.violate("cancel %s: status %d", id, cresp.StatusCode)
 		return
 	}
-	for {
-		ev, err := readEvent(events)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			l.violate("%s: after cancel: %v", id, err)
-			return
-		}
+	if err := eachEvent(events, func(ev string) {
 		if !strings.Contains(ev, "notifications/progress") {
 			l.violate("the cancelled call %s sent %.200s", id, ev)
 		}
+	}); err != nil {
+		l.violate("%s: after cancel: %v", id, err)
+		return
 	}
 	l.count(&l.cancelled)
 }

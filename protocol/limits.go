@@ -37,15 +37,7 @@ func ErrServerBusy(scope string, limit int) *WireError {
 	if scope == BusyConnection {
 		where = "on this connection"
 	}
-	data, _ := json.Marshal(struct {
-		Scope string `json:"scope"`
-		Limit int    `json:"limit"`
-	}{scope, limit})
-	return &WireError{
-		Code:    CodeServerBusy,
-		Message: "Server busy: too many calls in flight " + where + " (limit " + strconv.Itoa(limit) + ")",
-		Data:    data,
-	}
+	return errBusy("calls in flight "+where, scope, limit)
 }
 
 // ErrTooManySessions returns the [CodeServerBusy] error that refuses an initialize over a limit
@@ -60,13 +52,19 @@ func ErrTooManySessions(scope string, limit int) *WireError {
 	if scope == BusySubject {
 		where = "for this subject"
 	}
+	return errBusy("sessions open "+where, scope, limit)
+}
+
+// errBusy is the [CodeServerBusy] error "Server busy: too many <what> (limit N)" with data
+// {"scope":scope,"limit":N}.
+func errBusy(what, scope string, limit int) *WireError {
 	data, _ := json.Marshal(struct {
 		Scope string `json:"scope"`
 		Limit int    `json:"limit"`
 	}{scope, limit})
 	return &WireError{
 		Code:    CodeServerBusy,
-		Message: "Server busy: too many sessions open " + where + " (limit " + strconv.Itoa(limit) + ")",
+		Message: "Server busy: too many " + what + " (limit " + strconv.Itoa(limit) + ")",
 		Data:    data,
 	}
 }
