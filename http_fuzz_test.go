@@ -1,7 +1,6 @@
 package toolgrain_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,13 +20,14 @@ import (
 	"github.com/toolgrain/toolgrain/protocol"
 )
 
-// FuzzHTTPHandler drives the Streamable HTTP handler with raw HTTP/1.1 requests, as a client
-// would send them: POST bodies and headers, GET and DELETE with session and Last-Event-ID
-// headers, in both eras. The input is a sequence of requests (http.ReadRequest reads them one
-// after another); in a header value, $SID stands for the id of the session the iteration opened
-// first (when opened is true) and $LAST for the last event id an answer carried. Each request
-// runs to its end or for fuzzRequestWait, as a client that gives up; at the end of the input
-// every session it opened is deleted.
+// FuzzHTTPHandler drives the Streamable HTTP handler with the requests a client sends: POST
+// bodies and headers, GET and DELETE with session and Last-Event-ID headers, in both eras. The
+// input is a sequence of requests separated by a line "--": each is a method line, header lines
+// ("Name: value") up to an empty line, then the body, sent with its length (net/http's own
+// framing is not the subject). In a header value, $SID stands for the id of the session the
+// iteration opened first (when opened is true) and $LAST for the last event id an answer
+// carried. Each request runs to its end or for fuzzRequestWait, as a client that gives up; at
+// the end of the input every session it opened is deleted.
 //
 // It checks: no panic; every status is one the handler documents; every JSON body is one
 // JSON-RPC response, every SSE event one JSON-RPC message, and an answer carries its request's
@@ -72,18 +71,13 @@ func FuzzHTTPHandler(f *testing.F) {
 			c.vars["$SID"] = res.Header().Get("Mcp-Session-Id")
 			c.serve(mustRequest(t, rawPost(initializedNotif, "Mcp-Session-Id: $SID")))
 		}
-		br := bufio.NewReader(bytes.NewReader(data))
-		for range fuzzMaxRequests {
-			req, err := http.ReadRequest(br)
-			if err != nil {
+		for i, part := range strings.Split(string(data), fuzzSeparator) {
+			if i == fuzzMaxRequests {
 				break
 			}
-			body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
-			if err != nil {
-				break // the framing is broken: what follows is not a request
+			if req := fuzzRequest(part); req != nil {
+				c.serve(req)
 			}
-			req.Body = io.NopCloser(bytes.NewReader(body))
-			c.serve(req)
 		}
 		for sid := range c.sessions {
 			c.serve(mustRequest(t, rawRequest(http.MethodDelete, "", "Mcp-Session-Id: "+sid)))
@@ -113,7 +107,7 @@ const (
 	// fuzzMaxRequests bounds the requests of one input.
 	fuzzMaxRequests = 8
 	// fuzzRequestWait is how long the fuzz client waits for an answer before it leaves.
-	fuzzRequestWait = 50 * time.Millisecond
+	fuzzRequestWait = 150 * time.Millisecond
 )
 
 // documentedStatuses are the statuses the handler's doc and the README list.
@@ -147,7 +141,6 @@ func (c *fuzzClient) serve(req *http.Request) *httptest.ResponseRecorder {
 	ctx, cancel := context.WithTimeout(context.Background(), fuzzRequestWait)
 	defer cancel()
 	req = req.WithContext(ctx)
-	req.RequestURI = "" // set by ReadRequest; a server request has it, httptest does not mind
 	rec := httptest.NewRecorder()
 	c.h.ServeHTTP(rec, req)
 
@@ -231,17 +224,47 @@ func parseSSE(body []byte) []sseEvent {
 	return evs
 }
 
-func mustRequest(t *testing.T, raw string) *http.Request {
+func mustRequest(t *testing.T, text string) *http.Request {
 	t.Helper()
-	req, err := http.ReadRequest(bufio.NewReader(strings.NewReader(raw)))
-	if err != nil {
-		t.Fatal(err)
+	req := fuzzRequest(strings.TrimSuffix(text, fuzzSeparator))
+	if req == nil {
+		t.Fatalf("not a request: %q", text)
 	}
 	return req
 }
 
-// rawRequest is an HTTP/1.1 request to /mcp with the headers a legacy client sends, then the
-// extra ones ("Name: value", replacing a default of that name), and body.
+// fuzzSeparator ends each request of a FuzzHTTPHandler input.
+const fuzzSeparator = "\n--\n"
+
+// fuzzRequest builds the request that text (a method line, header lines, an empty line, the
+// body) describes, or returns nil when it has no valid method.
+func fuzzRequest(text string) *http.Request {
+	head, body, _ := strings.Cut(text, "\n\n")
+	lines := strings.Split(head, "\n")
+	method := strings.TrimSpace(lines[0])
+	if method == "" {
+		return nil // http.NewRequest would take it for GET
+	}
+	req, err := http.NewRequest(method, "http://127.0.0.1/mcp", strings.NewReader(body))
+	if err != nil {
+		return nil
+	}
+	for _, line := range lines[1:] {
+		name, value, _ := strings.Cut(strings.TrimSuffix(line, "\r"), ":")
+		value = strings.TrimSpace(value)
+		switch {
+		case name == "":
+		case strings.EqualFold(name, "Host"):
+			req.Host = value
+		default:
+			req.Header.Add(name, value)
+		}
+	}
+	return req
+}
+
+// rawRequest is the text of a request for FuzzHTTPHandler: the headers a legacy client sends,
+// then the extra ones ("Name: value", replacing a default of that name), and body.
 func rawRequest(method, body string, extra ...string) string {
 	headers := []string{"Host: 127.0.0.1", "Accept: application/json, text/event-stream"}
 	if body != "" {
@@ -252,8 +275,7 @@ func rawRequest(method, body string, extra ...string) string {
 		return slices.ContainsFunc(extra, func(e string) bool { return strings.HasPrefix(e, name+":") })
 	})
 	headers = append(headers, extra...)
-	headers = append(headers, "Content-Length: "+strconv.Itoa(len(body)))
-	return method + " /mcp HTTP/1.1\r\n" + strings.Join(headers, "\r\n") + "\r\n\r\n" + body
+	return method + "\n" + strings.Join(headers, "\n") + "\n\n" + body + fuzzSeparator
 }
 
 func rawPost(body string, extra ...string) string { return rawRequest(http.MethodPost, body, extra...) }
@@ -276,7 +298,7 @@ var httpFuzzSeeds = []string{
 	rawPost(call("1", "echo", `{"text":"hi"}`), session...) + rawPost(call("2", "greet", `{"name":"Ada"}`), session...),
 	rawPost(call("1", "fail", `{"mode":"error"}`), session...) + rawPost(call("2", "fail", `{"mode":"panic"}`), session...) +
 		rawPost(call("3", "fail", `{"mode":"bad-output"}`), session...) + rawPost(call("4", "fail", `{"mode":"provider"}`), session...),
-	rawPost(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"sleep","arguments":{"ms":300},"_meta":{"progressToken":"s"}}}`, session...) +
+	rawPost(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"sleep","arguments":{"ms":250},"_meta":{"progressToken":"s"}}}`, session...) +
 		rawRequest(http.MethodGet, "", append([]string{"Last-Event-ID: $LAST"}, session...)...) +
 		rawPost(cancelFor(`"s"`), session...),
 	rawRequest(http.MethodGet, "", session...) + rawPost(`{"jsonrpc":"2.0","id":"p","method":"ping"}`, session...) +
