@@ -24,6 +24,14 @@
 // connection, HTTP sessions included, cancelling the calls in flight, delivers the pending
 // OnError reports and stops the actors.
 //
+// # Protocol eras
+//
+// Every transport serves MCP 2026-07-28 and the revisions up to 2025-11-25 at once, deciding per
+// message: a request whose params._meta carries the 2026-07-28 envelope is served on its own,
+// statelessly (server/discover, annotated results, input_required rounds instead of requests to
+// the client, subscriptions/listen), while initialize opens a legacy session as before. The
+// tools, the handler API (package client) and the error model are the same in both.
+//
 // # Tools
 //
 // A tool is a [tools.Tool]: a name, JSON Schemas (input, output, _meta) compiled once, and a

@@ -268,6 +268,21 @@ func NewSystem(log *zap.Logger) *actor.ActorSystem {
 	)
 }
 
+// Occupancy is what an engine holds at one moment.
+type Occupancy struct {
+	Connections int   // connection actors: stdio streams, legacy HTTP sessions, stateless ones
+	Calls       int64 // tools/call requests in flight, over every connection
+	Listeners   int   // open subscriptions/listen streams
+}
+
+// Occupancy returns what the engine holds now.
+func (e *Engine) Occupancy() Occupancy {
+	e.mu.Lock()
+	conns := len(e.conns)
+	e.mu.Unlock()
+	return Occupancy{Connections: conns, Calls: e.calls.Load(), Listeners: e.listeners.Len()}
+}
+
 // Closed reports whether the engine is shutting down or shut down.
 func (e *Engine) Closed() bool {
 	e.mu.Lock()

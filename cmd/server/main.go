@@ -71,6 +71,9 @@ type options struct {
 	pprofAddr       string
 	http            httpOptions
 	fixtures        string
+	stateKeyFile    string
+	stateTTL        time.Duration
+	cacheTTL        time.Duration
 }
 
 // listFlag is a repeatable string flag.
@@ -92,6 +95,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.toolTimeout, "tool-timeout", 0, "timeout of each tool call, for tools without their own (0: none)")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 5*time.Second, "on SIGINT/SIGTERM, how long cancelled handlers, open HTTP responses and a client's last unread answers get to finish; at stdin EOF, how long the calls in flight get to answer")
 	fs.StringVar(&o.fixtures, "fixtures", "", "also serve a fixture `set`: conformance (the MCP conformance suite's test_* tools, test:// resources and test_* prompts)")
+	fs.StringVar(&o.stateKeyFile, "request-state-key-file", "", "read the key that protects the requestState of MCP 2026-07-28 input_required rounds from `PATH` (at least 32 bytes; share it between servers that must accept each other's states; default: a random key per process)")
+	fs.DurationVar(&o.stateTTL, "request-state-ttl", 0, "how long a requestState is accepted (0: 10m)")
+	fs.DurationVar(&o.cacheTTL, "cache-ttl", 0, "ttlMs of the MCP 2026-07-28 results a client may cache: server/discover, the lists, resources/read (0: stale at once)")
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on `HOST:PORT` (a separate listener, for profiling; off by default)")
 	o.http.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -162,6 +168,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		MaxCallsPerConnection: o.maxCallsPerConn,
 		MaxCalls:              o.maxCalls,
 		ToolTimeout:           o.toolTimeout,
+
+		RequestStateTTL: o.stateTTL,
+		CacheTTL:        o.cacheTTL,
+	}
+	if o.stateKeyFile != "" {
+		key, err := os.ReadFile(o.stateKeyFile)
+		if err != nil {
+			return fmt.Errorf("request state key: %w", err)
+		}
+		cfg.RequestStateKey = key
 	}
 	if o.transport == "http" {
 		cfg.HTTP = o.http.config()
