@@ -239,6 +239,10 @@ type Config struct {
 	// lists and resources/read. The lists can change while the server runs (their listChanged
 	// notifications say when); 0, the default, says they may be stale at once.
 	CacheTTL time.Duration
+
+	// Tasks configures the tasks extension (MCP 2026-07-28): its store, TTL, caps. The zero
+	// value keeps tasks in memory; see [TaskConfig].
+	Tasks TaskConfig
 }
 
 // DefaultMaxOutputBacklog is the MaxOutputBacklog of a zero Config: 16 MiB.
@@ -310,6 +314,8 @@ func NewServer(cfg Config) (*Server, error) {
 		RequestStateKey: cfg.RequestStateKey,
 		RequestStateTTL: cfg.RequestStateTTL,
 		CacheTTL:        cfg.CacheTTL,
+
+		Tasks: engineTasks(&cfg),
 	})
 	if err != nil {
 		return nil, err
@@ -334,17 +340,21 @@ type Stats struct {
 	CallbackPanics     uint64 // OnError calls that panicked
 	RefusedCalls       uint64 // calls refused with -31000 because a limit on calls in flight was reached
 	OutputPauses       uint64 // times a connection stopped reading because its client read too slowly
+	LiveTasks          int64  // tasks held: running, or finished and not yet expired
+	RunningTasks       int64  // tasks whose handler has not ended
 }
 
 // Stats returns the server's counters.
 func (s *Server) Stats() Stats {
-	st := s.eng.Stats()
+	st, ts := s.eng.Stats(), s.eng.TaskStats()
 	return Stats{
 		DroppedReports:     st.DroppedReports.Load(),
 		AbandonedCallbacks: st.AbandonedCallbacks.Load(),
 		CallbackPanics:     st.CallbackPanics.Load(),
 		RefusedCalls:       st.RefusedCalls.Load(),
 		OutputPauses:       s.outputPauses.Load(),
+		LiveTasks:          ts.Live,
+		RunningTasks:       ts.Running,
 	}
 }
 

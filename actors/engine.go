@@ -111,6 +111,9 @@ type Config struct {
 	// CacheTTL is the ttlMs of the modern results a client may cache (server/discover, the
 	// lists, resources/read). 0 means 0: stale at once.
 	CacheTTL time.Duration
+
+	// Tasks configures the tasks extension (tasks.go). The zero value disables it.
+	Tasks TaskConfig
 }
 
 // Engine is a running actor tree. Its methods are safe for concurrent use.
@@ -147,6 +150,7 @@ type Engine struct {
 	sealer     *mrtr.Sealer // seals and opens the requestState of modern requests
 	serverMeta []byte       // the serverInfo member of every modern result's _meta
 	listeners  listeners    // the open subscriptions/listen streams of every connection
+	tasks      *taskService // the tasks extension; nil when disabled (tasks.go)
 }
 
 // Stats are the engine's running counters.
@@ -224,6 +228,10 @@ func Start(cfg Config) (*Engine, error) {
 	if err := e.prepareEmbedding(); err != nil {
 		return nil, err
 	}
+	if err := e.startTasks(); err != nil {
+		e.pool.close()
+		return nil, err
+	}
 
 	props := actor.PropsFromProducer(func() actor.Actor { return &supervisorActor{eng: e} },
 		actor.WithGuardian(actor.NewRestartingStrategy()), actor.WithDispatcher(e.dispatcher))
@@ -235,6 +243,9 @@ func Start(cfg Config) (*Engine, error) {
 	res, err := e.system.Root.RequestFuture(e.supervisor, &startTree{}, defaultActorReplyTimeout).Result()
 	if err == nil {
 		err = e.startActorTools(e.cfg.Tools)
+	}
+	if err == nil {
+		err = e.spawnTaskRegistry()
 	}
 	if err != nil {
 		_ = e.system.Root.StopFuture(e.supervisor).Wait()
@@ -408,8 +419,9 @@ func (e *Engine) forget(c *Connection) {
 	e.mu.Unlock()
 }
 
-// Shutdown stops the engine: it closes every connection (cancelling the calls in flight) and
-// waits for them, waits for handler goroutines, flushes the diagnostics queue through onError,
+// Shutdown stops the engine: it closes every connection (cancelling the calls in flight), stops
+// the running tasks and waits for their store writes, waits for the connections, waits for
+// handler goroutines, flushes the diagnostics queue through onError,
 // then stops the engine's actors, and the actor system if the engine made it. It returns
 // ctx.Err() if ctx ends first; the actors are stopped in any case. Calling it twice is safe.
 func (e *Engine) Shutdown(ctx context.Context) error {
@@ -426,18 +438,18 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	e.mu.Unlock()
 	e.endListeners()
 
-	var err error
 	for _, c := range conns {
 		c.Close()
 	}
+	err := e.stopTasks(ctx)
 	for _, c := range conns {
+		if err != nil {
+			break
+		}
 		select {
 		case <-c.done:
 		case <-ctx.Done():
 			err = ctx.Err()
-		}
-		if err != nil {
-			break
 		}
 	}
 	if err == nil {

@@ -37,7 +37,7 @@ func ErrServerBusy(scope string, limit int) *WireError {
 	if scope == BusyConnection {
 		where = "on this connection"
 	}
-	return errBusy("calls in flight "+where, scope, limit)
+	return busy(scope, limit, "Server busy: too many calls in flight "+where+" (limit "+strconv.Itoa(limit)+")")
 }
 
 // ErrTooManySessions returns the [CodeServerBusy] error that refuses an initialize over a limit
@@ -52,19 +52,14 @@ func ErrTooManySessions(scope string, limit int) *WireError {
 	if scope == BusySubject {
 		where = "for this subject"
 	}
-	return errBusy("sessions open "+where, scope, limit)
+	return busy(scope, limit, "Server busy: too many sessions open "+where+" (limit "+strconv.Itoa(limit)+")")
 }
 
-// errBusy is the [CodeServerBusy] error "Server busy: too many <what> (limit N)" with data
-// {"scope":scope,"limit":N}.
-func errBusy(what, scope string, limit int) *WireError {
+// busy returns a [CodeServerBusy] error with message and the data {"scope":…,"limit":…}.
+func busy(scope string, limit int, message string) *WireError {
 	data, _ := json.Marshal(struct {
 		Scope string `json:"scope"`
 		Limit int    `json:"limit"`
 	}{scope, limit})
-	return &WireError{
-		Code:    CodeServerBusy,
-		Message: "Server busy: too many " + what + " (limit " + strconv.Itoa(limit) + ")",
-		Data:    data,
-	}
+	return &WireError{Code: CodeServerBusy, Message: message, Data: data}
 }

@@ -279,6 +279,9 @@ type ListenFilter struct {
 	PromptsListChanged    bool     `json:"promptsListChanged,omitempty"`
 	ResourcesListChanged  bool     `json:"resourcesListChanged,omitempty"`
 	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
+	// TaskIDs are the tasks whose changes the stream carries (notifications/tasks); the tasks
+	// extension ([ExtensionTasks]).
+	TaskIDs []string `json:"taskIds,omitempty"`
 }
 
 // ListenParams are the params of [MethodSubscriptionsListen].

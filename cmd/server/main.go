@@ -5,10 +5,15 @@
 //
 //	server [--transport stdio|http] [--addr HOST:PORT] [--auth-token TOKEN]... [--diagnostics-file PATH]
 //	       [--log-level LEVEL] [--max-message-size N] [--max-calls-per-connection N] [--max-calls N]
-//	       [--tool-timeout D] [--shutdown-grace D] [--fixtures conformance] [more HTTP flags: see --help]
+//	       [--tool-timeout D] [--shutdown-grace D] [--fixtures conformance] [--task-store memory|bolt:PATH]
+//	       [more HTTP and task flags: see --help]
 //
 // With --fixtures conformance it also serves the fixtures of the official MCP conformance suite:
 // its test_* tools, test:// resources and templates, and test_* prompts.
+//
+// With --task-store it offers the tasks extension of MCP 2026-07-28 (io.modelcontextprotocol/tasks)
+// and serves the demonstration task tool sleep_task; bolt:PATH keeps the tasks in a file, so that
+// finished tasks are readable after a restart and those that were running are reported failed.
 //
 // Over stdio it reads newline-delimited JSON-RPC on stdin and answers on stdout; logs go to
 // stderr only. When stdin reaches EOF it answers the calls it received (those still running
@@ -43,6 +48,7 @@ import (
 	"github.com/toolgrain/toolgrain/diagnostics"
 	"github.com/toolgrain/toolgrain/internal/conformance"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/tools"
 )
 
 func main() {
@@ -70,6 +76,7 @@ type options struct {
 	shutdownGrace   time.Duration
 	pprofAddr       string
 	http            httpOptions
+	tasks           taskOptions
 	fixtures        string
 	stateKeyFile    string
 	stateTTL        time.Duration
@@ -100,6 +107,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.cacheTTL, "cache-ttl", 0, "ttlMs of the MCP 2026-07-28 results a client may cache: server/discover, the lists, resources/read (0: stale at once)")
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on `HOST:PORT` (a separate listener, for profiling; off by default)")
 	o.http.register(fs)
+	o.tasks.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -117,6 +125,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		}
 	default:
 		return nil, fmt.Errorf("unknown transport %q (want stdio or http)", o.transport)
+	}
+	if err := o.tasks.check(); err != nil {
+		return nil, err
 	}
 	if o.fixtures != "" && o.fixtures != "conformance" {
 		return nil, fmt.Errorf("unknown fixture set %q (want conformance)", o.fixtures)
@@ -182,11 +193,22 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if o.transport == "http" {
 		cfg.HTTP = o.http.config()
 	}
+	// The store is closed after the server has shut down: this defer runs after every later one.
+	taskCfg, store, err := o.tasks.config()
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	cfg.Tasks = taskCfg
+	if o.tasks.on() {
+		cfg.Tools = append(cfg.Tools, demo.TaskTools()...)
+	}
 	var triggers conformance.Triggers
 	if o.fixtures == "conformance" {
 		cfg.Instructions += " Conformance fixtures: test_* tools, test:// resources, test_* prompts."
-		cfg.Tools = append(cfg.Tools, conformance.Tools()...)
+		cfg.Tools = append(withoutTool(cfg.Tools, "greet"), conformance.Tools()...) // TaskTools has its own greet
 		cfg.Tools = append(cfg.Tools, conformance.ModernTools(&triggers)...)
+		cfg.Tools = append(cfg.Tools, conformance.TaskTools()...)
 		cfg.Resources = conformance.Resources()
 		cfg.ResourceTemplates = conformance.Templates()
 		cfg.Prompts = append(conformance.Prompts(), conformance.ModernPrompts()...)
@@ -213,6 +235,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	log.Info("stopped")
 	return serveErr
+}
+
+// withoutTool returns defs without the tool name.
+func withoutTool(defs []tools.Tool, name string) []tools.Tool {
+	out := defs[:0:0]
+	for _, d := range defs {
+		if d.Name != name {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // watchInterval is how often the conformance fixtures' watched resource is announced as updated.
