@@ -258,23 +258,33 @@ func (s *chaosSession) cancelledSleep(id, q string, wait time.Duration, dup bool
 		s.violate("cancel %s: %d %v", id, status, err)
 		return
 	}
-	for {
-		ev, err := readEvent(events)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			s.violate("sleep %s: %v", id, err)
-			return
-		}
+	if err := eachEvent(events, func(ev string) {
 		s.checkWire(ev)
 		if !strings.Contains(ev, "notifications/progress") {
 			s.violate("the cancelled call %s sent %.300s", id, ev)
 		}
+	}); err != nil {
+		s.violate("sleep %s: %v", id, err)
+		return
 	}
 	s.mu.Lock()
 	s.counts.cancelled++
 	s.mu.Unlock()
+}
+
+// eachEvent calls fn with the data of every SSE event left in r, and returns the error that
+// ended the stream other than io.EOF.
+func eachEvent(r *bufio.Reader, fn func(string)) error {
+	for {
+		ev, err := readEvent(r)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		fn(ev)
+	}
 }
 
 // readEvent returns the data of the next SSE event, or io.EOF at the end of the stream.

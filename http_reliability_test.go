@@ -43,6 +43,67 @@ func TestHTTPCallLimits(t *testing.T) {
 	}
 }
 
+// sessionsBusy is the refusal of an initialize (id 0) over a limit on sessions.
+func sessionsBusy(scope string, limit int) string {
+	what := "on the server"
+	if scope == "subject" {
+		what = "for this subject"
+	}
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":0,"error":{"code":-31000,"message":"Server busy: too many sessions open %s (limit %d)","data":{"scope":%q,"limit":%d}}}`, what, limit, scope, limit)
+}
+
+// assertBusy checks a refused initialize: its status, Retry-After and exact body.
+func assertBusy(t *testing.T, what string, got reply, status int, scope string, limit int) {
+	t.Helper()
+	assertReply(t, what, got, status, sessionsBusy(scope, limit))
+	if got.header.Get("Mcp-Session-Id") != "" || got.header.Get("Retry-After") != "5" {
+		t.Errorf("%s: Mcp-Session-Id %q, Retry-After %q", what, got.header.Get("Mcp-Session-Id"), got.header.Get("Retry-After"))
+	}
+}
+
+// TestHTTPSessionLimits: past MaxSessions an initialize is refused, unprocessed, with 503,
+// Retry-After and -31000; a place frees when a session is deleted, and an initialize that fails
+// keeps none. The open sessions keep serving.
+func TestHTTPSessionLimits(t *testing.T) {
+	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), HTTP: toolgrain.HTTPConfig{MaxSessions: 2}})
+	a, b := e.client(), e.client()
+	a.initialize()
+	assertReply(t, "failed initialize", e.client().post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`), http.StatusOK,
+		`{"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"Invalid params: initialize needs protocolVersion, capabilities and clientInfo"}}`)
+	b.initialize()
+	assertBusy(t, "third session", e.client().post(initRequest), http.StatusServiceUnavailable, "sessions", 2)
+	if n := e.srv.Sessions(); n != 2 {
+		t.Errorf("Sessions() = %d, want 2", n)
+	}
+	a.expect(pingRequest, pingResult)
+	assertReply(t, "DELETE", a.do(http.MethodDelete, ""), http.StatusNoContent, "")
+	e.client().initialize()
+	b.expect(pingRequest, pingResult)
+}
+
+// TestHTTPSessionLimitPerSubject: with auth, one subject may hold MaxSessionsPerSubject
+// sessions, and is refused with 429 past them (its own doing), while the others still find a
+// place until the server is full (503).
+func TestHTTPSessionLimitPerSubject(t *testing.T) {
+	cfg := authConfig(newRecorder(), nil)
+	cfg.HTTP.MaxSessions, cfg.HTTP.MaxSessionsPerSubject = 3, 2
+	e := startHTTP(t, cfg)
+	login := func(token string) *httpSession {
+		c := e.client()
+		c.token = token
+		return c
+	}
+	alice := login("alice-token")
+	alice.initialize()
+	login("alice-token").initialize()
+	assertBusy(t, "alice's third session", login("alice-token").post(initRequest), http.StatusTooManyRequests, "subject", 2)
+	login("bob-token").initialize()
+	assertBusy(t, "bob's second session, the server full", login("bob-token").post(initRequest), http.StatusServiceUnavailable, "sessions", 3)
+	assertBusy(t, "alice's third session, the server full", login("alice-token").post(initRequest), http.StatusTooManyRequests, "subject", 2)
+	assertReply(t, "DELETE", alice.do(http.MethodDelete, ""), http.StatusNoContent, "")
+	login("bob-token").initialize()
+}
+
 func TestHTTPHostileInput(t *testing.T) {
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	c := e.client()

@@ -30,15 +30,24 @@ func (stdioStream) Close()              {}
 // while more than MaxOutputBacklog bytes of answers wait for a client that does not read them
 // (the slow-consumer policy: reading resumes once the backlog has drained to half).
 //
-// It returns nil when in reaches EOF, after cancelling the calls still in flight (they get no
-// response) and writing every pending answer. When ctx ends first, it closes the connection the
-// same way and returns ctx.Err(); if in is an io.Closer it is closed to unblock the reader,
-// otherwise the reading goroutine ends at its next read. When writing to out fails, the error
-// goes to OnError (with no details), the connection is closed the same way and ServeStdio
-// returns the write error, wrapped. Pending answers are written for at most ShutdownGrace at
-// the end: if out still blocks then, they are abandoned and reported as stalled output, and
-// the goroutine writing them ends when out's Write returns. Close the server afterwards to
-// flush OnError reports and stop the actors.
+// EOF on in means the client will send nothing more, not that it wants nothing back: the calls
+// and other requests received before it go on and are answered, for at most ShutdownGrace,
+// after which those still running are cancelled (they get no response). Open
+// subscriptions/listen streams, which never end by themselves, end at once with the result
+// that closes them; requests to the client (sampling, elicitation) fail, since no answer can
+// come. ServeStdio then writes every pending answer and returns nil; with nothing in flight at
+// EOF it returns at once.
+//
+// When ctx ends first (during that wait too), it closes the connection, cancelling the calls in
+// flight (they get no response), and returns ctx.Err(); if in is an io.Closer it is closed to
+// unblock the reader, otherwise the reading goroutine ends at its next read. When reading fails
+// (other than EOF), the error goes to OnError (with no details), the connection is closed the
+// same way and ServeStdio returns nil. When writing to out fails, the error goes to OnError
+// (with no details), the connection is closed the same way and ServeStdio returns the write
+// error, wrapped. Pending answers are written for at most ShutdownGrace at the end: if out
+// still blocks then, they are abandoned and reported as stalled output, and the goroutine
+// writing them ends when out's Write returns. Close the server afterwards to flush OnError
+// reports and stop the actors.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	var (
 		writeErr    error
@@ -74,6 +83,21 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	case err := <-readDone:
 		if err != nil {
 			s.eng.Report(fmt.Errorf("stdio: read: %w", err))
+			break
+		}
+		// EOF: answer what was received. The connection stops once nothing is in flight, or
+		// cancels the rest after the close grace (ShutdownGrace).
+		s.cfg.Logger.Debug("stdio: end of input; answering the requests in flight")
+		conn.Finish()
+		select {
+		case <-conn.Done():
+			if s.eng.Closed() {
+				result = ErrServerClosed
+			}
+		case <-ctx.Done():
+			result = ctx.Err()
+		case <-writeFailed:
+			result = fmt.Errorf("toolgrain: stdio: write: %w", writeErr)
 		}
 	case <-ctx.Done():
 		result = ctx.Err()

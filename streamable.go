@@ -49,6 +49,11 @@ const (
 	// DefaultVerifyTimeout bounds one token verification when [AuthConfig].VerifyTimeout is
 	// zero.
 	DefaultVerifyTimeout = streamable.DefaultVerifyTimeout
+	// DefaultMaxSessions bounds the open HTTP sessions when [HTTPConfig].MaxSessions is zero.
+	DefaultMaxSessions = streamable.DefaultMaxSessions
+	// DefaultMaxSessionsPerSubject bounds the open HTTP sessions of one authenticated subject
+	// when [HTTPConfig].MaxSessionsPerSubject is zero.
+	DefaultMaxSessionsPerSubject = streamable.DefaultMaxSessionsPerSubject
 )
 
 // Handler returns the Streamable HTTP transport (MCP 2025-11-25) of the server, to be mounted at

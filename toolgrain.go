@@ -176,7 +176,9 @@ type Config struct {
 	// own) and the next report starts. 0 means 5 s.
 	CallbackTimeout time.Duration
 	// ShutdownGrace is how long closing a connection, or the server, waits for handlers to
-	// return after their context was cancelled. 0 means 5 s.
+	// return after their context was cancelled; how long the calls in flight on a stdio
+	// connection whose input ended (EOF) get to finish and answer before they are cancelled;
+	// and how long a client gets to read its last answers. 0 means 5 s.
 	ShutdownGrace time.Duration
 
 	// Limits; see the README's reliability section. A zero value means the default given.

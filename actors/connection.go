@@ -42,9 +42,11 @@ type connectionActor struct {
 	initialized bool
 	version     string
 
-	inflight map[string]*flight // by id key; only calls not yet cancelled
-	children map[string]*flight // by request actor PID id; every request actor alive
-	closing  bool
+	inflight  map[string]*flight // by id key; only calls not yet cancelled
+	children  map[string]*flight // by request actor PID id; every request actor alive
+	closing   bool
+	finishing bool        // the input ended cleanly: stop once nothing is in flight
+	finishBy  *time.Timer // sends finishExpired when the grace of finishing is over
 
 	surface              // resources, prompts, logging, requests to the client
 	calls   atomic.Int64 // calls holding a slot under MaxCallsPerConnection
@@ -80,6 +82,9 @@ func (c *connectionActor) Receive(ctx actor.Context) {
 		c.state.pid.Store(ctx.Self())
 	case *actor.Stopping, *actor.Restarting:
 	case *actor.Stopped:
+		if c.finishBy != nil {
+			c.finishBy.Stop()
+		}
 		for _, f := range c.children {
 			f.slot.release()
 		}
@@ -102,6 +107,14 @@ func (c *connectionActor) Receive(ctx actor.Context) {
 		}
 	case *inputEnded:
 		c.beginClose(ctx)
+	case *inputFinished:
+		c.beginFinish(ctx)
+	case *finishExpired:
+		if !c.closing {
+			c.log.Warn("end of input: cancelling the requests still in flight after the close grace",
+				zap.Int("requests", len(c.children)))
+			c.beginClose(ctx)
+		}
 	case *graceExpired:
 		if len(c.children) > 0 {
 			c.log.Warn("closing connection with handlers still running after the close grace",
@@ -366,9 +379,32 @@ func (c *connectionActor) childEnded(ctx actor.Context, who *actor.PID) {
 	delete(c.children, who.Id)
 	f.slot.release()
 	c.forgetFlight(f)
-	if c.closing && len(c.children) == 0 {
+	if (c.closing || c.finishing) && len(c.children) == 0 {
 		ctx.Stop(ctx.Self())
 	}
+}
+
+// beginFinish starts the end of a connection whose input ended cleanly: the requests in flight
+// go on and answer, the listen streams end at once, requests to the client fail (no answer can
+// come), and the actor stops once no request actor is left, or closes after the close grace.
+func (c *connectionActor) beginFinish(ctx actor.Context) {
+	if c.closing || c.finishing {
+		return
+	}
+	c.finishing = true
+	c.closeOutgoing()
+	for _, f := range c.inflight {
+		if f.listener != nil {
+			c.forgetFlight(f)
+			c.eng.endListener(f.listener)
+		}
+	}
+	if len(c.children) == 0 {
+		ctx.Stop(ctx.Self())
+		return
+	}
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	c.finishBy = time.AfterFunc(c.eng.cfg.CloseGrace, func() { root.Send(self, &finishExpired{}) })
 }
 
 func (c *connectionActor) beginClose(ctx actor.Context) {

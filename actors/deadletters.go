@@ -12,6 +12,8 @@ import "github.com/asynkron/protoactor-go/actor"
 func (*inbound) IgnoreDeadLetterLogging()           {}
 func (*inputEnded) IgnoreDeadLetterLogging()        {}
 func (*graceExpired) IgnoreDeadLetterLogging()      {}
+func (*inputFinished) IgnoreDeadLetterLogging()     {}
+func (*finishExpired) IgnoreDeadLetterLogging()     {}
 func (*cancelCall) IgnoreDeadLetterLogging()        {}
 func (*handlerDone) IgnoreDeadLetterLogging()       {}
 func (*callTimedOut) IgnoreDeadLetterLogging()      {}
@@ -32,6 +34,8 @@ var (
 	_ actor.IgnoreDeadLetterLogging = (*inbound)(nil)
 	_ actor.IgnoreDeadLetterLogging = (*inputEnded)(nil)
 	_ actor.IgnoreDeadLetterLogging = (*graceExpired)(nil)
+	_ actor.IgnoreDeadLetterLogging = (*inputFinished)(nil)
+	_ actor.IgnoreDeadLetterLogging = (*finishExpired)(nil)
 	_ actor.IgnoreDeadLetterLogging = (*cancelCall)(nil)
 	_ actor.IgnoreDeadLetterLogging = (*handlerDone)(nil)
 	_ actor.IgnoreDeadLetterLogging = (*callTimedOut)(nil)

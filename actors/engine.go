@@ -321,6 +321,7 @@ type Connection struct {
 	pid    *actor.PID
 	done   chan struct{}
 	close  sync.Once
+	finish sync.Once
 	notify Stream // messages unrelated to any request; nil drops them
 	inbox  *inbox
 	// stateless: the connection serves the modern requests of many clients; see
@@ -395,6 +396,18 @@ func (c *Connection) DeliverWith(msg *protocol.Message, s Stream, id *tools.Iden
 // wait; see [Connection.Done].
 func (c *Connection) Close() {
 	c.close.Do(func() { c.eng.system.Root.Send(c.pid, &inputEnded{}) })
+}
+
+// Finish tells the connection that its input reached its end cleanly (a stdio client closed
+// its side at EOF): no message follows, but the client still reads its answers. The calls and
+// other requests in flight go on and are answered; open listen streams (subscriptions/listen,
+// which never end by themselves) end at once with the result that ends them gracefully;
+// requests to the client (sampling, elicitation, roots) fail with [ErrConnectionClosed], since
+// no answer can come. The connection actor stops once nothing is in flight. After the close
+// grace, what is still in flight is cancelled as by [Connection.Close], which also cuts the
+// wait short at any time. It does not wait; see [Connection.Done].
+func (c *Connection) Finish() {
+	c.finish.Do(func() { c.eng.system.Root.Send(c.pid, &inputFinished{}) })
 }
 
 // Done is closed when the connection actor has stopped.

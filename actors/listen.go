@@ -157,7 +157,8 @@ func (e *Engine) notifyListeners(method, uri string) {
 // listen opens a listen stream for m: its filter, cut down to what the server offers, is
 // acknowledged first (notifications/subscriptions/acknowledged), and the stream then stays open
 // until the client ends it (notifications/cancelled over stdio, closing the stream over HTTP),
-// its connection closes, or the server shuts down, which answers it with an empty result.
+// its connection closes, or the server shuts down or its connection's input ends, either of
+// which answers it with an empty result.
 func (c *connectionActor) listen(m *protocol.Message, s Stream, caller *tools.Identity) {
 	var p protocol.ListenParams
 	if err := json.Unmarshal(m.Params, &p); err != nil || p.Notifications == nil {
@@ -210,10 +211,23 @@ func (e *Engine) endListeners() {
 	clear(e.listeners.byTask)
 	e.listeners.mu.Unlock()
 	for _, l := range all {
-		frame, err := protocol.EncodeResultWith(l.id, json.RawMessage(`{"_meta":`+string(l.meta)+`}`), &protocol.Annotation{Meta: e.serverMeta})
-		if err == nil {
-			l.call.Respond(func() { l.stream.Send(frame) })
-		}
-		l.stream.Close()
+		e.answerListener(l)
 	}
+}
+
+// endListener ends one listen stream gracefully, as endListeners does: its connection's input
+// ended, so nothing can end it later.
+func (e *Engine) endListener(l *listener) {
+	e.listeners.remove(l)
+	e.answerListener(l)
+}
+
+// answerListener answers l with the empty result that ends a listen stream, unless it was
+// cancelled, and closes its stream.
+func (e *Engine) answerListener(l *listener) {
+	frame, err := protocol.EncodeResultWith(l.id, json.RawMessage(`{"_meta":`+string(l.meta)+`}`), &protocol.Annotation{Meta: e.serverMeta})
+	if err == nil {
+		l.call.Respond(func() { l.stream.Send(frame) })
+	}
+	l.stream.Close()
 }

@@ -25,9 +25,17 @@ type (
 		env    *protocol.Envelope
 		envErr *protocol.WireError
 	}
-	// inputEnded: transport → connection. The input ended (EOF, HTTP session deleted or expired,
-	// shutdown): cancel everything in flight, then stop once every request actor has ended.
+	// inputEnded: transport → connection. The connection is closed (HTTP session deleted or
+	// expired, shutdown, a signal, a broken stream, the grace after inputFinished run out):
+	// cancel everything in flight, then stop once every request actor has ended.
 	inputEnded struct{}
+	// inputFinished: transport → connection. The input reached its end cleanly (EOF): no
+	// message follows, but the client still reads. Let the requests in flight answer, end the
+	// listen streams, then stop; inputEnded cuts it short.
+	inputFinished struct{}
+	// finishExpired: timer → connection. The grace given to the requests in flight at the end
+	// of input is over: close as inputEnded does.
+	finishExpired struct{}
 	// graceExpired: timer → connection. Stop now, even with request actors still waiting for
 	// handlers that ignore their context.
 	graceExpired struct{}

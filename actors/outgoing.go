@@ -56,10 +56,11 @@ func newSurface(e *Engine) surface {
 	}
 }
 
-// sendRequest gives o an id and sends it on its call's stream, unless the call is over or the
-// connection closing, in which case the handler gets its answer at once.
+// sendRequest gives o an id and sends it on its call's stream, unless the call is over, the
+// connection closing or its input ended (no answer can come), in which case the handler gets its
+// answer at once.
 func (c *connectionActor) sendRequest(o *outgoing) {
-	if c.closing {
+	if c.closing || c.finishing {
 		o.reply <- outgoingReply{err: ErrConnectionClosed}
 		return
 	}

@@ -10,16 +10,18 @@ import (
 // [CodeParseError].
 const MaxNestingDepth = 10000
 
-// CodeServerBusy: a request was refused, unprocessed, because a limit on the calls in flight
-// was reached; the client may send it again once one of its calls has finished. It is an
-// application-defined code, outside the range JSON-RPC reserves (-32768 to -32000), whose upper
-// part MCP keeps for its own codes.
+// CodeServerBusy: a request was refused, unprocessed, because a limit on the calls in flight,
+// or on the open HTTP sessions, was reached; the client may send it again once one of its calls
+// has finished (or a session has ended). It is an application-defined code, outside the range
+// JSON-RPC reserves (-32768 to -32000), whose upper part MCP keeps for its own codes.
 const CodeServerBusy int64 = -31000
 
 // Scopes of a [CodeServerBusy] error: which limit was reached.
 const (
 	BusyConnection = "connection" // the calls in flight on one connection or session
 	BusyServer     = "server"     // the calls in flight on the whole server
+	BusySessions   = "sessions"   // the HTTP sessions open on the server
+	BusySubject    = "subject"    // the HTTP sessions open for one authenticated subject
 )
 
 // ErrServerBusy returns a [CodeServerBusy] error for a limit of limit calls in flight in scope
@@ -36,6 +38,21 @@ func ErrServerBusy(scope string, limit int) *WireError {
 		where = "on this connection"
 	}
 	return busy(scope, limit, "Server busy: too many calls in flight "+where+" (limit "+strconv.Itoa(limit)+")")
+}
+
+// ErrTooManySessions returns the [CodeServerBusy] error that refuses an initialize over a limit
+// of limit open HTTP sessions in scope ([BusySessions] or [BusySubject]). Its message is
+//
+//	Server busy: too many sessions open on the server (limit 10000)
+//	Server busy: too many sessions open for this subject (limit 1000)
+//
+// and its data {"scope":"sessions","limit":10000}. The text is part of the contract.
+func ErrTooManySessions(scope string, limit int) *WireError {
+	where := "on the server"
+	if scope == BusySubject {
+		where = "for this subject"
+	}
+	return busy(scope, limit, "Server busy: too many sessions open "+where+" (limit "+strconv.Itoa(limit)+")")
 }
 
 // busy returns a [CodeServerBusy] error with message and the data {"scope":…,"limit":…}.

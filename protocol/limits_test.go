@@ -70,20 +70,20 @@ func TestDecodeAtTheLimits(t *testing.T) {
 
 func TestErrServerBusy(t *testing.T) {
 	tests := []struct {
-		scope string
-		limit int
-		want  string
+		give *protocol.WireError
+		want string
 	}{
-		{protocol.BusyConnection, 10000, `{"jsonrpc":"2.0","id":7,"error":{"code":-31000,"message":"Server busy: too many calls in flight on this connection (limit 10000)","data":{"scope":"connection","limit":10000}}}`},
-		{protocol.BusyServer, 5, `{"jsonrpc":"2.0","id":7,"error":{"code":-31000,"message":"Server busy: too many calls in flight on the server (limit 5)","data":{"scope":"server","limit":5}}}`},
+		{protocol.ErrServerBusy(protocol.BusyConnection, 10000), `{"jsonrpc":"2.0","id":7,"error":{"code":-31000,"message":"Server busy: too many calls in flight on this connection (limit 10000)","data":{"scope":"connection","limit":10000}}}`},
+		{protocol.ErrServerBusy(protocol.BusyServer, 5), `{"jsonrpc":"2.0","id":7,"error":{"code":-31000,"message":"Server busy: too many calls in flight on the server (limit 5)","data":{"scope":"server","limit":5}}}`},
+		{protocol.ErrTooManySessions(protocol.BusySessions, 10000), `{"jsonrpc":"2.0","id":7,"error":{"code":-31000,"message":"Server busy: too many sessions open on the server (limit 10000)","data":{"scope":"sessions","limit":10000}}}`},
+		{protocol.ErrTooManySessions(protocol.BusySubject, 3), `{"jsonrpc":"2.0","id":7,"error":{"code":-31000,"message":"Server busy: too many sessions open for this subject (limit 3)","data":{"scope":"subject","limit":3}}}`},
 	}
 	for _, tt := range tests {
-		err := protocol.ErrServerBusy(tt.scope, tt.limit)
-		if got := string(protocol.EncodeError(protocol.NewIntID(7), err)); got != tt.want {
+		if got := string(protocol.EncodeError(protocol.NewIntID(7), tt.give)); got != tt.want {
 			t.Errorf("got  %s\nwant %s", got, tt.want)
 		}
-		if !errors.Is(err, &protocol.WireError{Code: protocol.CodeServerBusy}) {
-			t.Errorf("errors.Is by code fails for %v", err)
+		if !errors.Is(tt.give, &protocol.WireError{Code: protocol.CodeServerBusy}) {
+			t.Errorf("errors.Is by code fails for %v", tt.give)
 		}
 	}
 }

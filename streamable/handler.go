@@ -41,13 +41,30 @@ import (
 const DefaultSessionIdleTimeout = 30 * time.Minute
 
 // Config configures a [Handler]. Its zero value is usable: sessions expire after 30 idle
-// minutes, only same-origin browser requests are accepted, and there is no authentication.
+// minutes, at most 10,000 are open at once, only same-origin browser requests are accepted,
+// and there is no authentication.
 type Config struct {
 	// SessionIdleTimeout ends a session that has had no HTTP request in progress for this long:
 	// its calls in flight are cancelled, its connection actor stops, and its id answers 404.
 	// A session with an open POST or GET stream is never idle. 0 means
 	// DefaultSessionIdleTimeout.
 	SessionIdleTimeout time.Duration
+
+	// MaxSessions bounds the legacy sessions open at once, those whose initialize is still in
+	// progress included; a session keeps its place until it is deleted or expires. An
+	// initialize over it is refused, unprocessed, with 503 Service Unavailable, a Retry-After
+	// header and the JSON-RPC error -31000 "Server busy: too many sessions open on the server
+	// (limit N)", data {"scope":"sessions","limit":N} (protocol.ErrTooManySessions). 0 means
+	// DefaultMaxSessions; negative means no limit.
+	MaxSessions int
+	// MaxSessionsPerSubject bounds the legacy sessions one authenticated subject has open at
+	// once, so that one client cannot take every place; it applies only when Auth is set
+	// (without auth all clients are one anonymous subject, and MaxSessions alone applies). An
+	// initialize over it gets 429 Too Many Requests, a Retry-After header and -31000 "Server
+	// busy: too many sessions open for this subject (limit N)", data
+	// {"scope":"subject","limit":N}. 0 means DefaultMaxSessionsPerSubject; negative means no
+	// limit.
+	MaxSessionsPerSubject int
 
 	// AllowedOrigins lists the browser origins ("https://app.example.com") accepted besides the
 	// endpoint's own. A request without an Origin header (any non-browser client) is always
@@ -96,7 +113,8 @@ type Options struct {
 //
 //   - initialize, without an Mcp-Session-Id header, opens a session (one connection actor) and
 //     its answer carries the new Mcp-Session-Id. Every other request needs the header: 400
-//     without it, 404 for an unknown or ended session.
+//     without it, 404 for an unknown or ended session. Past [Config].MaxSessions (or
+//     MaxSessionsPerSubject) an initialize gets 503 (or 429) with Retry-After.
 //   - A notification or response gets 202 with no body. A request gets its answer as one JSON
 //     body, or as an SSE stream when the call sends anything before its result (progress): then
 //     those notifications and the result go on the stream, which ends after the result. A
@@ -124,8 +142,8 @@ type Options struct {
 //     Its answer is one JSON body or an SSE stream without event ids, never resumed; the client
 //     closing it cancels the request. GET and DELETE with a modern version header get 405.
 //
-// Legacy error statuses come with a JSON-RPC error body whose id is null; modern ones echo the
-// request's id.
+// Legacy error statuses come with a JSON-RPC error body whose id is null, but for an initialize
+// refused at a limit on sessions, which echoes it; modern ones echo the request's id.
 type Handler struct {
 	eng     *actors.Engine
 	log     *zap.Logger
@@ -135,6 +153,7 @@ type Handler struct {
 
 	mu       sync.Mutex
 	sessions map[string]*legacySession
+	places   places             // the sessions' places under the limits, opening ones included
 	modern   *actors.Connection // the stateless connection of modern requests, made on first use
 	closed   bool
 }
@@ -156,6 +175,7 @@ func New(eng *actors.Engine, cfg Config, opts Options) (*Handler, error) {
 		maxBody:  opts.MaxMessageSize,
 		sessions: make(map[string]*legacySession),
 	}
+	h.places = newPlaces(cfg.MaxSessions, cfg.MaxSessionsPerSubject, cfg.Auth != nil)
 	if h.maxBody <= 0 {
 		h.maxBody = protocol.DefaultMaxMessageSize
 	}
@@ -285,8 +305,15 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, msg *protoc
 		writeError(w, http.StatusServiceUnavailable, protocol.ErrTransport("Service Unavailable", "server shutting down"))
 		return
 	}
+	subject := subjectOf(id)
+	if !h.claimPlace(w, msg.ID, subject) {
+		return
+	}
 	notify := newStandaloneStream()
 	conn, err := h.eng.ConnectNotify("http", notify)
+	if err != nil {
+		h.releasePlace(subject)
+	}
 	if errors.Is(err, actors.ErrClosed) {
 		writeError(w, http.StatusServiceUnavailable, protocol.ErrTransport("Service Unavailable", "server shutting down"))
 		return
@@ -296,17 +323,23 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, msg *protoc
 		writeError(w, http.StatusInternalServerError, protocol.ErrInternal())
 		return
 	}
-	s := newLegacySession(conn, subjectOf(id), h.cfg.SessionIdleTimeout, h.endSession)
+	s := newLegacySession(conn, subject, h.cfg.SessionIdleTimeout, h.endSession)
 	s.notify = notify
 	st := newPostStream()
 	conn.DeliverWith(msg, st, id)
-	registered := false
+	registered, claimed := false, false
 	h.relay(w, r, st, s, func(first protocol.FrameKind) {
-		if first == protocol.FrameResult && h.register(s) {
-			w.Header().Set(protocol.HeaderSessionID, s.id)
-			registered = true
+		if first == protocol.FrameResult {
+			claimed = true // register takes over the place, or gives it back
+			if h.register(s) {
+				w.Header().Set(protocol.HeaderSessionID, s.id)
+				registered = true
+			}
 		}
 	})
+	if !claimed {
+		h.releasePlace(subject)
+	}
 	if !registered {
 		if s.finish() {
 			conn.Close()
@@ -408,10 +441,13 @@ func (h *Handler) acquire(w http.ResponseWriter, sid string, id *tools.Identity)
 	return s
 }
 
+// register enters an initialized session in the table, where it keeps the place its initialize
+// claimed; during shutdown it gives the place back and reports false.
 func (h *Handler) register(s *legacySession) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
+		h.places.release(s.subject)
 		return false
 	}
 	h.sessions[s.id] = s
@@ -424,6 +460,7 @@ func (h *Handler) endSession(s *legacySession) {
 	h.mu.Lock()
 	if h.sessions[s.id] == s {
 		delete(h.sessions, s.id)
+		h.places.release(s.subject)
 	}
 	h.mu.Unlock()
 	if s.finish() {
@@ -441,6 +478,7 @@ func (h *Handler) Shutdown() {
 	all := make([]*legacySession, 0, len(h.sessions))
 	for _, s := range h.sessions {
 		all = append(all, s)
+		h.places.release(s.subject)
 	}
 	clear(h.sessions)
 	modern := h.modern

@@ -1,12 +1,117 @@
 package streamable
 
 import (
+	"net/http"
 	"sync"
 	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/protocol"
 )
+
+// Limits on the legacy sessions of a [Handler]. Without them a client could open sessions, each
+// a connection actor and its bookkeeping, until memory ran out: they end only when deleted or
+// after SessionIdleTimeout.
+const (
+	// DefaultMaxSessions is the limit on open legacy sessions when [Config].MaxSessions is
+	// zero. An idle session holds about 4 KB, so the limit keeps them to some tens of MB.
+	DefaultMaxSessions = 10000
+	// DefaultMaxSessionsPerSubject is the limit on the legacy sessions of one authenticated
+	// subject when [Config].MaxSessionsPerSubject is zero: a tenth of DefaultMaxSessions, so
+	// that no one token can take every place.
+	DefaultMaxSessionsPerSubject = 1000
+)
+
+// sessionRetryAfter is the Retry-After, in seconds, of an initialize refused for a limit on
+// sessions: a hint only, since a place frees whenever a session is deleted or expires.
+const sessionRetryAfter = "5"
+
+// places counts the sessions under the limits: the open ones and those whose initialize is in
+// progress, in all and per subject. It is guarded by Handler.mu.
+type places struct {
+	max, perSubject int // 0: no limit
+	total           int
+	bySubject       map[string]int // when perSubject applies
+}
+
+// newPlaces applies the limits of a [Config]: zero means the default, negative none; the limit
+// per subject applies only with authentication.
+func newPlaces(max, perSubject int, auth bool) places {
+	switch {
+	case max == 0:
+		max = DefaultMaxSessions
+	case max < 0:
+		max = 0
+	}
+	switch {
+	case !auth || perSubject < 0:
+		perSubject = 0
+	case perSubject == 0:
+		perSubject = DefaultMaxSessionsPerSubject
+	}
+	return places{max: max, perSubject: perSubject, bySubject: make(map[string]int)}
+}
+
+// claim takes a place for a session of subject, or returns the scope and value of the limit in
+// the way: the subject's own first, since that one is the client's doing.
+func (p *places) claim(subject string) (scope string, limit int) {
+	switch {
+	case p.perSubject > 0 && p.bySubject[subject] >= p.perSubject:
+		return protocol.BusySubject, p.perSubject
+	case p.max > 0 && p.total >= p.max:
+		return protocol.BusySessions, p.max
+	}
+	p.total++
+	if p.perSubject > 0 {
+		p.bySubject[subject]++
+	}
+	return "", 0
+}
+
+// release gives back a place that claim took.
+func (p *places) release(subject string) {
+	p.total--
+	if p.perSubject == 0 {
+		return
+	}
+	if n := p.bySubject[subject] - 1; n > 0 {
+		p.bySubject[subject] = n
+	} else {
+		delete(p.bySubject, subject)
+	}
+}
+
+// claimPlace takes a place for a new session of subject under the limits on sessions, or
+// refuses the initialize request id and returns false. The refusal is a JSON-RPC error -31000
+// (the engine's code for a request refused unprocessed at a limit, safe to send again) with
+// Retry-After, in 503 Service Unavailable when the server is full, a condition of the server
+// that a load balancer may route around, and in 429 Too Many Requests when the subject has its
+// share, a condition of that client alone.
+func (h *Handler) claimPlace(w http.ResponseWriter, id protocol.ID, subject string) bool {
+	h.mu.Lock()
+	scope, limit := h.places.claim(subject)
+	h.mu.Unlock()
+	if scope == "" {
+		return true
+	}
+	h.log.Debug("initialize refused: limit on sessions reached", zap.String("scope", scope), zap.Int("limit", limit))
+	status := http.StatusServiceUnavailable
+	if scope == protocol.BusySubject {
+		status = http.StatusTooManyRequests
+	}
+	w.Header().Set("Retry-After", sessionRetryAfter)
+	writeFrame(w, status, protocol.EncodeError(id, protocol.ErrTooManySessions(scope, limit)))
+	return false
+}
+
+// releasePlace gives back the place of a session that did not open.
+func (h *Handler) releasePlace(subject string) {
+	h.mu.Lock()
+	h.places.release(subject)
+	h.mu.Unlock()
+}
 
 // legacySession is one Streamable HTTP session, the stateful kind of the revisions up to MCP
 // 2025-11-25: a connection actor, the id the client names it by, and the bookkeeping of its idle

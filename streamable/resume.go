@@ -19,6 +19,12 @@ import (
 // called client.CloseStream) resumes with GET and Last-Event-ID: it gets the events after that
 // id, from that stream only, then the rest of the stream live.
 //
+// What a session keeps is bounded without ever losing an answer that a reader can still
+// deliver: a stream that a reader (its POST, or a resuming GET) holds is never dropped; nor is
+// one whose call still runs (those are bounded by the calls in flight). Only a complete stream
+// that no reader holds, whose client may or may not come back for its end, can be dropped: a
+// session keeps maxKeptStreams of them, and past that drops the one that has waited longest.
+//
 // An event id is "<tag>-<stream>-<seq>": the session's random tag, the stream's number in the
 // session (from 1) and the event's number in the stream (0 for the priming event). Ids are
 // therefore unique across the session's streams and name their stream.
@@ -30,8 +36,8 @@ const (
 	// maxStreamEvents bounds the events one stream keeps for resumption; older ones are
 	// dropped, and resuming from before them gets 410 Gone.
 	maxStreamEvents = 1024
-	// maxKeptStreams bounds the streams one session keeps: past it, registering a stream drops
-	// the oldest that is complete but whose end no client received.
+	// maxKeptStreams bounds the complete streams that no reader holds, kept in case their
+	// client resumes them: past it, a session drops the one that has waited longest.
 	maxKeptStreams = 64
 )
 
@@ -55,6 +61,11 @@ type postStream struct {
 	wake       chan struct{} // the attached reader's; size 1
 	num        uint64        // the stream's number in its session, 0 until it is an SSE stream
 	tag        string        // the session's event-id tag
+	owner      *streams      // the table that keeps it, once it is an SSE stream
+
+	// Guarded by owner.mu: the stream's place in owner's list of idle streams.
+	idle               bool
+	idlePrev, idleNext *postStream
 }
 
 var (
@@ -85,13 +96,21 @@ func (p *postStream) Send(frame []byte) {
 	p.signal()
 }
 
-// Close says the message's answers are complete.
+// Close says the message's answers are complete. A kept stream that no reader holds becomes
+// idle.
 func (p *postStream) Close() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.closed {
-		p.closed = true
-		p.signal()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	p.signal()
+	owner := p.owner
+	idle := p.reader == 0
+	p.mu.Unlock()
+	if owner != nil && idle {
+		owner.settle(p)
 	}
 }
 
@@ -120,10 +139,10 @@ func (p *postStream) signal() {
 }
 
 // attach makes a new reader the stream's only one: a previous reader's wake channel is closed,
-// and it finds itself superseded.
+// and it finds itself superseded. A stream with a reader is never dropped for the bound on kept
+// streams.
 func (p *postStream) attach() (uint64, <-chan struct{}) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.wake != nil {
 		close(p.wake)
 	}
@@ -135,15 +154,26 @@ func (p *postStream) attach() (uint64, <-chan struct{}) {
 	p.gens++
 	p.reader = p.gens
 	p.wake = make(chan struct{}, 1)
-	return p.reader, p.wake
+	gen, wake, owner := p.reader, p.wake, p.owner
+	p.mu.Unlock()
+	if owner != nil {
+		owner.settle(p) // no longer idle
+	}
+	return gen, wake
 }
 
-// detach ends reader gen's turn, unless a newer reader took over.
+// detach ends reader gen's turn, unless a newer reader took over. A complete kept stream left
+// with no reader becomes idle.
 func (p *postStream) detach(gen uint64) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.reader == gen {
+	mine := p.reader == gen
+	if mine {
 		p.reader, p.wake, p.disconnect = 0, nil, false
+	}
+	owner, closed := p.owner, p.closed
+	p.mu.Unlock()
+	if mine && closed && owner != nil {
+		owner.settle(p)
 	}
 }
 
@@ -152,6 +182,35 @@ func (p *postStream) drop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.gone, p.frames = true, nil
+}
+
+// dropUnread drops the stream unless a reader holds it, which then delivers what it finds.
+func (p *postStream) dropUnread() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reader == 0 {
+		p.gone, p.frames = true, nil
+	}
+}
+
+// isIdle reports whether the stream is complete, not dropped, and held by no reader: whether
+// the bound on kept streams may drop it.
+func (p *postStream) isIdle() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.closed && p.reader == 0 && !p.gone
+}
+
+// evict drops the stream if it is still idle, and reports whether it did. The check and the
+// drop are one step, so a reader that attached in between keeps its stream.
+func (p *postStream) evict() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.closed || p.reader != 0 || p.gone {
+		return false
+	}
+	p.gone, p.frames = true, nil
+	return true
 }
 
 // readState is what a reader finds after its cursor.
@@ -219,6 +278,9 @@ func (p *postStream) eventID(seq uint64) string {
 }
 
 // streams is a session's table of resumable streams.
+//
+// Lock order: streams.mu before postStream.mu. A stream's own methods release its lock before
+// they call settle.
 type streams struct {
 	tag string // random, so that another session's event ids are unknown here
 
@@ -226,37 +288,92 @@ type streams struct {
 	count uint64 // streams numbered so far
 	kept  map[uint64]*postStream
 	ended bool
+
+	// The idle streams (complete, kept, held by no reader), oldest first: the only ones the
+	// bound may drop, found at the head in O(1).
+	idleHead, idleTail *postStream
+	idleLen            int
 }
 
 func newStreams() *streams {
 	return &streams{tag: rand.Text()[:8], kept: make(map[uint64]*postStream)}
 }
 
-// register numbers st and keeps it for resumption; past maxKeptStreams it drops the oldest
-// complete stream first.
+// register numbers st and keeps it for resumption.
 func (ss *streams) register(st *postStream) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ss.count++
 	st.mu.Lock()
 	st.num, st.tag = ss.count, ss.tag
+	if !ss.ended {
+		st.owner = ss
+	}
 	st.mu.Unlock()
 	if ss.ended {
 		return
 	}
-	if len(ss.kept) >= maxKeptStreams {
-		var oldest uint64
-		for n, k := range ss.kept {
-			if (oldest == 0 || n < oldest) && k.isClosed() {
-				oldest = n
-			}
-		}
-		if oldest != 0 {
-			ss.kept[oldest].drop()
-			delete(ss.kept, oldest)
+	ss.kept[ss.count] = st
+	ss.file(st)
+}
+
+// settle files st as idle or not after a change of its state (closed, a reader attached or
+// detached), and applies the bound.
+func (ss *streams) settle(st *postStream) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.file(st)
+}
+
+// file puts st in or out of the idle list, as its state says, then drops the idle streams that
+// have waited longest while there are more than maxKeptStreams; ss.mu is held. A stream whose
+// state changes again is filed again by its own call of settle: the last call sees the last
+// state. Each step is O(1); each drop takes out an entry that an earlier call put in.
+func (ss *streams) file(st *postStream) {
+	if ss.kept[st.num] != st {
+		return // forgotten, or the session ended
+	}
+	switch idle := st.isIdle(); {
+	case idle && !st.idle:
+		ss.pushIdle(st)
+	case !idle && st.idle:
+		ss.unlinkIdle(st)
+	}
+	for ss.idleLen > maxKeptStreams {
+		oldest := ss.idleHead
+		ss.unlinkIdle(oldest)
+		// A reader may have attached since oldest was filed (its settle is waiting for ss.mu):
+		// then it is not dropped, and that settle finds it busy.
+		if oldest.evict() {
+			delete(ss.kept, oldest.num)
 		}
 	}
-	ss.kept[ss.count] = st
+}
+
+func (ss *streams) pushIdle(st *postStream) {
+	st.idle, st.idlePrev, st.idleNext = true, ss.idleTail, nil
+	if ss.idleTail != nil {
+		ss.idleTail.idleNext = st
+	} else {
+		ss.idleHead = st
+	}
+	ss.idleTail = st
+	ss.idleLen++
+}
+
+func (ss *streams) unlinkIdle(st *postStream) {
+	if st.idlePrev != nil {
+		st.idlePrev.idleNext = st.idleNext
+	} else {
+		ss.idleHead = st.idleNext
+	}
+	if st.idleNext != nil {
+		st.idleNext.idlePrev = st.idlePrev
+	} else {
+		ss.idleTail = st.idlePrev
+	}
+	st.idle, st.idlePrev, st.idleNext = false, nil, nil
+	ss.idleLen--
 }
 
 // forget drops st once its end has been delivered.
@@ -264,18 +381,26 @@ func (ss *streams) forget(st *postStream) {
 	ss.mu.Lock()
 	if ss.kept[st.num] == st {
 		delete(ss.kept, st.num)
+		if st.idle {
+			ss.unlinkIdle(st)
+		}
 	}
 	ss.mu.Unlock()
 	st.drop()
 }
 
-// end drops every stream: the session is over.
+// end forgets every stream: the session is over, and none can be resumed. A stream that a
+// reader holds is left to it, so that an answer already queued still reaches its POST; the
+// others are dropped.
 func (ss *streams) end() {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ss.ended = true
 	for n, st := range ss.kept {
-		st.drop()
+		if st.idle {
+			ss.unlinkIdle(st)
+		}
+		st.dropUnread()
 		delete(ss.kept, n)
 	}
 }
@@ -457,6 +582,12 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, s *legacySessio
 	}
 	gen, wake := st.attach()
 	defer st.detach(gen)
+	// The stream may have been dropped between the lookup and the attach; attached, it no
+	// longer can be.
+	if status, msg := st.resumable(cursor); status != 0 {
+		writeError(w, status, protocol.ErrTransport(http.StatusText(status), msg))
+		return
+	}
 	startSSE(w)
 	if err := http.NewResponseController(w).Flush(); err != nil {
 		return

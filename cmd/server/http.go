@@ -33,6 +33,8 @@ type httpOptions struct {
 	allowedOrigins       listFlag
 	allowedHosts         listFlag
 	idleTimeout          time.Duration
+	maxSessions          int
+	maxSessionsPerSubj   int
 }
 
 func (o *httpOptions) register(fs *flag.FlagSet) {
@@ -44,6 +46,8 @@ func (o *httpOptions) register(fs *flag.FlagSet) {
 	fs.Var(&o.allowedOrigins, "allowed-origin", "HTTP: a browser `origin` accepted besides the endpoint's own (repeatable; * for any)")
 	fs.Var(&o.allowedHosts, "allowed-host", "HTTP: a Host header `name` accepted besides loopback names (repeatable; for reverse proxies)")
 	fs.DurationVar(&o.idleTimeout, "session-idle-timeout", toolgrain.DefaultSessionIdleTimeout, "HTTP: end sessions idle this long")
+	fs.IntVar(&o.maxSessions, "max-sessions", 0, "HTTP: sessions open at once before an initialize is refused with 503 (0: 10000, -1: no limit)")
+	fs.IntVar(&o.maxSessionsPerSubj, "max-sessions-per-subject", 0, "HTTP with auth: sessions one token's subject may have open before its initialize is refused with 429 (0: 1000, -1: no limit)")
 }
 
 func (o *httpOptions) check() error {
@@ -63,9 +67,11 @@ func (o *httpOptions) check() error {
 
 func (o *httpOptions) config() toolgrain.HTTPConfig {
 	cfg := toolgrain.HTTPConfig{
-		SessionIdleTimeout: o.idleTimeout,
-		AllowedOrigins:     o.allowedOrigins,
-		AllowedHosts:       o.allowedHosts,
+		SessionIdleTimeout:    o.idleTimeout,
+		MaxSessions:           o.maxSessions,
+		MaxSessionsPerSubject: o.maxSessionsPerSubj,
+		AllowedOrigins:        o.allowedOrigins,
+		AllowedHosts:          o.allowedHosts,
 	}
 	if len(o.tokens) > 0 {
 		resource := o.resource

@@ -247,6 +247,28 @@ func TestBinaryOverHTTP(t *testing.T) {
 	}
 }
 
+// TestSessionLimitFlags: --max-sessions and --max-sessions-per-subject reach the transport's
+// configuration; left out, they are 0, the documented defaults.
+func TestSessionLimitFlags(t *testing.T) {
+	tests := []struct {
+		give                    []string
+		wantMax, wantPerSubject int
+	}{
+		{[]string{"--transport", "http"}, 0, 0},
+		{[]string{"--transport", "http", "--max-sessions", "7", "--max-sessions-per-subject", "3"}, 7, 3},
+		{[]string{"--transport", "http", "--max-sessions", "-1"}, -1, 0},
+	}
+	for _, tt := range tests {
+		o, err := parseFlags(tt.give, io.Discard)
+		if err != nil {
+			t.Fatalf("parseFlags(%q): %v", tt.give, err)
+		}
+		if cfg := o.http.config(); cfg.MaxSessions != tt.wantMax || cfg.MaxSessionsPerSubject != tt.wantPerSubject {
+			t.Errorf("parseFlags(%q): MaxSessions %d, MaxSessionsPerSubject %d; want %d, %d", tt.give, cfg.MaxSessions, cfg.MaxSessionsPerSubject, tt.wantMax, tt.wantPerSubject)
+		}
+	}
+}
+
 func TestHTTPFlags(t *testing.T) {
 	tests := []struct {
 		give    []string

@@ -16,9 +16,10 @@
 // finished tasks are readable after a restart and those that were running are reported failed.
 //
 // Over stdio it reads newline-delimited JSON-RPC on stdin and answers on stdout; logs go to
-// stderr only. It exits 0 when stdin reaches EOF, or on SIGINT/SIGTERM, after cancelling the
-// calls in flight and flushing the diagnostics. A stdout that breaks (the client went away) is
-// reported to the diagnostics, and the server shuts down and exits 1.
+// stderr only. When stdin reaches EOF it answers the calls it received (those still running
+// after --shutdown-grace are cancelled) and exits 0; on SIGINT/SIGTERM it cancels the calls in
+// flight and exits 0; either way after flushing the diagnostics. A stdout that breaks (the
+// client went away) is reported to the diagnostics, and the server shuts down and exits 1.
 //
 // Over HTTP it serves MCP's Streamable HTTP transport at http://ADDR/mcp (127.0.0.1:8080 by
 // default) and the protected-resource metadata at /.well-known/oauth-protected-resource[/mcp].
@@ -99,7 +100,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.maxCallsPerConn, "max-calls-per-connection", 0, "calls in flight on one connection or session before new ones are refused (0: 20000, -1: no limit)")
 	fs.IntVar(&o.maxCalls, "max-calls", 0, "calls in flight on the server before new ones are refused (0: 100000, -1: no limit)")
 	fs.DurationVar(&o.toolTimeout, "tool-timeout", 0, "timeout of each tool call, for tools without their own (0: none)")
-	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 5*time.Second, "on SIGINT/SIGTERM, how long cancelled handlers, open HTTP responses and a client's last unread answers get to finish")
+	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 5*time.Second, "on SIGINT/SIGTERM, how long cancelled handlers, open HTTP responses and a client's last unread answers get to finish; at stdin EOF, how long the calls in flight get to answer")
 	fs.StringVar(&o.fixtures, "fixtures", "", "also serve a fixture `set`: conformance (the MCP conformance suite's test_* tools, test:// resources and test_* prompts)")
 	fs.StringVar(&o.stateKeyFile, "request-state-key-file", "", "read the key that protects the requestState of MCP 2026-07-28 input_required rounds from `PATH` (at least 32 bytes; share it between servers that must accept each other's states; default: a random key per process)")
 	fs.DurationVar(&o.stateTTL, "request-state-ttl", 0, "how long a requestState is accepted (0: 10m)")

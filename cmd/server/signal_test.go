@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,9 +17,11 @@ import (
 )
 
 // TestBinaryShutdown stops the real binary the ways an operator or a client does, each with
-// calls in flight: SIGTERM, SIGINT and stdin EOF must silence those calls (no answer), flush
-// the diagnostics and exit 0; so must SIGTERM while the client reads nothing (the server must
-// not wait forever for stdout). A stdout that the client closes ends the server with exit 1.
+// calls in flight: SIGTERM and SIGINT must silence those calls (no answer), flush the
+// diagnostics and exit 0; so must stdin EOF once --shutdown-grace has passed with the calls
+// still running (what ends in time is answered: see TestBinaryEndOfInput); so must SIGTERM
+// while the client reads nothing (the server must not wait forever for stdout). A stdout that
+// the client closes ends the server with exit 1.
 func TestBinaryShutdown(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
@@ -25,15 +29,16 @@ func TestBinaryShutdown(t *testing.T) {
 	bin := buildServer(t)
 	stops := []struct {
 		name string
+		args []string
 		stop func(cmd *exec.Cmd, stdin io.Closer) error
 	}{
-		{"SIGTERM", func(cmd *exec.Cmd, _ io.Closer) error { return cmd.Process.Signal(syscall.SIGTERM) }},
-		{"SIGINT", func(cmd *exec.Cmd, _ io.Closer) error { return cmd.Process.Signal(os.Interrupt) }},
-		{"stdin EOF", func(_ *exec.Cmd, stdin io.Closer) error { return stdin.Close() }},
+		{"SIGTERM", nil, func(cmd *exec.Cmd, _ io.Closer) error { return cmd.Process.Signal(syscall.SIGTERM) }},
+		{"SIGINT", nil, func(cmd *exec.Cmd, _ io.Closer) error { return cmd.Process.Signal(os.Interrupt) }},
+		{"stdin EOF", []string{"--shutdown-grace", "300ms"}, func(_ *exec.Cmd, stdin io.Closer) error { return stdin.Close() }},
 	}
 	for _, tt := range stops {
 		t.Run(tt.name, func(t *testing.T) {
-			s := startBinary(t, bin)
+			s := startBinary(t, bin, tt.args...)
 			s.exchange(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 			s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 			if got := s.exchange(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fail","arguments":{"mode":"error"}}}`); !strings.Contains(got, "Tool execution failed") {
@@ -79,6 +84,59 @@ func TestBinaryShutdown(t *testing.T) {
 		}
 	})
 	t.Run("stdout closed by the client", func(t *testing.T) { testBrokenStdout(t, bin) })
+}
+
+// TestBinaryEndOfInput: a client that closes stdin still gets the answers to the calls it sent,
+// progress included, and the server then exits 0, without waiting out --shutdown-grace (an hour
+// here). The official TypeScript client probes a server with server/discover, closes stdin and
+// sends SIGTERM: an answered probe leaves nothing in flight, and the server exits at once.
+func TestBinaryEndOfInput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildServer(t)
+	t.Run("calls in flight", func(t *testing.T) {
+		s := startBinary(t, bin, "--shutdown-grace", "1h")
+		s.exchange(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":200}}}`)
+		s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":300},"_meta":{"progressToken":"p"}}}`)
+		s.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"fail","arguments":{"mode":"panic"}}}`)
+		_ = s.stdin.Close()
+		rest, err := io.ReadAll(s.stdout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var answers []string
+		for _, line := range strings.Split(strings.TrimSpace(string(rest)), "\n") {
+			if !strings.Contains(line, `"notifications/progress"`) {
+				answers = append(answers, line)
+			}
+		}
+		slices.Sort(answers)
+		want := []string{
+			`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"slept"}]}}`,
+			`{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"slept"}]}}`,
+			`{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"Tool execution failed"}],"isError":true}}`,
+		}
+		if !slices.Equal(answers, want) {
+			t.Errorf("answers after EOF:\n%s\nwant:\n%s", strings.Join(answers, "\n"), strings.Join(want, "\n"))
+		}
+		s.wait(0)
+		if lines := s.diagnostics(); len(lines) != 1 || !strings.Contains(lines[0], `"request_id":3`) {
+			t.Errorf("diagnostics file: %q, want the one report of request 3", lines)
+		}
+	})
+	t.Run("discover probe", func(t *testing.T) {
+		s := startBinary(t, bin, "--shutdown-grace", "1h")
+		got := s.exchange(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+		if !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":1,"result":`) {
+			t.Fatalf("server/discover: %s", got)
+		}
+		_ = s.stdin.Close()
+		_ = s.cmd.Process.Signal(syscall.SIGTERM) // fails harmlessly if the server has exited
+		s.waitStopped()
+	})
 }
 
 // testBrokenStdout: when the client closes the server's stdout, the write error is reported
@@ -169,6 +227,25 @@ func (s *binary) wait(code int) {
 		}
 		if got != code {
 			s.t.Fatalf("exit code %d, want %d\nstderr: %s", got, code, s.stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		s.t.Fatalf("the server did not exit\nstderr: %s", s.stderr.String())
+	}
+}
+
+// waitStopped waits, under a watchdog, for the process to end with exit code 0 or by SIGTERM
+// (which can arrive after the server has restored the default signal handling on its way out).
+func (s *binary) waitStopped() {
+	s.t.Helper()
+	select {
+	case err := <-s.done:
+		s.done <- err // for Cleanup
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+		case errors.As(err, &ee) && ee.ProcessState.Sys().(syscall.WaitStatus).Signal() == syscall.SIGTERM:
+		default:
+			s.t.Fatalf("exit: %v\nstderr: %s", err, s.stderr.String())
 		}
 	case <-time.After(30 * time.Second):
 		s.t.Fatalf("the server did not exit\nstderr: %s", s.stderr.String())
