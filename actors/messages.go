@@ -24,6 +24,9 @@ type (
 		modern bool
 		env    *protocol.Envelope
 		envErr *protocol.WireError
+		// rec is its telemetry, started by the transport's goroutine; nil when there is none
+		// (trace.go).
+		rec *served
 	}
 	// inputEnded: transport → connection. The input ended (EOF, HTTP session deleted or expired,
 	// shutdown): cancel everything in flight, then stop once every request actor has ended.

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgrain/toolgrain/cancel"
 	"github.com/toolgrain/toolgrain/client"
@@ -41,6 +42,7 @@ type opSpec struct {
 	run func(ctx context.Context) (any, error)
 	// ann annotates the result of a modern request; nil for a legacy one.
 	ann *protocol.Annotation
+	rec *served // telemetry; nil when there is none
 }
 
 // operationActor owns one resources/read, prompts/get or completion/complete whose handler is
@@ -82,6 +84,10 @@ func (o *operationActor) start(ctx actor.Context) {
 	o.stop = stop
 	hctx = o.eng.handlerContext(hctx, o.peer, o.meta)
 	hctx = tools.WithIdentity(hctx, o.identity)
+	span := o.rec.child(spanHandler)
+	if span != nil {
+		hctx = trace.ContextWithSpan(hctx, span)
+	}
 	self, root, run := ctx.Self(), ctx.ActorSystem().Root, o.run
 	o.eng.handlers.Add(1)
 	// The handler runs on a pool worker but belongs to this operation actor, which waits for
@@ -90,6 +96,7 @@ func (o *operationActor) start(ctx actor.Context) {
 	o.eng.pool.Go(func() {
 		defer o.eng.handlers.Done()
 		res, err := runRecovered(hctx, o.method, run)
+		endSpan(span, err)
 		root.Send(self, &operationDone{result: res, err: err})
 	})
 }
@@ -128,6 +135,7 @@ func (o *operationActor) answer(d *operationDone) {
 // fail answers -32603 and, only if that answer was sent, reports the original error.
 func (o *operationActor) fail(err error) {
 	frame := protocol.EncodeError(o.id, protocol.ErrInternal())
+	o.rec.failed(err)
 	if !o.call.Respond(func() { o.stream.Send(frame) }) {
 		return
 	}
@@ -145,12 +153,12 @@ func (c *connectionActor) spawnOperation(ctx actor.Context, m *protocol.Message,
 	if c.idBusy(m, s) {
 		return
 	}
-	f := &flight{call: cancel.New(context.Background())}
+	f := &flight{call: cancel.New(c.rec.context())}
 	c.track(m, s, f)
 	spec := &opSpec{
 		eng: c.eng, id: m.ID, method: m.Method, name: name, meta: meta,
 		call: f.call, stream: s, peer: c.newPeer(f.call, s, input), identity: caller, run: run,
-		ann: c.eng.annotation(c.modern, cacheable),
+		ann: c.eng.annotation(c.modern, cacheable), rec: c.rec,
 	}
 	f.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newOperationActor(spec) }, actor.WithDispatcher(c.eng.dispatcher)))
 	c.children[f.pid.Id] = f

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgrain/toolgrain/cancel"
 	"github.com/toolgrain/toolgrain/client"
@@ -45,6 +46,7 @@ type callSpec struct {
 	slot     *callSlot // the call's place under the limits on calls in flight
 	// ann annotates the results of a modern call (resultType, serverInfo); nil for legacy.
 	ann *protocol.Annotation
+	rec *served // the call's telemetry; nil when there is none
 }
 
 // request phases.
@@ -94,6 +96,7 @@ func (r *requestActor) Receive(ctx actor.Context) {
 		if r.phase != phaseWaiting {
 			return
 		}
+		r.rec.endPhase()
 		if r.call.Silenced() {
 			r.finish(ctx)
 			return
@@ -121,6 +124,7 @@ func (r *requestActor) Receive(ctx actor.Context) {
 		}
 		r.finish(ctx)
 	case *actor.Stopped:
+		r.rec.endPhase()
 		if r.timer != nil {
 			r.timer.Stop()
 		}
@@ -140,25 +144,36 @@ func (r *requestActor) Receive(ctx actor.Context) {
 
 func (r *requestActor) start(ctx actor.Context) {
 	r.begin()
-	if fb := r.tool.ValidateMeta(r.meta); fb != nil {
+	r.rec.arguments(r.args)
+	if fb := r.validate(); fb != nil {
 		r.respondResult(feedbackResult(fb))
 		r.finish(ctx)
 		return
 	}
-	args, fb := r.tool.ValidateInput(r.args)
-	if fb != nil {
-		r.respondResult(feedbackResult(fb))
-		r.finish(ctx)
-		return
-	}
-	r.args = args
 	if r.toolPID != nil {
 		r.phase = phaseWaiting
 		r.acquired = true
+		r.rec.beginPhase(spanWaitSlot)
 		ctx.Send(r.toolPID, &acquireSlot{who: ctx.Self()})
 		return
 	}
 	r.run(ctx)
+}
+
+// validate checks the call's _meta and arguments against the tool's schemas, and keeps the
+// arguments as the tool reads them; it returns the feedback for the client when they fail.
+func (r *requestActor) validate() *tools.Result {
+	span := r.rec.child(spanValidate)
+	defer endSpan(span, nil)
+	if fb := r.tool.ValidateMeta(r.meta); fb != nil {
+		return fb
+	}
+	args, fb := r.tool.ValidateInput(r.args)
+	if fb != nil {
+		return fb
+	}
+	r.args = args
+	return nil
 }
 
 // run starts the handler goroutine.
@@ -180,6 +195,10 @@ func (r *requestActor) run(ctx actor.Context) {
 	r.hctx = hctx
 	hctx = r.eng.handlerContext(hctx, r.peer, r.meta)
 	hctx = tools.WithIdentity(hctx, r.identity)
+	span := r.rec.child(spanHandler)
+	if span != nil {
+		hctx = trace.ContextWithSpan(hctx, span)
+	}
 	req := &tools.Request{Tool: r.tool.Name(), Arguments: r.args, Meta: r.meta}
 	self, root, tool := ctx.Self(), ctx.ActorSystem().Root, r.tool
 	r.eng.handlers.Add(1)
@@ -189,6 +208,7 @@ func (r *requestActor) run(ctx actor.Context) {
 	r.eng.pool.Go(func() {
 		defer r.eng.handlers.Done()
 		res, err := tool.Run(hctx, req)
+		endSpan(span, err)
 		root.Send(self, &handlerDone{result: res, err: err})
 	})
 }
@@ -238,6 +258,7 @@ func (r *requestActor) answer(d *handlerDone) {
 	if d.result.IsError {
 		outcome = metrics.ToolError
 	}
+	r.rec.succeeded(d.result)
 	r.respondAs(frame, outcome)
 }
 
@@ -249,6 +270,7 @@ func (r *requestActor) fail(err error) {
 	if errors.Is(err, ErrTimeout) {
 		outcome = metrics.Timeout
 	}
+	r.rec.failed(err)
 	if !r.respondAs(frame, outcome) {
 		return
 	}
