@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -12,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgrain/toolgrain/metrics"
+	"github.com/toolgrain/toolgrain/protocol"
 )
 
 // OpenTelemetry instrumentation, by the MCP semantic conventions: a SERVER span for every
@@ -108,6 +110,64 @@ type telemetry struct {
 	sessionDuration metric.Float64Histogram
 	refused         metric.Int64Counter
 	gauges          metric.Registration
+
+	// The attributes of mcp.server.operation.duration, by their values. Every value is bounded
+	// (methods the engine serves, tools and prompts it has, codes it answers, versions it
+	// knows), so the cache is small, and recording allocates nothing once a set was seen.
+	opMu  sync.RWMutex
+	ops   map[opKey]metric.MeasurementOption
+	tools sync.Map // tool name → its gen_ai.tool.name option, for otelRecorder
+}
+
+// opKey is what the attributes of one mcp.server.operation.duration measurement are made of.
+type opKey struct{ method, tool, prompt, errType, version, transport string }
+
+// opAttrs returns the attributes of a measurement made of k.
+func (t *telemetry) opAttrs(k opKey) metric.MeasurementOption {
+	t.opMu.RLock()
+	o, ok := t.ops[k]
+	t.opMu.RUnlock()
+	if ok {
+		return o
+	}
+	attrs := make([]attribute.KeyValue, 0, 7)
+	attrs = append(attrs, attribute.String(semMethod, k.method))
+	if k.method == protocol.MethodToolsCall {
+		attrs = append(attrs, attribute.String(semOperationName, semExecuteTool))
+	}
+	if k.tool != "" {
+		attrs = append(attrs, attribute.String(semToolName, k.tool))
+	}
+	if k.prompt != "" {
+		attrs = append(attrs, attribute.String(semPromptName, k.prompt))
+	}
+	if k.errType != "" {
+		attrs = append(attrs, attribute.String(semErrorType, k.errType))
+		if k.errType != semToolError {
+			attrs = append(attrs, attribute.String(semStatusCode, k.errType))
+		}
+	}
+	if k.version != "" {
+		attrs = append(attrs, attribute.String(semProtocolVersion, k.version))
+	}
+	if k.transport != "" {
+		attrs = append(attrs, attribute.String(semTransport, k.transport))
+	}
+	o = metric.WithAttributeSet(attribute.NewSet(attrs...))
+	t.opMu.Lock()
+	t.ops[k] = o
+	t.opMu.Unlock()
+	return o
+}
+
+// toolAttr returns the gen_ai.tool.name option of tool.
+func (t *telemetry) toolAttr(tool string) metric.MeasurementOption {
+	if o, ok := t.tools.Load(tool); ok {
+		return o.(metric.MeasurementOption)
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(attribute.String(semToolName, tool)))
+	t.tools.Store(tool, o)
+	return o
 }
 
 // newTelemetry starts the instrumentation of e, or returns nil when cfg records nothing.
@@ -115,7 +175,8 @@ func newTelemetry(cfg Telemetry, e *Engine) (*telemetry, error) {
 	if cfg.TracerProvider == nil && cfg.MeterProvider == nil && cfg.Propagator == nil {
 		return nil, nil
 	}
-	t := &telemetry{prop: cfg.Propagator, failures: cfg.TraceFailures, args: nameSet(cfg.TraceArguments), results: nameSet(cfg.TraceResults)}
+	t := &telemetry{prop: cfg.Propagator, failures: cfg.TraceFailures, args: nameSet(cfg.TraceArguments), results: nameSet(cfg.TraceResults),
+		ops: make(map[opKey]metric.MeasurementOption)}
 	if tp := cfg.TracerProvider; tp != nil {
 		t.tracer = tp.Tracer(instrumentationName, trace.WithInstrumentationVersion(cfg.Version))
 		if t.prop == nil {
@@ -159,7 +220,7 @@ func (t *telemetry) startMetrics(m metric.Meter, e *Engine) error {
 		metric.WithDescription("Tool calls refused, unprocessed, because a limit on calls in flight was reached.")); err != nil {
 		return err
 	}
-	rec := &otelRecorder{}
+	rec := &otelRecorder{tel: t}
 	if rec.inFlight, err = m.Int64UpDownCounter("toolgrain.tool.calls.active", metric.WithUnit("{call}"),
 		metric.WithDescription("Tool calls started and not yet answered or cancelled.")); err != nil {
 		return err
@@ -253,6 +314,7 @@ func networkTransport(name string) string {
 
 // otelRecorder is the metrics.Recorder side of the instrumentation.
 type otelRecorder struct {
+	tel       *telemetry
 	inFlight  metric.Int64UpDownCounter
 	cancelled metric.Int64Counter
 	late      metric.Int64Counter
@@ -261,23 +323,19 @@ type otelRecorder struct {
 
 var _ metrics.Recorder = (*otelRecorder)(nil)
 
-func toolAttr(tool string) metric.MeasurementOption {
-	return metric.WithAttributes(attribute.String(semToolName, tool))
-}
-
 func (r *otelRecorder) CallStarted(tool string) {
-	r.inFlight.Add(context.Background(), 1, toolAttr(tool))
+	r.inFlight.Add(context.Background(), 1, r.tel.toolAttr(tool))
 }
 
 func (r *otelRecorder) CallEnded(tool string, o metrics.Outcome, _ time.Duration) {
-	r.inFlight.Add(context.Background(), -1, toolAttr(tool))
+	r.inFlight.Add(context.Background(), -1, r.tel.toolAttr(tool))
 	if o == metrics.Cancelled {
-		r.cancelled.Add(context.Background(), 1, toolAttr(tool))
+		r.cancelled.Add(context.Background(), 1, r.tel.toolAttr(tool))
 	}
 }
 
 func (r *otelRecorder) LateResponseSuppressed(tool string) {
-	r.late.Add(context.Background(), 1, toolAttr(tool))
+	r.late.Add(context.Background(), 1, r.tel.toolAttr(tool))
 }
 
 func (r *otelRecorder) ReportDropped() { r.dropped.Add(context.Background(), 1) }

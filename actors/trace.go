@@ -8,7 +8,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgrain/toolgrain/cancel"
@@ -70,7 +69,10 @@ func (t *telemetry) receive(ctx context.Context, c *Connection, in *inbound) *se
 		s.method = semOther
 	}
 	if in.modern && in.env != nil {
-		s.version = in.env.ProtocolVersion
+		// A version the client made up stays out: it would be a metric series of its own.
+		if v := in.env.ProtocolVersion; protocol.IsModernVersion(v) || protocol.IsSupportedVersion(v) {
+			s.version = v
+		}
 	}
 	var uri string
 	switch m.Method {
@@ -127,11 +129,7 @@ func (t *telemetry) receive(ctx context.Context, c *Connection, in *inbound) *se
 	if sid := c.session.Load(); sid != nil && !in.modern {
 		attrs = append(attrs, attribute.String(semSessionID, *sid))
 	}
-	opts := []trace.SpanStartOption{
-		trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithTimestamp(s.start),
-		trace.WithAttributes(attrs...),
-	}
+	opts := []trace.SpanStartOption{serverKind, trace.WithAttributes(attrs...)}
 	if link := trace.SpanContextFromContext(ctx); link.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: link}))
 	}
@@ -152,6 +150,12 @@ var knownMethods = map[string]bool{
 	protocol.MethodInitialized: true, protocol.MethodCancelled: true, protocol.MethodProgress: true,
 	protocol.MethodRootsListChanged: true,
 }
+
+// The span kinds, made once.
+var (
+	serverKind   = trace.WithSpanKind(trace.SpanKindServer)
+	internalKind = trace.WithSpanKind(trace.SpanKindInternal)
+)
 
 // idString is jsonrpc.request.id: a string id's value, an integer's digits.
 func idString(id protocol.ID) string {
@@ -186,7 +190,7 @@ func (s *served) child(name string) trace.Span {
 	if s == nil || s.span == nil || !s.span.IsRecording() {
 		return nil
 	}
-	_, sp := s.tel.tracer.Start(s.ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
+	_, sp := s.tel.tracer.Start(s.ctx, name, internalKind)
 	return sp
 }
 
@@ -301,33 +305,11 @@ func (s *served) finish(errType, desc string) {
 		}
 	}
 	if s.span != nil {
-		s.span.End(trace.WithTimestamp(end))
+		s.span.End()
 	}
 	if h := s.tel.opDuration; h != nil {
-		attrs := make([]attribute.KeyValue, 0, 7)
-		attrs = append(attrs, attribute.String(semMethod, s.method))
-		if s.method == protocol.MethodToolsCall {
-			attrs = append(attrs, attribute.String(semOperationName, semExecuteTool))
-		}
-		if s.tool != "" {
-			attrs = append(attrs, attribute.String(semToolName, s.tool))
-		}
-		if s.prompt != "" {
-			attrs = append(attrs, attribute.String(semPromptName, s.prompt))
-		}
-		if errType != "" {
-			attrs = append(attrs, attribute.String(semErrorType, errType))
-			if errType != semToolError {
-				attrs = append(attrs, attribute.String(semStatusCode, errType))
-			}
-		}
-		if s.version != "" {
-			attrs = append(attrs, attribute.String(semProtocolVersion, s.version))
-		}
-		if s.transport != "" {
-			attrs = append(attrs, attribute.String(semTransport, s.transport))
-		}
-		h.Record(s.ctx, end.Sub(s.start).Seconds(), metric.WithAttributes(attrs...))
+		key := opKey{method: s.method, tool: s.tool, prompt: s.prompt, errType: errType, version: s.version, transport: s.transport}
+		h.Record(s.ctx, end.Sub(s.start).Seconds(), s.tel.opAttrs(key))
 	}
 }
 
