@@ -219,11 +219,11 @@ func (r *requestActor) runOnActor(ctx actor.Context, target *actor.PID) {
 	}
 	ctx.Watch(target)
 	r.watching = true
-	if span := r.rec.beginPhase(spanActorCall); span != nil {
+	if span := r.rec().beginPhase(spanActorCall); span != nil {
 		// The call's trace context travels in the message header, as protoactor's own tracing
 		// carries it: a host actor reads it with ctx.MessageHeader().
 		h := propagation.MapCarrier{}
-		r.eng.tel.prop.Inject(trace.ContextWithSpan(r.rec.context(), span), h)
+		r.eng.tel.prop.Inject(trace.ContextWithSpan(r.rec().context(), span), h)
 		ctx.Send(target, &actor.MessageEnvelope{Header: map[string]string(h), Message: call, Sender: self})
 		return
 	}
@@ -301,7 +301,7 @@ func (r *requestActor) cancelActor(ctx actor.Context, cause error) {
 // unwatch stops watching the tool's actor, whose call is over. A stopped watcher stays on the
 // watched actor's list, so a long-lived host actor would otherwise collect one entry per call.
 func (r *requestActor) unwatch(ctx actor.Context) {
-	r.rec.endPhase()
+	r.rec().endPhase()
 	if r.watching {
 		r.watching = false
 		ctx.Unwatch(r.target)

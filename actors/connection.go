@@ -363,7 +363,6 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 		peer:    c.newPeer(f.call, s, input),
 		slot:    slot,
 		ann:     c.eng.annotation(c.modern, false),
-		rec:     c.rec,
 	}
 	spec.identity = caller
 	f.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newRequestActor(spec) }, actor.WithDispatcher(c.eng.dispatcher)))

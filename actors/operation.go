@@ -42,7 +42,6 @@ type opSpec struct {
 	run func(ctx context.Context) (any, error)
 	// ann annotates the result of a modern request; nil for a legacy one.
 	ann *protocol.Annotation
-	rec *served // telemetry; nil when there is none
 }
 
 // operationActor owns one resources/read, prompts/get or completion/complete whose handler is
@@ -84,8 +83,8 @@ func (o *operationActor) start(ctx actor.Context) {
 	o.stop = stop
 	hctx = o.eng.handlerContext(hctx, o.peer, o.meta)
 	hctx = tools.WithIdentity(hctx, o.identity)
-	span := o.rec.child(spanHandler)
-	if span != nil {
+	rec := recordOf(o.stream)
+	if span := rec.startHandler(); span != nil {
 		hctx = trace.ContextWithSpan(hctx, span)
 	}
 	self, root, run := ctx.Self(), ctx.ActorSystem().Root, o.run
@@ -96,7 +95,7 @@ func (o *operationActor) start(ctx actor.Context) {
 	o.eng.pool.Go(func() {
 		defer o.eng.handlers.Done()
 		res, err := runRecovered(hctx, o.method, run)
-		endSpan(span, err)
+		rec.endHandler(err)
 		root.Send(self, &operationDone{result: res, err: err})
 	})
 }
@@ -135,7 +134,7 @@ func (o *operationActor) answer(d *operationDone) {
 // fail answers -32603 and, only if that answer was sent, reports the original error.
 func (o *operationActor) fail(err error) {
 	frame := protocol.EncodeError(o.id, protocol.ErrInternal())
-	o.rec.failed(err)
+	recordOf(o.stream).failed(err)
 	if !o.call.Respond(func() { o.stream.Send(frame) }) {
 		return
 	}
@@ -158,7 +157,7 @@ func (c *connectionActor) spawnOperation(ctx actor.Context, m *protocol.Message,
 	spec := &opSpec{
 		eng: c.eng, id: m.ID, method: m.Method, name: name, meta: meta,
 		call: f.call, stream: s, peer: c.newPeer(f.call, s, input), identity: caller, run: run,
-		ann: c.eng.annotation(c.modern, cacheable), rec: c.rec,
+		ann: c.eng.annotation(c.modern, cacheable),
 	}
 	f.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newOperationActor(spec) }, actor.WithDispatcher(c.eng.dispatcher)))
 	c.children[f.pid.Id] = f

@@ -46,7 +46,6 @@ type callSpec struct {
 	slot     *callSlot // the call's place under the limits on calls in flight
 	// ann annotates the results of a modern call (resultType, serverInfo); nil for legacy.
 	ann *protocol.Annotation
-	rec *served // the call's telemetry; nil when there is none
 }
 
 // request phases.
@@ -78,6 +77,9 @@ type requestActor struct {
 
 func newRequestActor(spec *callSpec) *requestActor { return &requestActor{callSpec: spec} }
 
+// rec is the call's telemetry, which its traced stream carries; nil when there is none.
+func (r *requestActor) rec() *served { return recordOf(r.stream) }
+
 func (r *requestActor) Receive(ctx actor.Context) {
 	if r.target != nil && r.receiveFromActor(ctx) {
 		return
@@ -96,7 +98,7 @@ func (r *requestActor) Receive(ctx actor.Context) {
 		if r.phase != phaseWaiting {
 			return
 		}
-		r.rec.endPhase()
+		r.rec().endPhase()
 		if r.call.Silenced() {
 			r.finish(ctx)
 			return
@@ -124,7 +126,7 @@ func (r *requestActor) Receive(ctx actor.Context) {
 		}
 		r.finish(ctx)
 	case *actor.Stopped:
-		r.rec.endPhase()
+		r.rec().endPhase()
 		if r.timer != nil {
 			r.timer.Stop()
 		}
@@ -144,7 +146,7 @@ func (r *requestActor) Receive(ctx actor.Context) {
 
 func (r *requestActor) start(ctx actor.Context) {
 	r.begin()
-	r.rec.arguments(r.args)
+	r.rec().arguments(r.args)
 	if fb := r.validate(); fb != nil {
 		r.respondResult(feedbackResult(fb))
 		r.finish(ctx)
@@ -153,7 +155,7 @@ func (r *requestActor) start(ctx actor.Context) {
 	if r.toolPID != nil {
 		r.phase = phaseWaiting
 		r.acquired = true
-		r.rec.beginPhase(spanWaitSlot)
+		r.rec().beginPhase(spanWaitSlot)
 		ctx.Send(r.toolPID, &acquireSlot{who: ctx.Self()})
 		return
 	}
@@ -163,7 +165,7 @@ func (r *requestActor) start(ctx actor.Context) {
 // validate checks the call's _meta and arguments against the tool's schemas, and keeps the
 // arguments as the tool reads them; it returns the feedback for the client when they fail.
 func (r *requestActor) validate() *tools.Result {
-	span := r.rec.child(spanValidate)
+	span := r.rec().child(spanValidate)
 	defer endSpan(span, nil)
 	if fb := r.tool.ValidateMeta(r.meta); fb != nil {
 		return fb
@@ -195,8 +197,7 @@ func (r *requestActor) run(ctx actor.Context) {
 	r.hctx = hctx
 	hctx = r.eng.handlerContext(hctx, r.peer, r.meta)
 	hctx = tools.WithIdentity(hctx, r.identity)
-	span := r.rec.child(spanHandler)
-	if span != nil {
+	if span := r.rec().startHandler(); span != nil {
 		hctx = trace.ContextWithSpan(hctx, span)
 	}
 	req := &tools.Request{Tool: r.tool.Name(), Arguments: r.args, Meta: r.meta}
@@ -208,7 +209,7 @@ func (r *requestActor) run(ctx actor.Context) {
 	r.eng.pool.Go(func() {
 		defer r.eng.handlers.Done()
 		res, err := tool.Run(hctx, req)
-		endSpan(span, err)
+		r.rec().endHandler(err)
 		root.Send(self, &handlerDone{result: res, err: err})
 	})
 }
@@ -258,7 +259,7 @@ func (r *requestActor) answer(d *handlerDone) {
 	if d.result.IsError {
 		outcome = metrics.ToolError
 	}
-	r.rec.succeeded(d.result)
+	r.rec().succeeded(d.result)
 	r.respondAs(frame, outcome)
 }
 
@@ -270,7 +271,7 @@ func (r *requestActor) fail(err error) {
 	if errors.Is(err, ErrTimeout) {
 		outcome = metrics.Timeout
 	}
-	r.rec.failed(err)
+	r.rec().failed(err)
 	if !r.respondAs(frame, outcome) {
 		return
 	}

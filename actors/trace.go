@@ -52,6 +52,9 @@ type served struct {
 	// phase is the open child span of a tools/call's wait for a run slot, or of its call to an
 	// actor-backed tool; only its request actor touches it.
 	phase trace.Span
+	// handler is the span of the handler's run, started by the actor before the handler's
+	// goroutine, ended by that goroutine.
+	handler trace.Span
 
 	ended atomic.Bool
 }
@@ -209,6 +212,23 @@ func (s *served) endPhase() {
 	if s != nil && s.phase != nil {
 		s.phase.End()
 		s.phase = nil
+	}
+}
+
+// startHandler starts the span of the handler's run and returns it; nil when the request is
+// not recorded.
+func (s *served) startHandler() trace.Span {
+	if s == nil {
+		return nil
+	}
+	s.handler = s.child(spanHandler)
+	return s.handler
+}
+
+// endHandler ends the span of the handler's run, marking it failed when err is not nil.
+func (s *served) endHandler(err error) {
+	if s != nil {
+		endSpan(s.handler, err)
 	}
 }
 
