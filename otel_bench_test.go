@@ -1,7 +1,6 @@
 package toolgrain_test
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net/http"
@@ -82,21 +81,14 @@ func benchEchoWindow(b *testing.B, cfg toolgrain.Config) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan error, 1)
-	go func() { done <- srv.ServeStdio(context.Background(), inR, outW) }()
-	out := bufio.NewReader(outR)
-	if _, err := io.WriteString(inW, benchInit+"\n"+`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := out.ReadSlice('\n'); err != nil {
-		b.Fatal(err)
-	}
-	// The writer sends a call whenever fewer than benchWindow are unanswered; it ends after
-	// b.N calls or when stop closes.
+	conn := startBenchStdio(b, srv)
+	defer conn.stop(b)
+	// The writer sends a call whenever fewer than benchWindow are unanswered. Owned by this
+	// function: it ends after b.N calls, at the first failed write, or when stop closes (the
+	// reader failed).
 	slots := make(chan struct{}, benchWindow)
 	stop := make(chan struct{})
+	defer close(stop)
 	wrote := make(chan error, 1)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -111,7 +103,7 @@ func benchEchoWindow(b *testing.B, cfg toolgrain.Config) {
 				return
 			}
 			line = append(appendEchoCall(line[:0], i+1), '\n')
-			if _, err := inW.Write(line); err != nil {
+			if _, err := conn.in.Write(line); err != nil {
 				wrote <- err
 				return
 			}
@@ -119,8 +111,7 @@ func benchEchoWindow(b *testing.B, cfg toolgrain.Config) {
 		wrote <- nil
 	}()
 	for range b.N {
-		if _, err := out.ReadSlice('\n'); err != nil {
-			close(stop)
+		if _, err := conn.out.ReadSlice('\n'); err != nil {
 			b.Fatal(err)
 		}
 		<-slots
@@ -132,13 +123,6 @@ func benchEchoWindow(b *testing.B, cfg toolgrain.Config) {
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/call")
-	_ = inW.Close()
-	go func() { _, _ = io.Copy(io.Discard, out) }()
-	if err := <-done; err != nil {
-		b.Fatal(err)
-	}
-	_ = srv.Close()
-	_ = outW.Close()
 }
 
 // cpuTime is the user and system CPU time the process has used.

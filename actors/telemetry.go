@@ -130,17 +130,7 @@ func (t *telemetry) opAttrs(k opKey) metric.MeasurementOption {
 	if ok {
 		return o
 	}
-	attrs := make([]attribute.KeyValue, 0, 7)
-	attrs = append(attrs, attribute.String(semMethod, k.method))
-	if k.method == protocol.MethodToolsCall {
-		attrs = append(attrs, attribute.String(semOperationName, semExecuteTool))
-	}
-	if k.tool != "" {
-		attrs = append(attrs, attribute.String(semToolName, k.tool))
-	}
-	if k.prompt != "" {
-		attrs = append(attrs, attribute.String(semPromptName, k.prompt))
-	}
+	attrs := appendTarget(make([]attribute.KeyValue, 0, 7), k.method, k.tool, k.prompt)
 	if k.errType != "" {
 		attrs = append(attrs, attribute.String(semErrorType, k.errType))
 		if k.errType != semToolError {
@@ -158,6 +148,22 @@ func (t *telemetry) opAttrs(k opKey) metric.MeasurementOption {
 	t.ops[k] = o
 	t.opMu.Unlock()
 	return o
+}
+
+// appendTarget appends what a request is about, on its span and its measurements alike: its
+// method, and the tool (with gen_ai.operation.name) or prompt it names.
+func appendTarget(attrs []attribute.KeyValue, method, tool, prompt string) []attribute.KeyValue {
+	attrs = append(attrs, attribute.String(semMethod, method))
+	if method == protocol.MethodToolsCall {
+		attrs = append(attrs, attribute.String(semOperationName, semExecuteTool))
+	}
+	if tool != "" {
+		attrs = append(attrs, attribute.String(semToolName, tool))
+	}
+	if prompt != "" {
+		attrs = append(attrs, attribute.String(semPromptName, prompt))
+	}
+	return attrs
 }
 
 // toolAttr returns the gen_ai.tool.name option of tool.

@@ -109,19 +109,9 @@ func (t *telemetry) receive(ctx context.Context, c *Connection, in *inbound) *se
 	case s.prompt != "":
 		name += " " + s.prompt
 	}
-	attrs := make([]attribute.KeyValue, 0, 8)
-	attrs = append(attrs, attribute.String(semMethod, s.method))
+	attrs := appendTarget(make([]attribute.KeyValue, 0, 8), s.method, s.tool, s.prompt)
 	if !s.notify {
 		attrs = append(attrs, attribute.String(semRequestID, idString(m.ID)))
-	}
-	if m.Method == protocol.MethodToolsCall {
-		attrs = append(attrs, attribute.String(semOperationName, semExecuteTool))
-	}
-	if s.tool != "" {
-		attrs = append(attrs, attribute.String(semToolName, s.tool))
-	}
-	if s.prompt != "" {
-		attrs = append(attrs, attribute.String(semPromptName, s.prompt))
 	}
 	if uri != "" {
 		attrs = append(attrs, attribute.String(semResourceURI, uri))
