@@ -10,8 +10,14 @@ import (
 // Config.Tools; a name already served is a *tools.ToolNameError with Reason "duplicate", and on
 // any error nothing is added. Every initialized client is then sent
 // notifications/tools/list_changed: over stdio on the connection's output, over HTTP on the
-// session's standalone stream.
-func (s *Server) AddTools(defs ...tools.Tool) error { return s.eng.AddTools(defs...) }
+// session's standalone stream. A tool with a tools.TaskSupport needs a server that offers tasks
+// (see [TaskConfig]).
+func (s *Server) AddTools(defs ...tools.Tool) error {
+	if err := s.checkTaskTools(defs); err != nil {
+		return err
+	}
+	return s.eng.AddTools(defs...)
+}
 
 // RemoveTools stops serving the named tools and returns how many were removed. Calls already
 // running finish normally. When any was removed, every initialized client is sent

@@ -4,23 +4,10 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/internal/demo"
 )
-
-// waitFor polls cond until it holds, failing the test at the watchdog.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(watchdog)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 // TestLiveAndReady: a serving server is live and ready; at its limit of calls in flight it is
 // live but not ready (ErrSaturated), and ready again once a call ends; after Close it is
@@ -39,7 +26,7 @@ func TestLiveAndReady(t *testing.T) {
 	if err := c.Send([]byte(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"sleep","arguments":{"ms":600000}}}`)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "Ready reports the limit", func() bool { return errors.Is(srv.Ready(), toolgrain.ErrSaturated) })
+	waitFor(t, func() bool { return errors.Is(srv.Ready(), toolgrain.ErrSaturated) })
 	if err := srv.Ready(); err.Error() != "toolgrain: at the limit of calls in flight: 1 calls in flight (limit 1)" {
 		t.Errorf("Ready = %q", err)
 	}
@@ -49,7 +36,7 @@ func TestLiveAndReady(t *testing.T) {
 	if err := c.Send([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"s"}}`)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "Ready after the call ended", func() bool { return srv.Ready() == nil })
+	waitFor(t, func() bool { return srv.Ready() == nil })
 
 	if err := srv.Close(); err != nil {
 		t.Fatal(err)

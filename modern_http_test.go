@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -342,4 +344,64 @@ func TestDualEraHTTP(t *testing.T) {
 	modern.expectModern(modernCall("2", "echo", `{"text":"m"}`, `{}`), 200, modernResult("2", `"content":[{"type":"text","text":"m"}]`),
 		"Mcp-Session-Id", legacy.id)
 	legacy.expect(`{"jsonrpc":"2.0","id":2,"method":"ping"}`, `{"jsonrpc":"2.0","id":2,"result":{}}`)
+}
+
+// TestModernHTTPWeighsNothing: modern requests — answered, failed, cancelled by closing their
+// stream, input_required, listen streams closed by their client — leave nothing behind: no
+// session, no connection actor beyond the one stateless connection, no call in flight, no
+// listener.
+func TestModernHTTPWeighsNothing(t *testing.T) {
+	e := startHTTP(t, toolgrain.Config{Tools: append(demo.Tools(), inputTools()...)})
+	c := e.client()
+	for i := range 50 {
+		id := fmt.Sprint(i)
+		c.expectModern(modernCall(id, "echo", `{"text":"x"}`, `{}`), 200, modernResult(id, `"content":[{"type":"text","text":"x"}]`))
+		if r := c.modernPost(modernCall(id, "fail", `{"mode":"error"}`, `{}`)); r.status != 200 {
+			t.Fatalf("fail: %d %s", r.status, r.body)
+		}
+		if r := c.modernPost(modernCall(id, "keep", `{}`, `{"roots":{}}`)); r.status != 200 || !strings.Contains(r.body, "input_required") {
+			t.Fatalf("keep: %d %s", r.status, r.body)
+		}
+	}
+	listen := modernRequest(`"l"`, "subscriptions/listen", `"notifications":{"toolsListChanged":true}`)
+	for range 20 {
+		s := c.open(http.MethodPost, listen, modernHeaders(t, listen)...)
+		s.next() // the acknowledgement
+		s.cancel()
+		s.resp.Body.Close()
+	}
+	// Sleeps send nothing before their answer, so their clients leave while still waiting for
+	// the response's headers.
+	ctx, cancel := context.WithCancel(context.Background())
+	sleep := modernCall(`"s"`, "sleep", `{"ms":600000}`, `{}`)
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if resp, err := (&http.Client{}).Do(c.request(ctx, http.MethodPost, sleep, modernHeaders(t, sleep)...)); err == nil {
+				resp.Body.Close()
+			}
+		}()
+	}
+	deadline := time.Now().Add(watchdog)
+	for toolgrain.EngineOccupancy(e.srv).Calls < 20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the sleeps did not start: %+v", toolgrain.EngineOccupancy(e.srv))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	e.hc.CloseIdleConnections()
+	for {
+		occ := toolgrain.EngineOccupancy(e.srv)
+		if occ.Calls == 0 && occ.Listeners == 0 && occ.Connections == 1 && e.srv.Sessions() == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the requests ended the engine holds %+v and %d sessions", occ, e.srv.Sessions())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -402,3 +402,36 @@ func TestModernListenErrors(t *testing.T) {
 	c.expect(modernRequest("2", "subscriptions/listen", `"notifications":{"resourceSubscriptions":["relative"]}`),
 		`{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Invalid params: resourceSubscriptions: \"relative\" is not an absolute URI"}}`)
 }
+
+// TestModernInMemory: the in-memory client serves the modern era too, beside a legacy session
+// on the same connection.
+func TestModernInMemory(t *testing.T) {
+	srv, err := toolgrain.NewServer(toolgrain.Config{Tools: append(demo.Tools(), inputTools()...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	mc, err := srv.ConnectInMemory()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	defer cancel()
+	meta := json.RawMessage(`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{}}}`)
+	res, err := mc.Call(ctx, "tools/call", map[string]any{"name": "echo", "arguments": map[string]string{"text": "hi"}, "_meta": meta})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"resultType":"complete","content":[{"type":"text","text":"hi"}],` + serverMeta + `}`; string(res) != want {
+		t.Errorf("echo: %s\nwant %s", res, want)
+	}
+	res, err = mc.Call(ctx, "tools/call", map[string]any{"name": "keep", "arguments": map[string]any{}, "_meta": meta})
+	if err != nil || !strings.Contains(string(res), `"resultType":"input_required"`) {
+		t.Fatalf("keep: %s, %v", res, err)
+	}
+	_, err = mc.Call(ctx, "ping", map[string]any{"_meta": meta})
+	if !errors.Is(err, protocol.ErrMethodNotFound("")) {
+		t.Errorf("modern ping: %v", err)
+	}
+}

@@ -133,7 +133,8 @@ func TestSecurityNoArgumentsInDiagnostics(t *testing.T) {
 }
 
 // TestSecurityDetailsHoldNoArgumentsOrIdentity pins the shape of what OnError receives: the
-// tool name and the request's id, method, tool name and _meta. Adding a field (arguments, an
+// tool name, the request's id, method, tool name and _meta, and the id of the task a failure
+// happened in (the server's own handle, not the caller's). Adding a field (arguments, an
 // identity, a credential) must be a deliberate change of this promise.
 func TestSecurityDetailsHoldNoArgumentsOrIdentity(t *testing.T) {
 	fields := func(v any) string {
@@ -144,7 +145,7 @@ func TestSecurityDetailsHoldNoArgumentsOrIdentity(t *testing.T) {
 		}
 		return strings.Join(names, ", ")
 	}
-	if got, want := fields(diagnostics.ToolErrorDetails{}), "toolName string, request diagnostics.ToolRequest"; got != want {
+	if got, want := fields(diagnostics.ToolErrorDetails{}), "toolName string, request diagnostics.ToolRequest, taskID string"; got != want {
 		t.Errorf("ToolErrorDetails fields: %s, want %s", got, want)
 	}
 	if got, want := fields(diagnostics.ToolRequest{}), "id protocol.ID, method string, toolName string, meta json.RawMessage"; got != want {

@@ -24,6 +24,14 @@
 // connection, HTTP sessions included, cancelling the calls in flight, delivers the pending
 // OnError reports and stops the actors.
 //
+// # Protocol eras
+//
+// Every transport serves MCP 2026-07-28 and the revisions up to 2025-11-25 at once, deciding per
+// message: a request whose params._meta carries the 2026-07-28 envelope is served on its own,
+// statelessly (server/discover, annotated results, input_required rounds instead of requests to
+// the client, subscriptions/listen), while initialize opens a legacy session as before. The
+// tools, the handler API (package client) and the error model are the same in both.
+//
 // # Tools
 //
 // A tool is a [tools.Tool]: a name, JSON Schemas (input, output, _meta) compiled once, and a
@@ -271,6 +279,10 @@ type Config struct {
 	// event), as OnError receives it. False, the default, keeps it private to OnError: the span
 	// only says that the call failed (error.type tool_error).
 	TraceFailures bool
+
+	// Tasks configures the tasks extension (MCP 2026-07-28): its store, TTL, caps. The zero
+	// value keeps tasks in memory; see [TaskConfig].
+	Tasks TaskConfig
 }
 
 // DefaultMaxOutputBacklog is the MaxOutputBacklog of a zero Config: 16 MiB.
@@ -352,6 +364,8 @@ func NewServer(cfg Config) (*Server, error) {
 			TraceResults:   cfg.TraceResults,
 			TraceFailures:  cfg.TraceFailures,
 		},
+
+		Tasks: engineTasks(&cfg),
 	})
 	if err != nil {
 		return nil, err
@@ -376,17 +390,21 @@ type Stats struct {
 	CallbackPanics     uint64 // OnError calls that panicked
 	RefusedCalls       uint64 // calls refused with -31000 because a limit on calls in flight was reached
 	OutputPauses       uint64 // times a connection stopped reading because its client read too slowly
+	LiveTasks          int64  // tasks held: running, or finished and not yet expired
+	RunningTasks       int64  // tasks whose handler has not ended
 }
 
 // Stats returns the server's counters.
 func (s *Server) Stats() Stats {
-	st := s.eng.Stats()
+	st, ts := s.eng.Stats(), s.eng.TaskStats()
 	return Stats{
 		DroppedReports:     st.DroppedReports.Load(),
 		AbandonedCallbacks: st.AbandonedCallbacks.Load(),
 		CallbackPanics:     st.CallbackPanics.Load(),
 		RefusedCalls:       st.RefusedCalls.Load(),
 		OutputPauses:       s.outputPauses.Load(),
+		LiveTasks:          ts.Live,
+		RunningTasks:       ts.Running,
 	}
 }
 

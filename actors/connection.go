@@ -337,6 +337,11 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 	if c.idBusy(m, s) {
 		return
 	}
+	plan, werr := c.planTask(tool, caller)
+	if werr != nil {
+		reply(s, protocol.EncodeError(m.ID, werr))
+		return
+	}
 	var input *callInput
 	if c.modern != nil {
 		var werr *protocol.WireError
@@ -363,8 +368,10 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 		peer:    c.newPeer(f.call, s, input),
 		slot:    slot,
 		ann:     c.eng.annotation(c.modern, false),
+		task:    plan,
 	}
 	spec.identity = caller
+	spec.peer.taskable = plan != nil && plan.deferred
 	f.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newRequestActor(spec) }, actor.WithDispatcher(c.eng.dispatcher)))
 	c.children[f.pid.Id] = f
 }

@@ -112,6 +112,9 @@ type Config struct {
 	// lists, resources/read). 0 means 0: stale at once.
 	CacheTTL time.Duration
 
+	// Tasks configures the tasks extension (tasks.go). The zero value disables it.
+	Tasks TaskConfig
+
 	// Telemetry is the OpenTelemetry instrumentation (spans, metrics). The zero value records
 	// nothing.
 	Telemetry Telemetry
@@ -151,12 +154,10 @@ type Engine struct {
 	sealer     *mrtr.Sealer // seals and opens the requestState of modern requests
 	serverMeta []byte       // the serverInfo member of every modern result's _meta
 	listeners  listeners    // the open subscriptions/listen streams of every connection
+	tasks      *taskService // the tasks extension; nil when disabled (tasks.go)
 
 	tel         *telemetry   // OpenTelemetry; nil when it records nothing
 	slotWaiters atomic.Int64 // calls waiting for a run slot of a tool with MaxConcurrency
-	// tasksLive is the number of tasks in progress, for the toolgrain.tasks.live gauge. The
-	// engine has no tasks yet: it stays 0 until they exist and move it.
-	tasksLive atomic.Int64
 }
 
 // Stats are the engine's running counters.
@@ -234,7 +235,12 @@ func Start(cfg Config) (*Engine, error) {
 	if err := e.prepareEmbedding(); err != nil {
 		return nil, err
 	}
+	if err := e.startTasks(); err != nil {
+		e.pool.close()
+		return nil, err
+	}
 	if e.tel, err = newTelemetry(cfg.Telemetry, e); err != nil {
+		e.pool.close()
 		return nil, err
 	}
 
@@ -249,6 +255,9 @@ func Start(cfg Config) (*Engine, error) {
 	res, err := e.system.Root.RequestFuture(e.supervisor, &startTree{}, defaultActorReplyTimeout).Result()
 	if err == nil {
 		err = e.startActorTools(e.cfg.Tools)
+	}
+	if err == nil {
+		err = e.spawnTaskRegistry()
 	}
 	if err != nil {
 		_ = e.system.Root.StopFuture(e.supervisor).Wait()
@@ -281,6 +290,21 @@ func NewSystem(log *zap.Logger) *actor.ActorSystem {
 		}),
 		actor.WithDeadLetterRequestLogging(false),
 	)
+}
+
+// Occupancy is what an engine holds at one moment.
+type Occupancy struct {
+	Connections int   // connection actors: stdio streams, legacy HTTP sessions, stateless ones
+	Calls       int64 // tools/call requests in flight, over every connection
+	Listeners   int   // open subscriptions/listen streams
+}
+
+// Occupancy returns what the engine holds now.
+func (e *Engine) Occupancy() Occupancy {
+	e.mu.Lock()
+	conns := len(e.conns)
+	e.mu.Unlock()
+	return Occupancy{Connections: conns, Calls: e.calls.Load(), Listeners: e.listeners.Len()}
 }
 
 // Closed reports whether the engine is shutting down or shut down.
@@ -421,8 +445,9 @@ func (e *Engine) forget(c *Connection) {
 	e.mu.Unlock()
 }
 
-// Shutdown stops the engine: it closes every connection (cancelling the calls in flight) and
-// waits for them, waits for handler goroutines, flushes the diagnostics queue through onError,
+// Shutdown stops the engine: it closes every connection (cancelling the calls in flight), stops
+// the running tasks and waits for their store writes, waits for the connections, waits for
+// handler goroutines, flushes the diagnostics queue through onError,
 // then stops the engine's actors, and the actor system if the engine made it. It returns
 // ctx.Err() if ctx ends first; the actors are stopped in any case. Calling it twice is safe.
 func (e *Engine) Shutdown(ctx context.Context) error {
@@ -439,18 +464,18 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	e.mu.Unlock()
 	e.endListeners()
 
-	var err error
 	for _, c := range conns {
 		c.Close()
 	}
+	err := e.stopTasks(ctx)
 	for _, c := range conns {
+		if err != nil {
+			break
+		}
 		select {
 		case <-c.done:
 		case <-ctx.Done():
 			err = ctx.Err()
-		}
-		if err != nil {
-			break
 		}
 	}
 	if err == nil {

@@ -192,3 +192,27 @@ func BenchmarkDiagnostics(b *testing.B) {
 		<-done
 	}
 }
+
+// TestEngineTool: Tool reads the tools served now, including those added and removed at run
+// time.
+func TestEngineTool(t *testing.T) {
+	eng, _, _ := start(t, actors.Config{Tools: testTools(t)})
+	if c, ok := eng.Tool("echo"); !ok || c.Name() != "echo" {
+		t.Errorf("Tool(echo) = %v, %v", c, ok)
+	}
+	if _, ok := eng.Tool("late"); ok {
+		t.Error("Tool(late) found before it was added")
+	}
+	late := tools.Tool{Name: "late", Handler: testTools(t).List()[0].Def().Handler,
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"r":{"type":"string","x-mcp-header":"R"}}}`)}
+	if err := eng.AddTools(late); err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := eng.Tool("late"); !ok || len(c.HeaderParams()) != 1 {
+		t.Errorf("Tool(late) = %v, %v after AddTools", c, ok)
+	}
+	eng.RemoveTools("late")
+	if _, ok := eng.Tool("late"); ok {
+		t.Error("Tool(late) found after RemoveTools")
+	}
+}

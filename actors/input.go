@@ -35,10 +35,13 @@ type callInput struct {
 	round  int        // rounds so far
 	answer map[string]json.RawMessage
 	state  []byte // the handler's state carried from the previous round
+	// args are the request's arguments, whose digest binds a request state to the request: it
+	// is computed only when a state is opened or sealed, which most calls never do.
+	args json.RawMessage
 
 	mu       sync.Mutex
 	consumed map[string]json.RawMessage // answers the handler has read in this run
-	auto     map[string]int             // keys given to requests without one, per method
+	keys     autoKeys                   // keys given to requests without one
 }
 
 // inputFor reads the input of a modern request: the answers of its inputResponses and the
@@ -53,10 +56,14 @@ func (c *connectionActor) inputFor(m *protocol.Message, method, target string, a
 		eng:  c.eng,
 		id:   m.ID,
 		caps: c.modern.env.Capabilities,
-		bind: mrtr.State{Method: method, Target: target, Digest: mrtr.Digest(args), Subject: subjectOf(caller)},
+		bind: mrtr.State{Method: method, Target: target, Subject: subjectOf(caller)},
+		args: args,
 	}
-	in.answer = make(map[string]json.RawMessage, len(answers))
+	if len(answers) > 0 || p.RequestState != nil {
+		in.answer = make(map[string]json.RawMessage, len(answers))
+	}
 	if p.RequestState != nil {
+		in.bind.Digest = mrtr.Digest(args)
 		st, err := c.eng.sealer.Open(*p.RequestState)
 		if err == nil && !st.Matches(in.bind.Method, in.bind.Target, in.bind.Digest, in.bind.Subject) {
 			err = mrtr.ErrMismatch
@@ -85,7 +92,16 @@ func subjectOf(id *tools.Identity) string {
 // autoKey returns the key of the next request for input made without one (client.Elicit and
 // the like): the method's short name and its count in this run, the same in every run of a
 // handler that asks in the same order.
-func (in *callInput) autoKey(method string) string {
+func (in *callInput) autoKey(method string) string { return in.keys.next(method) }
+
+// autoKeys gives keys to the requests for input a handler makes without one: the method's short
+// name and its count in the run.
+type autoKeys struct {
+	mu sync.Mutex
+	n  map[string]int // per method
+}
+
+func (a *autoKeys) next(method string) string {
 	name := method
 	switch method {
 	case protocol.MethodElicitationCreate:
@@ -95,13 +111,13 @@ func (in *callInput) autoKey(method string) string {
 	case protocol.MethodRootsList:
 		name = "roots"
 	}
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if in.auto == nil {
-		in.auto = make(map[string]int)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.n == nil {
+		a.n = make(map[string]int)
 	}
-	in.auto[name]++
-	return name + "-" + strconv.Itoa(in.auto[name])
+	a.n[name]++
+	return name + "-" + strconv.Itoa(a.n[name])
 }
 
 // ask returns the answers to reqs when the client has given them all. Otherwise it has the
@@ -120,11 +136,7 @@ func (in *callInput) ask(ctx context.Context, p *callPeer, reqs map[string]clien
 			out[k] = a
 			continue
 		}
-		if err := client.CheckCapability(in.caps, r.Method, r.Params); err != nil {
-			in.mu.Unlock()
-			return nil, err
-		}
-		params, err := inputParams(r)
+		req, err := inputRequestFor(in.caps, r)
 		if err != nil {
 			in.mu.Unlock()
 			return nil, err
@@ -132,7 +144,7 @@ func (in *callInput) ask(ctx context.Context, p *callPeer, reqs map[string]clien
 		if missing == nil {
 			missing = make(map[string]protocol.InputRequest)
 		}
-		missing[k] = protocol.InputRequest{Method: r.Method, Params: params}
+		missing[k] = req
 	}
 	if in.consumed == nil {
 		in.consumed = make(map[string]json.RawMessage)
@@ -141,6 +153,9 @@ func (in *callInput) ask(ctx context.Context, p *callPeer, reqs map[string]clien
 	if missing == nil {
 		in.mu.Unlock()
 		return out, nil
+	}
+	if in.bind.Digest == "" {
+		in.bind.Digest = mrtr.Digest(in.args)
 	}
 	st := in.bind
 	st.Round = in.round + 1
@@ -163,6 +178,19 @@ func (in *callInput) ask(ctx context.Context, p *callPeer, reqs map[string]clien
 	p.conn.root.Send(p.owner, &inputRequired{frame: frame})
 	<-ctx.Done()
 	return nil, client.ErrInputRequired
+}
+
+// inputRequestFor returns the wire form of r, a request for input the client must have declared
+// the capability for in caps.
+func inputRequestFor(caps *protocol.ClientCapabilities, r client.InputRequest) (protocol.InputRequest, error) {
+	if err := client.CheckCapability(caps, r.Method, r.Params); err != nil {
+		return protocol.InputRequest{}, err
+	}
+	params, err := inputParams(r)
+	if err != nil {
+		return protocol.InputRequest{}, err
+	}
+	return protocol.InputRequest{Method: r.Method, Params: params}, nil
 }
 
 // inputParams encodes the params of a request for input; a roots listing has {}.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgrain/toolgrain/cancel"
 	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/tools"
 )
 
 // subscriptions/listen (MCP 2026-07-28) replaces the legacy GET stream and resources/subscribe:
@@ -27,26 +28,68 @@ type listener struct {
 	call   *cancel.Call
 	stream Stream
 	meta   json.RawMessage // {"io.modelcontextprotocol/subscriptionId": id}
+	// owner is the task owner of the listen request's caller: only its own tasks' changes
+	// are sent (notifications/tasks), for the task ids of the filter.
+	owner string
 }
 
 // listeners is the engine's registry of open listen streams.
 type listeners struct {
-	mu  sync.Mutex
-	set map[*listener]struct{}
+	mu     sync.Mutex
+	set    map[*listener]struct{}
+	byTask map[string]map[*listener]struct{} // the listeners that follow a task, by task id
 }
 
-func (ls *listeners) init() { ls.set = make(map[*listener]struct{}) }
+func (ls *listeners) init() {
+	ls.set = make(map[*listener]struct{})
+	ls.byTask = make(map[string]map[*listener]struct{})
+}
 
-func (ls *listeners) add(l *listener) {
+// open sends l's acknowledgement and enters l in the registry under one lock: no change can
+// reach l before its acknowledgement, and none made after the acknowledgement is missed.
+func (ls *listeners) open(l *listener, ack []byte) {
 	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	l.call.Notify(func() { l.stream.Send(ack) })
 	ls.set[l] = struct{}{}
-	ls.mu.Unlock()
+	for _, id := range l.filter.TaskIDs {
+		if ls.byTask[id] == nil {
+			ls.byTask[id] = make(map[*listener]struct{})
+		}
+		ls.byTask[id][l] = struct{}{}
+	}
 }
 
 func (ls *listeners) remove(l *listener) {
 	ls.mu.Lock()
 	delete(ls.set, l)
+	ls.forgetTasks(l)
 	ls.mu.Unlock()
+}
+
+// forgetTasks removes l from the task index; under mu.
+func (ls *listeners) forgetTasks(l *listener) {
+	for _, id := range l.filter.TaskIDs {
+		if set := ls.byTask[id]; set != nil {
+			delete(set, l)
+			if len(set) == 0 {
+				delete(ls.byTask, id)
+			}
+		}
+	}
+}
+
+// following returns the listeners of owner that follow the task id.
+func (ls *listeners) following(id, owner string) []*listener {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	var out []*listener
+	for l := range ls.byTask[id] {
+		if l.owner == owner {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // each calls fn for every open listener, under the registry's lock: fn must not block.
@@ -115,7 +158,7 @@ func (e *Engine) notifyListeners(method, uri string) {
 // acknowledged first (notifications/subscriptions/acknowledged), and the stream then stays open
 // until the client ends it (notifications/cancelled over stdio, closing the stream over HTTP),
 // its connection closes, or the server shuts down, which answers it with an empty result.
-func (c *connectionActor) listen(m *protocol.Message, s Stream) {
+func (c *connectionActor) listen(m *protocol.Message, s Stream, caller *tools.Identity) {
 	var p protocol.ListenParams
 	if err := json.Unmarshal(m.Params, &p); err != nil || p.Notifications == nil {
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("subscriptions/listen needs params with a notifications object")))
@@ -125,6 +168,10 @@ func (c *connectionActor) listen(m *protocol.Message, s Stream) {
 		return
 	}
 	f := *p.Notifications
+	if werr := c.listenTasks(&f); werr != nil {
+		reply(s, protocol.EncodeError(m.ID, werr))
+		return
+	}
 	if len(f.ResourceSubscriptions) > MaxListenSubscriptions {
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("too many resource subscriptions (the limit is %d per listen request)", MaxListenSubscriptions)))
 		return
@@ -138,17 +185,17 @@ func (c *connectionActor) listen(m *protocol.Message, s Stream) {
 		uris[u] = struct{}{}
 	}
 	// Every notification type is offered (serverCapabilities): the filter is honoured whole.
-	l := &listener{id: m.ID, filter: f, uris: uris, call: cancel.New(context.Background()), stream: s, meta: protocol.SubscriptionMeta(m.ID)}
+	l := &listener{id: m.ID, filter: f, uris: uris, call: cancel.New(context.Background()), stream: s,
+		meta: protocol.SubscriptionMeta(m.ID), owner: ownerKey(caller)}
 	ack, err := protocol.EncodeNotification(protocol.MethodSubscriptionsAcknowledged, &protocol.ListenAcknowledgedParams{Meta: l.meta, Notifications: f})
 	if err != nil {
 		c.eng.Report(err)
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInternal()))
 		return
 	}
-	l.call.Notify(func() { s.Send(ack) })
 	fl := &flight{call: l.call, listener: l}
 	c.track(m, s, fl)
-	c.eng.listeners.add(l)
+	c.eng.listeners.open(l, ack)
 }
 
 // endListeners answers every open listen stream with the result that ends it gracefully, and
@@ -160,6 +207,7 @@ func (e *Engine) endListeners() {
 		all = append(all, l)
 	}
 	clear(e.listeners.set)
+	clear(e.listeners.byTask)
 	e.listeners.mu.Unlock()
 	for _, l := range all {
 		frame, err := protocol.EncodeResultWith(l.id, json.RawMessage(`{"_meta":`+string(l.meta)+`}`), &protocol.Annotation{Meta: e.serverMeta})

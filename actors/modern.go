@@ -83,7 +83,9 @@ func (c *connectionActor) handleModern(ctx actor.Context, in *inbound, s Stream)
 	case protocol.MethodCompletionComplete:
 		c.complete(ctx, m, s, caller)
 	case protocol.MethodSubscriptionsListen:
-		c.listen(m, s)
+		c.listen(m, s, caller)
+	case protocol.MethodTasksGet, protocol.MethodTasksUpdate, protocol.MethodTasksCancel:
+		c.taskMethod(ctx, m, s, caller)
 	default:
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrMethodNotFound(m.Method)))
 	}
@@ -91,9 +93,13 @@ func (c *connectionActor) handleModern(ctx actor.Context, in *inbound, s Stream)
 
 // discover answers server/discover: the versions served, the capabilities and instructions.
 func (c *connectionActor) discover(m *protocol.Message, s Stream) {
+	caps := serverCapabilities()
+	if c.eng.TasksEnabled() {
+		caps.Extensions = map[string]json.RawMessage{protocol.ExtensionTasks: json.RawMessage(`{}`)}
+	}
 	c.cacheableResult(s, m.ID, &protocol.DiscoverResult{
 		SupportedVersions: protocol.ServedVersions,
-		Capabilities:      serverCapabilities(),
+		Capabilities:      caps,
 		Instructions:      c.eng.cfg.Instructions,
 	})
 }

@@ -60,6 +60,7 @@ func (o *operationActor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		o.start(ctx)
 	case *operationDone:
+		recordOf(o.stream).endHandler(msg.err)
 		o.answer(msg)
 		o.stream.Close()
 		ctx.Stop(ctx.Self())
@@ -70,6 +71,7 @@ func (o *operationActor) Receive(ctx actor.Context) {
 		// The call is silenced and its context cancelled; the goroutine's operationDone ends
 		// the actor.
 	case *actor.Stopped:
+		recordOf(o.stream).endHandler(nil)
 		if o.stop != nil {
 			o.stop()
 		}
@@ -83,8 +85,7 @@ func (o *operationActor) start(ctx actor.Context) {
 	o.stop = stop
 	hctx = o.eng.handlerContext(hctx, o.peer, o.meta)
 	hctx = tools.WithIdentity(hctx, o.identity)
-	rec := recordOf(o.stream)
-	if span := rec.startHandler(); span != nil {
+	if span := recordOf(o.stream).startHandler(); span != nil {
 		hctx = trace.ContextWithSpan(hctx, span)
 	}
 	self, root, run := ctx.Self(), ctx.ActorSystem().Root, o.run
@@ -95,7 +96,6 @@ func (o *operationActor) start(ctx actor.Context) {
 	o.eng.pool.Go(func() {
 		defer o.eng.handlers.Done()
 		res, err := runRecovered(hctx, o.method, run)
-		rec.endHandler(err)
 		root.Send(self, &operationDone{result: res, err: err})
 	})
 }

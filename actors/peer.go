@@ -72,6 +72,8 @@ type callPeer struct {
 	// owner is the call's request or operation actor, which answers input_required; set before
 	// the handler starts.
 	owner *actor.PID
+	// taskable: the call may become a task when its handler asks (client.StartTask).
+	taskable bool
 
 	mu     sync.Mutex
 	tokens float64

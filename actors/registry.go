@@ -50,6 +50,13 @@ func (e *Engine) initRegistry(toolPIDs map[string]*actor.PID) {
 	}
 }
 
+// Tool returns the tool named name from the tools served now, and false when none is. A tool
+// added or removed afterwards ([Engine.AddTools], [Engine.RemoveTools]) does not change the
+// *tools.Compiled returned.
+func (e *Engine) Tool(name string) (*tools.Compiled, bool) {
+	return e.reg.tools.Load().set.Lookup(name)
+}
+
 // AddTools compiles defs and adds them to the served tools; every connection is told with
 // notifications/tools/list_changed. A name already served is a *tools.ToolNameError ("duplicate");
 // on any error nothing is added.

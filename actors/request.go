@@ -46,6 +46,8 @@ type callSpec struct {
 	slot     *callSlot // the call's place under the limits on calls in flight
 	// ann annotates the results of a modern call (resultType, serverInfo); nil for legacy.
 	ann *protocol.Annotation
+	// task says that the call runs as a task (taskrpc.go); nil for an ordinary call.
+	task *taskPlan
 }
 
 // request phases.
@@ -67,12 +69,13 @@ type requestActor struct {
 	timer    *time.Timer
 	stopHdlr context.CancelFunc // cancels the handler context of a tool with a timeout; nil otherwise
 	hctx     context.Context    // the handler's context
-	// askedInput: the call was answered input_required; the handler's return is expected
-	// and dropped.
+	// askedInput: the call was answered input_required (or with the task its handler asked
+	// for); the handler's return is expected and dropped.
 	askedInput bool
 
 	callMetrics    // what the call reports to the engine's metrics (metrics.go)
 	actorCallState // the call of an actor-backed tool (actortool.go)
+	taskCallState  // the task the call becomes (taskrpc.go)
 }
 
 func newRequestActor(spec *callSpec) *requestActor { return &requestActor{callSpec: spec} }
@@ -82,6 +85,9 @@ func (r *requestActor) rec() *served { return recordOf(r.stream) }
 
 func (r *requestActor) Receive(ctx actor.Context) {
 	if r.target != nil && r.receiveFromActor(ctx) {
+		return
+	}
+	if r.task != nil && r.receiveTask(ctx) {
 		return
 	}
 	switch msg := ctx.Message().(type) {
@@ -117,6 +123,7 @@ func (r *requestActor) Receive(ctx actor.Context) {
 			r.stopHdlr()
 		}
 	case *handlerDone:
+		r.rec().endHandler(msg.err)
 		switch {
 		case r.phase == phaseRunning:
 			faults.Check(faults.RequestAnswer, r.tool.Name())
@@ -127,6 +134,7 @@ func (r *requestActor) Receive(ctx actor.Context) {
 		r.finish(ctx)
 	case *actor.Stopped:
 		r.rec().endPhase()
+		r.rec().endHandler(nil) // stopped with the handler still running: its span ends here
 		if r.timer != nil {
 			r.timer.Stop()
 		}
@@ -150,6 +158,11 @@ func (r *requestActor) start(ctx actor.Context) {
 	if fb := r.validate(); fb != nil {
 		r.respondResult(feedbackResult(fb))
 		r.finish(ctx)
+		return
+	}
+	if r.task != nil && !r.task.deferred {
+		r.phase = phaseTasking
+		r.askTask(ctx, nil, nil)
 		return
 	}
 	if r.toolPID != nil {
@@ -200,18 +213,9 @@ func (r *requestActor) run(ctx actor.Context) {
 	if span := r.rec().startHandler(); span != nil {
 		hctx = trace.ContextWithSpan(hctx, span)
 	}
-	req := &tools.Request{Tool: r.tool.Name(), Arguments: r.args, Meta: r.meta}
-	self, root, tool := ctx.Self(), ctx.ActorSystem().Root, r.tool
-	r.eng.handlers.Add(1)
-	// The handler runs on a pool worker but belongs to this request actor, which waits for
-	// its handlerDone before stopping. It ends when the handler returns; the handler's context
-	// is cancelled on client cancellation, connection close, timeout and shutdown.
-	r.eng.pool.Go(func() {
-		defer r.eng.handlers.Done()
-		res, err := tool.Run(hctx, req)
-		r.rec().endHandler(err)
-		root.Send(self, &handlerDone{result: res, err: err})
-	})
+	// The handler's context is cancelled on client cancellation, connection close, timeout and
+	// shutdown.
+	r.eng.runHandler(ctx, r.tool, hctx, &tools.Request{Tool: r.tool.Name(), Arguments: r.args, Meta: r.meta})
 }
 
 func (r *requestActor) timeoutError() error {

@@ -27,6 +27,7 @@ type supervisorActor struct {
 	eng   *Engine
 	diag  *actor.PID
 	tools map[string]*actor.PID
+	tasks *actor.PID // the task registry, when tasks are enabled
 
 	goneWaiters []*actor.PID // awaitConnectionsGone requesters (shutdown.go)
 }
@@ -48,6 +49,9 @@ func (s *supervisorActor) Receive(ctx actor.Context) {
 		ctx.Respond(ctx.SpawnPrefix(msg.props, "conn"))
 	case *probe:
 		ctx.Respond(&probeAnswered{})
+	case *spawnTaskRegistry:
+		s.tasks = ctx.SpawnPrefix(msg.props, "tasks")
+		ctx.Respond(s.tasks)
 	case *spawnTool:
 		gate := newGate(msg.limit, &s.eng.slotWaiters)
 		props := actor.PropsFromProducer(func() actor.Actor { return &toolActor{gate: gate} }, actor.WithDispatcher(s.eng.dispatcher))
@@ -79,7 +83,7 @@ func (s *supervisorActor) HandleFailure(system *actor.ActorSystem, sup actor.Sup
 	if s.eng.actorTools.handleFailure(system, sup, child, reason, message, s.eng.log) {
 		return
 	}
-	if child.Equal(s.diag) || s.isTool(child) {
+	if child.Equal(s.diag) || s.isTool(child) || child.Equal(s.tasks) {
 		s.eng.log.Error("engine actor panicked; restarting it", zap.String("actor", child.Id), zap.Any("reason", reason))
 		sup.RestartChildren(child)
 		return

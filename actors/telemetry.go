@@ -248,8 +248,13 @@ func (t *telemetry) startMetrics(m metric.Meter, e *Engine) error {
 	if err != nil {
 		return err
 	}
-	tasks, err := m.Int64ObservableUpDownCounter("toolgrain.tasks.live", metric.WithUnit("{task}"),
-		metric.WithDescription("Tasks (long-running tool calls) created and not yet ended."))
+	live, err := m.Int64ObservableUpDownCounter("toolgrain.tasks.live", metric.WithUnit("{task}"),
+		metric.WithDescription("Tasks the server holds: running, or finished and not yet expired."))
+	if err != nil {
+		return err
+	}
+	running, err := m.Int64ObservableUpDownCounter("toolgrain.tasks.running", metric.WithUnit("{task}"),
+		metric.WithDescription("Tasks whose handler has not ended."))
 	if err != nil {
 		return err
 	}
@@ -262,9 +267,11 @@ func (t *telemetry) startMetrics(m metric.Meter, e *Engine) error {
 		o.ObserveInt64(depth, e.inboxDepth(), queues[0])
 		o.ObserveInt64(depth, e.diagState.depth.Load(), queues[1])
 		o.ObserveInt64(depth, e.slotWaiters.Load(), queues[2])
-		o.ObserveInt64(tasks, e.tasksLive.Load())
+		ts := e.TaskStats()
+		o.ObserveInt64(live, ts.Live)
+		o.ObserveInt64(running, ts.Running)
 		return nil
-	}, depth, tasks)
+	}, depth, live, running)
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,8 @@ type served struct {
 	// actor-backed tool; only its request actor touches it.
 	phase trace.Span
 	// handler is the span of the handler's run, started by the actor before the handler's
-	// goroutine, ended by that goroutine.
+	// goroutine, and ended by the actor when the goroutine's result arrives (or the actor
+	// stops); only that actor touches it.
 	handler trace.Span
 
 	ended atomic.Bool
@@ -215,10 +216,12 @@ func (s *served) startHandler() trace.Span {
 	return s.handler
 }
 
-// endHandler ends the span of the handler's run, marking it failed when err is not nil.
+// endHandler ends the span of the handler's run, if it is open, marking it failed when err
+// is not nil.
 func (s *served) endHandler(err error) {
-	if s != nil {
+	if s != nil && s.handler != nil {
 		endSpan(s.handler, err)
+		s.handler = nil
 	}
 }
 

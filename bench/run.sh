@@ -1,18 +1,23 @@
 #!/usr/bin/env bash
-# bench/run.sh: build this engine's server and the two peer servers, run every
-# mcpbench scenario against all three, interleaved, several runs each, over
-# stdio and Streamable HTTP, then print one side-by-side table of medians with
-# ratios against this engine.
+# bench/run.sh: build this engine's server, the two SDK peers and the
+# standard-library floor, run every mcpbench scenario against all of them,
+# interleaved, several runs each, over stdio and Streamable HTTP, in both
+# protocol eras, then print one side-by-side table of medians with ratios
+# against this engine, the modern-vs-legacy comparison and issue 13's targets
+# judged met or missed, and draw the charts (SVG) next to the results.
 #
-#   bench/run.sh                      # defaults: 5 to 10 minutes on 2 cores
-#   RUNS=1 N=2000 bench/run.sh        # a quick look
+#   bench/run.sh                      # defaults: 20 to 30 minutes on 2 cores
+#   RUNS=1 N=2000 DURATION=1 bench/run.sh   # a quick look
 #   RUNS=5 DURATION=10 bench/run.sh   # longer, steadier numbers
 #
 # Knobs (environment):
-#   RUNS=3            runs of each (scenario, transport, target)
+#   RUNS=3            runs of each (scenario, transport, era, target)
 #   DURATION=2        measured seconds of each load (throughput, mixed, errors)
 #   WARMUP=0.5        unmeasured seconds before each load
-#   CONC=16           concurrent calls
+#   CONC=16           concurrent calls (mixed, errors; cancel: parallel
+#                     cancellation POSTs over legacy HTTP)
+#   THROUGHPUT_CONC="16 64"   concurrent echo calls of the throughput runs,
+#                     one run each
 #   N=10000           cancel: sleep calls in flight
 #   WINDOW=1          cancel, mixed: seconds late responses are counted for
 #   SETTLE=2          cancel: seconds before the last memory sample
@@ -21,13 +26,23 @@
 #                     calls or the cancellations counts as failed
 #   SCENARIOS="throughput cancel mixed errors"
 #   TRANSPORTS="stdio http"
-#   TARGETS="toolgrain go-sdk mcp-go"
+#   ERAS="legacy modern"   protocol eras (mcpbench --era); a target that does
+#                     not serve one is recorded as not applicable
+#   TARGETS="toolgrain go-sdk mcp-go stdlib"
 #   HTTP=auto         our server over HTTP: auto (use it if it serves HTTP),
 #                     yes (fail if it does not), no (stdio only)
-#   BASELINE=(first of TARGETS)   target the ratios are computed against
-#   OUT=bench/results/DATE   where the JSON results and the report go
-#   PORT=18300        first HTTP port; each HTTP run takes the next one
-#   TOOLGRAIN_FLAGS, GOSDK_FLAGS, MCPGO_FLAGS   extra server flags
+#   PPROF=yes         throughput runs start each server with --pprof and
+#                     read its allocation per call (no: skip)
+#   BASELINE=(first of TARGETS)   target the ratios are computed against, and
+#                     whose targets are judged
+#   VERSUS=mcp-go     the SDK the targets compare with
+#   FLOOR=stdlib      the floor the CPU target is relative to
+#   OUT=bench/results/DATE   where the JSON results, the report and the
+#                     charts go
+#   PORT=18300        first HTTP port; each server takes the next ones
+#   TOOLGRAIN_FLAGS, GOSDK_FLAGS, MCPGO_FLAGS, STDLIB_FLAGS   extra server flags
+#   GOSDK_MODERN_HTTP_FLAGS=--stateless   go-sdk's flags for modern HTTP runs:
+#                     the SDK serves 2026-07-28 over HTTP in stateless mode only
 #   MCPBENCH_FLAGS    extra mcpbench flags for every run
 set -euo pipefail
 
@@ -43,11 +58,17 @@ WINDOW=${WINDOW:-1}
 SETTLE=${SETTLE:-2}
 TIMEOUT=${TIMEOUT:-10}
 STALL=${STALL:-5}
+THROUGHPUT_CONC=${THROUGHPUT_CONC:-"16 64"}
 SCENARIOS=${SCENARIOS:-"throughput cancel mixed errors"}
 TRANSPORTS=${TRANSPORTS:-"stdio http"}
-TARGETS=${TARGETS:-"toolgrain go-sdk mcp-go"}
+ERAS=${ERAS:-"legacy modern"}
+TARGETS=${TARGETS:-"toolgrain go-sdk mcp-go stdlib"}
 HTTP=${HTTP:-auto}
+PPROF=${PPROF:-yes}
 BASELINE=${BASELINE:-${TARGETS%% *}}
+VERSUS=${VERSUS:-mcp-go}
+FLOOR=${FLOOR:-stdlib}
+GOSDK_MODERN_HTTP_FLAGS=${GOSDK_MODERN_HTTP_FLAGS:---stateless}
 OUT=${OUT:-$root/bench/results/$(date +%Y%m%d-%H%M%S)}
 port=${PORT:-18300}
 
@@ -63,16 +84,23 @@ case " $TARGETS " in *" toolgrain "*)
 esac
 say "building bin/mcpbench and the peers (bench/peers, its own module)"
 go build -o bin/mcpbench ./bench/cmd/mcpbench || die "building mcpbench failed"
-(cd bench/peers && go build -o ../../bin/peer-go-sdk ./gosdk && go build -o ../../bin/peer-mcp-go ./mcpgo) ||
+(cd bench/peers && go build -o ../../bin/peer-go-sdk ./gosdk && go build -o ../../bin/peer-mcp-go ./mcpgo &&
+	go build -o ../../bin/peer-stdlib ./stdlib) ||
 	die "building the peers failed (they need the Go module proxy once, for their SDKs)"
 
-# server_cmd TARGET prints the command that starts TARGET (without transport flags).
+# server_cmd TARGET ERA TRANSPORT prints the command that starts TARGET
+# (without transport flags).
 server_cmd() {
 	case $1 in
 	toolgrain) echo "bin/toolgrain-server ${TOOLGRAIN_FLAGS:-}" ;;
-	go-sdk) echo "bin/peer-go-sdk ${GOSDK_FLAGS:-}" ;;
+	go-sdk)
+		local extra=""
+		[ "$2/$3" = modern/http ] && extra=$GOSDK_MODERN_HTTP_FLAGS
+		echo "bin/peer-go-sdk ${GOSDK_FLAGS:-} $extra"
+		;;
 	mcp-go) echo "bin/peer-mcp-go ${MCPGO_FLAGS:-}" ;;
-	*) die "unknown target $1 (known: toolgrain go-sdk mcp-go)" ;;
+	stdlib) echo "bin/peer-stdlib ${STDLIB_FLAGS:-}" ;;
+	*) die "unknown target $1 (known: toolgrain go-sdk mcp-go stdlib)" ;;
 	esac
 }
 
@@ -95,13 +123,19 @@ stop_server() {
 }
 trap stop_server EXIT
 
-# start_http TARGET: starts TARGET on the next port; sets server_pid and url.
-# Fails if the server exits or does not accept connections within 10 s.
+# next_port sets port to the next free-looking port.
+next_port() { port=$((port + 1)); }
+
+# start_http TARGET ERA [SERVER FLAGS]: starts TARGET on the next port; sets
+# server_pid and url. Fails if the server exits or does not accept
+# connections within 10 s.
 start_http() {
-	port=$((port + 1))
+	local target=$1 era=$2
+	shift 2
+	next_port
 	url="http://127.0.0.1:$port/mcp"
 	# shellcheck disable=SC2046 # the command is split into words on purpose
-	$(server_cmd "$1") --transport http --addr "127.0.0.1:$port" 2>>"$OUT/servers.stderr" &
+	$(server_cmd "$target" "$era" http) --transport http --addr "127.0.0.1:$port" "$@" 2>>"$OUT/servers.stderr" &
 	server_pid=$!
 	for _ in $(seq 100); do
 		kill -0 "$server_pid" 2>/dev/null || { wait "$server_pid" 2>/dev/null || true; server_pid=""; return 1; }
@@ -117,7 +151,7 @@ if [[ " $TRANSPORTS " == *" http "* && " $TARGETS " == *" toolgrain "* ]]; then
 	case $HTTP in
 	no) http_targets=${TARGETS//toolgrain/} ;;
 	auto | yes)
-		if start_http toolgrain; then
+		if start_http toolgrain legacy; then
 			stop_server
 		elif [ "$HTTP" = yes ]; then
 			die "bin/toolgrain-server --transport http did not start (see $OUT/servers.stderr)"
@@ -142,39 +176,81 @@ rotate() {
 	done
 }
 
+scenario_list() {
+	# throughput runs once per concurrency; the others once.
+	local sc
+	for sc in $SCENARIOS; do
+		if [ "$sc" = throughput ]; then
+			for c in $THROUGHPUT_CONC; do printf 'throughput:%s ' "$c"; done
+		else
+			printf '%s ' "$sc"
+		fi
+	done
+}
+
 failures=0
+not_applicable=0
 started=$(date +%s)
 for run in $(seq "$RUNS"); do
-	for sc in $SCENARIOS; do
+	for item in $(scenario_list); do
+		sc=${item%%:*}
+		flags=$(scenario_flags "$sc")
+		label=$sc
+		if [ "$item" != "$sc" ]; then
+			flags="-c ${item#*:} -d $DURATION -warmup $WARMUP -timeout $TIMEOUT"
+			label="$sc at ${item#*:}"
+		fi
 		for tr in $TRANSPORTS; do
-			list=$TARGETS
-			[ "$tr" = http ] && list=$http_targets
-			# shellcheck disable=SC2086
-			for target in $(rotate $((run - 1)) $list); do
-				say "run $run/$RUNS: $sc over $tr: $target"
-				out="$OUT/$target-$tr-$sc.jsonl"
-				# shellcheck disable=SC2046
-				if [ "$tr" = stdio ]; then
-					bin/mcpbench "$sc" --stdio "$(server_cmd "$target") --transport stdio" --name "$target" \
-						--json -q --discard-stderr $(scenario_flags "$sc") ${MCPBENCH_FLAGS:-} >>"$out" 2>>"$OUT/mcpbench.stderr" ||
-						{ failures=$((failures + 1)); say "  failed (see $OUT/mcpbench.stderr)"; }
-				else
-					if ! start_http "$target"; then
-						failures=$((failures + 1))
-						say "  $target did not start over HTTP (see $OUT/servers.stderr)"
-						continue
+			for era in $ERAS; do
+				list=$TARGETS
+				[ "$tr" = http ] && list=$http_targets
+				# shellcheck disable=SC2086
+				for target in $(rotate $((run - 1)) $list); do
+					say "run $run/$RUNS: $label over $tr, $era era: $target"
+					out="$OUT/$target-$tr-$era-$sc.jsonl"
+					pprof_server=() pprof_bench=()
+					if [ "$PPROF" = yes ] && [ "$sc" = throughput ]; then
+						next_port
+						pprof_server=(--pprof "127.0.0.1:$port")
+						pprof_bench=(--pprof "http://127.0.0.1:$port/debug/pprof/")
 					fi
-					bin/mcpbench "$sc" --http "$url" --pid "$server_pid" --name "$target" \
-						--json -q $(scenario_flags "$sc") ${MCPBENCH_FLAGS:-} >>"$out" 2>>"$OUT/mcpbench.stderr" ||
-						{ failures=$((failures + 1)); say "  failed (see $OUT/mcpbench.stderr)"; }
-					stop_server
-				fi
+					rc=0
+					# shellcheck disable=SC2046,SC2086
+					if [ "$tr" = stdio ]; then
+						bin/mcpbench "$sc" --stdio "$(server_cmd "$target" "$era" stdio) --transport stdio ${pprof_server[*]}" \
+							--name "$target" --era "$era" "${pprof_bench[@]}" \
+							--json -q --discard-stderr $flags ${MCPBENCH_FLAGS:-} >>"$out" 2>>"$OUT/mcpbench.stderr" || rc=$?
+					else
+						if ! start_http "$target" "$era" "${pprof_server[@]}"; then
+							failures=$((failures + 1))
+							say "  $target did not start over HTTP (see $OUT/servers.stderr)"
+							continue
+						fi
+						bin/mcpbench "$sc" --http "$url" --pid "$server_pid" --name "$target" --era "$era" "${pprof_bench[@]}" \
+							--json -q $flags ${MCPBENCH_FLAGS:-} >>"$out" 2>>"$OUT/mcpbench.stderr" || rc=$?
+						stop_server
+					fi
+					case $rc in
+					0) ;;
+					3)
+						not_applicable=$((not_applicable + 1))
+						say "  not applicable: $target does not serve the $era era over $tr"
+						;;
+					*)
+						failures=$((failures + 1))
+						say "  failed (see $OUT/mcpbench.stderr)"
+						;;
+					esac
+				done
 			done
 		done
 	done
 done
 
 say "done in $(($(date +%s) - started)) s; results in $OUT"
+[ "$not_applicable" -eq 0 ] || say "$not_applicable runs were not applicable (a target without an era); the report says n/a"
 [ "$failures" -eq 0 ] || say "$failures runs failed; their rows are missing (see $OUT/mcpbench.stderr)"
 cat "$OUT"/*.jsonl >/dev/null 2>&1 || die "no results"
-bin/mcpbench report --baseline "$BASELINE" "$OUT"/*.jsonl | tee "$OUT/report.txt"
+bin/mcpbench report --baseline "$BASELINE" --versus "$VERSUS" --floor "$FLOOR" \
+	--svg "$OUT" --md "$OUT/targets.md" "$OUT"/*.jsonl | tee "$OUT/report.txt"
+say "charts: $(cd "$OUT" && ls ./*.svg 2>/dev/null | tr '\n' ' ')"

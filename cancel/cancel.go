@@ -41,6 +41,10 @@ var (
 	ErrConnectionClosed = Cause{errors.New("connection closed")}
 	// ErrShutdown: the server is shutting down.
 	ErrShutdown = Cause{errors.New("server shutting down")}
+	// ErrTaskCancelled: the client cancelled the task the call runs in (tasks/cancel).
+	ErrTaskCancelled = Cause{errors.New("task cancelled by the client")}
+	// ErrTaskExpired: the TTL of the task the call runs in passed before it finished.
+	ErrTaskExpired = Cause{errors.New("task expired: its TTL passed")}
 	// ErrResponded is the cause of the context of a call that has been answered: the handler's
 	// work is no longer wanted (for example after a timeout answered it).
 	ErrResponded = Cause{errors.New("request already answered")}

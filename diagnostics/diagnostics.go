@@ -62,11 +62,28 @@ func (r ToolRequest) Meta() json.RawMessage { return clone(r.meta) }
 type ToolErrorDetails struct {
 	toolName string
 	request  ToolRequest
+	taskID   string
 }
 
 // NewToolErrorDetails freezes the details of a failed call of the tool toolName.
 func NewToolErrorDetails(toolName string, req ToolRequest) *ToolErrorDetails {
 	return &ToolErrorDetails{toolName: toolName, request: req}
+}
+
+// NewTaskErrorDetails freezes the details of a failure inside the task taskID, which runs the
+// tool toolName for the tools/call req.
+func NewTaskErrorDetails(toolName, taskID string, req ToolRequest) *ToolErrorDetails {
+	return &ToolErrorDetails{toolName: toolName, request: req, taskID: taskID}
+}
+
+// TaskID returns the id of the task the failed call ran in (the io.modelcontextprotocol/tasks
+// extension), or "" for a call that did not run as a task. The request is then the tools/call
+// that created the task.
+func (d *ToolErrorDetails) TaskID() string {
+	if d == nil {
+		return ""
+	}
+	return d.taskID
 }
 
 // ToolName returns the name of the tool whose call failed.

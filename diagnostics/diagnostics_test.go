@@ -115,3 +115,24 @@ func TestErrorOnly(t *testing.T) {
 		t.Errorf("got %v", got)
 	}
 }
+
+func TestTaskDetails(t *testing.T) {
+	req := diagnostics.NewToolRequest(protocol.NewIntID(3), "tools/call", "slow", nil)
+	d := diagnostics.NewTaskErrorDetails("slow", "t123", req)
+	if d.TaskID() != "t123" || d.ToolName() != "slow" || d.Request().ID().String() != "3" {
+		t.Errorf("details = %+v", d)
+	}
+	if diagnostics.NewToolErrorDetails("slow", req).TaskID() != "" {
+		t.Error("a call outside a task has a task id")
+	}
+	var buf bytes.Buffer
+	diagnostics.JSONLinesSink(&buf)(errors.New("boom"), d)
+	if !strings.Contains(buf.String(), `"task_id":"t123"`) {
+		t.Errorf("line %s lacks the task id", buf.String())
+	}
+	core, logs := observer.New(zap.DebugLevel)
+	diagnostics.ZapSink(zap.New(core))(errors.New("boom"), d)
+	if got := logs.All()[0].ContextMap()["task_id"]; got != "t123" {
+		t.Errorf("task_id field = %v", got)
+	}
+}

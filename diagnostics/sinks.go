@@ -14,17 +14,20 @@ import (
 type stackTracer interface{ PanicStack() []byte }
 
 // ZapSink returns a callback that logs every report at error level on log: the error text, the
-// tool name, the request id and method, and the stack of a recovered panic. It logs no arguments
-// (details hold none) and not the client-supplied _meta.
+// tool name, the request id and method, the task id of a failure inside a task, and the stack of
+// a recovered panic. It logs no arguments (details hold none) and not the client-supplied _meta.
 func ZapSink(log *zap.Logger) OnError {
 	return func(err error, d *ToolErrorDetails) {
-		fields := make([]zap.Field, 0, 5)
+		fields := make([]zap.Field, 0, 6)
 		fields = append(fields, zap.Error(err))
 		if d != nil {
 			fields = append(fields,
 				zap.String("tool", d.ToolName()),
 				zap.String("request_id", d.Request().ID().String()),
 				zap.String("method", d.Request().Method()))
+			if id := d.TaskID(); id != "" {
+				fields = append(fields, zap.String("task_id", id))
+			}
 		}
 		var st stackTracer
 		if errors.As(err, &st) {
@@ -41,10 +44,12 @@ type Record struct {
 	Tool      string          `json:"tool,omitempty"`
 	RequestID json.RawMessage `json:"request_id,omitempty"`
 	Method    string          `json:"method,omitempty"`
+	TaskID    string          `json:"task_id,omitempty"`
 }
 
 // JSONLinesSink returns a callback that writes each report to w as one JSON line (a [Record]):
-// the error text, the tool name, the request id (with its JSON type) and the method. Never the
+// the error text, the tool name, the request id (with its JSON type), the method and the task id
+// of a failure inside a task. Never the
 // arguments. Writes are serialised; a write error is returned by nothing and dropped, since a
 // diagnostics sink has nowhere else to report.
 func JSONLinesSink(w io.Writer) OnError {
@@ -54,6 +59,7 @@ func JSONLinesSink(w io.Writer) OnError {
 		if d != nil {
 			rec.Tool = d.ToolName()
 			rec.Method = d.Request().Method()
+			rec.TaskID = d.TaskID()
 			if id := d.Request().ID(); !id.IsZero() {
 				rec.RequestID = json.RawMessage(id.String())
 			}

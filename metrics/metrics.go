@@ -35,10 +35,13 @@ const (
 	// client; it was answered input_required and the client may retry it with the answers (a
 	// new call).
 	InputRequired Outcome = "input_required"
+	// Task: the call was answered with a task (the io.modelcontextprotocol/tasks extension),
+	// which goes on running after the call.
+	Task Outcome = "task"
 )
 
 // Outcomes lists every [Outcome], in a stable order.
-var Outcomes = []Outcome{OK, ToolError, Invalid, Failed, Timeout, Cancelled, InputRequired}
+var Outcomes = []Outcome{OK, ToolError, Invalid, Failed, Timeout, Cancelled, InputRequired, Task}
 
 // Recorder receives the engine's measurements.
 //

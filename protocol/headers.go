@@ -30,17 +30,17 @@ const (
 
 // DecodeHeaderValue returns the value a client meant by an Mcp-Name or Mcp-Param-* header: the
 // UTF-8 text Base64-encoded between "=?base64?" and "?=", or the plain value itself with the
-// optional white space around it removed. A plain value must be visible ASCII (spaces allowed
-// inside); a malformed Base64 value, or one that is not valid UTF-8, is an error.
+// optional white space around it removed. Only a value that both starts with "=?base64?" and
+// ends with "?=" is Base64; any other value is plain, and must be visible ASCII, spaces and
+// horizontal tabs (RFC 9110 field-value characters without obs-text). A plain value with other
+// characters, malformed Base64 (standard alphabet, padding required) and Base64 that is not
+// valid UTF-8 are errors.
 func DecodeHeaderValue(v string) (string, error) {
 	v = strings.Trim(v, " \t")
-	if strings.HasPrefix(v, base64Prefix) {
-		if !strings.HasSuffix(v, base64Suffix) || len(v) < len(base64Prefix)+len(base64Suffix) {
-			return "", errors.New("a Base64 header value must end with ?=")
-		}
+	if len(v) >= len(base64Prefix)+len(base64Suffix) && strings.HasPrefix(v, base64Prefix) && strings.HasSuffix(v, base64Suffix) {
 		raw := v[len(base64Prefix) : len(v)-len(base64Suffix)]
 		b, err := base64.StdEncoding.DecodeString(raw)
-		if err != nil {
+		if err != nil || strings.ContainsAny(raw, "\r\n") {
 			return "", errors.New("malformed Base64 header value")
 		}
 		if !utf8.Valid(b) {
@@ -49,7 +49,7 @@ func DecodeHeaderValue(v string) (string, error) {
 		return string(b), nil
 	}
 	for i := 0; i < len(v); i++ {
-		if c := v[i]; c < 0x20 || c > 0x7E {
+		if c := v[i]; c != '\t' && (c < 0x20 || c > 0x7E) {
 			return "", errors.New("a header value must be visible ASCII, or Base64-encoded")
 		}
 	}

@@ -31,7 +31,22 @@ func TestHeaderValues(t *testing.T) {
 	if got, err := protocol.DecodeHeaderValue(" \tget_weather\t "); err != nil || got != "get_weather" {
 		t.Errorf("optional white space: %q, %v", got, err)
 	}
-	for _, bad := range []string{"=?base64?***?=", "=?base64?SGVsbG8", "caf\xc3\xa9", "a\x01b", "=?base64?/w==?="} {
+	// Only a value with both the prefix and the suffix is Base64; anything else is plain.
+	plain := []struct{ encoded, value string }{
+		{"=?base64?SGVsbG8=", "=?base64?SGVsbG8="},
+		{"SGVsbG8=?=", "SGVsbG8=?="},
+		{"=?base64?=", "=?base64?="},
+		{"=?base64??=", ""},
+		{"a\tb", "a\tb"},
+		{"=?base64?SGVsbG8=?=", "Hello"},
+	}
+	for _, tt := range plain {
+		if got, err := protocol.DecodeHeaderValue(tt.encoded); err != nil || got != tt.value {
+			t.Errorf("DecodeHeaderValue(%q) = %q, %v; want %q", tt.encoded, got, err, tt.value)
+		}
+	}
+	for _, bad := range []string{"=?base64?***?=", "=?base64?SGVsbG8?=", "=?base64?SGVs!!!bG8=?=", "=?base64?SGVs\nbG8=?=",
+		"caf\xc3\xa9", "a\x01b", "a\x7fb", "=?base64?/w==?="} {
 		if got, err := protocol.DecodeHeaderValue(bad); err == nil {
 			t.Errorf("DecodeHeaderValue(%q) = %q, want an error", bad, got)
 		}

@@ -35,13 +35,14 @@ func ErrServerBusy(scope string, limit int) *WireError {
 	if scope == BusyConnection {
 		where = "on this connection"
 	}
+	return busy(scope, limit, "Server busy: too many calls in flight "+where+" (limit "+strconv.Itoa(limit)+")")
+}
+
+// busy returns a [CodeServerBusy] error with message and the data {"scope":…,"limit":…}.
+func busy(scope string, limit int, message string) *WireError {
 	data, _ := json.Marshal(struct {
 		Scope string `json:"scope"`
 		Limit int    `json:"limit"`
 	}{scope, limit})
-	return &WireError{
-		Code:    CodeServerBusy,
-		Message: "Server busy: too many calls in flight " + where + " (limit " + strconv.Itoa(limit) + ")",
-		Data:    data,
-	}
+	return &WireError{Code: CodeServerBusy, Message: message, Data: data}
 }

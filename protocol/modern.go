@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -139,55 +140,122 @@ func HasEnvelope(params json.RawMessage) bool {
 // log level is not one of [LogLevels]. It does not check that the version is served; see
 // [CheckVersion].
 func ReadEnvelope(params json.RawMessage) (*Envelope, *WireError) {
-	var p struct {
-		Meta json.RawMessage `json:"_meta"`
-	}
-	if len(params) == 0 || isNull(trimSpace(params)) {
+	p := trimSpace(params)
+	if len(p) == 0 || isNull(p) {
 		return nil, ErrInvalidParams("a %s request needs params with _meta", ModernVersion)
 	}
-	if err := json.Unmarshal(params, &p); err != nil {
+	if p[0] != '{' || !json.Valid(p) {
 		return nil, ErrInvalidParams("params must be an object")
 	}
-	if !declared(p.Meta) {
+	// One walk over the members of params and of _meta, by the scanner the decoder uses: a
+	// request's envelope is read on every modern request.
+	ms, me := findMember(p, "_meta")
+	if ms < 0 || p[ms] != '{' {
 		return nil, ErrInvalidParams("params._meta must be an object with %s and %s", MetaProtocolVersion, MetaClientCapabilities)
 	}
-	var m struct {
-		Version json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
-		Caps    json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
-		Info    json.RawMessage `json:"io.modelcontextprotocol/clientInfo"`
-		Level   json.RawMessage `json:"io.modelcontextprotocol/logLevel"`
-	}
-	if err := json.Unmarshal(p.Meta, &m); err != nil {
-		return nil, ErrInvalidParams("params._meta must be an object")
-	}
-	env := &Envelope{Meta: p.Meta}
-	if err := json.Unmarshal(m.Version, &env.ProtocolVersion); err != nil || len(m.Version) == 0 || env.ProtocolVersion == "" {
+	meta := p[ms:me]
+	var version, caps, info, level []byte
+	eachMember(meta, func(key, val []byte) {
+		switch string(key) {
+		case `"` + MetaProtocolVersion + `"`:
+			version = val
+		case `"` + MetaClientCapabilities + `"`:
+			caps = val
+		case `"` + MetaClientInfo + `"`:
+			info = val
+		case `"` + MetaLogLevel + `"`:
+			level = val
+		}
+	})
+	env := &Envelope{Meta: json.RawMessage(meta[:len(meta):len(meta)])}
+	if len(version) < 3 || version[0] != '"' {
 		return nil, ErrInvalidParams("params._meta.%s must be a non-empty string", MetaProtocolVersion)
 	}
-	if !declared(m.Caps) {
+	env.ProtocolVersion = unquote(version)
+	if !declared(caps) {
 		return nil, ErrInvalidParams("params._meta.%s must be an object", MetaClientCapabilities)
 	}
-	var caps ClientCapabilities
-	if err := json.Unmarshal(m.Caps, &caps); err != nil {
-		return nil, ErrInvalidParams("params._meta.%s: %s", MetaClientCapabilities, "malformed capability")
+	env.Capabilities = &ClientCapabilities{}
+	if !isEmptyObject(caps) {
+		if err := json.Unmarshal(caps, env.Capabilities); err != nil {
+			return nil, ErrInvalidParams("params._meta.%s: %s", MetaClientCapabilities, "malformed capability")
+		}
 	}
-	env.Capabilities = &caps
-	if len(m.Info) > 0 && !isNull(m.Info) {
-		var info Implementation
-		if !declared(m.Info) || json.Unmarshal(m.Info, &info) != nil {
+	if len(info) > 0 && !isNull(info) {
+		ci, ok := readImplementation(info)
+		if !ok {
 			return nil, ErrInvalidParams("params._meta.%s must be an object with name and version", MetaClientInfo)
 		}
-		env.ClientInfo = &info
+		env.ClientInfo = ci
 	}
-	if len(m.Level) > 0 && !isNull(m.Level) {
-		if json.Unmarshal(m.Level, &env.LogLevel) != nil {
+	if len(level) > 0 && !isNull(level) {
+		if level[0] != '"' {
 			return nil, ErrInvalidParams("params._meta.%s must be a string", MetaLogLevel)
 		}
+		env.LogLevel = unquote(level)
 		if _, ok := LogSeverity(env.LogLevel); !ok {
 			return nil, ErrInvalidParams("invalid log level %q", env.LogLevel)
 		}
 	}
 	return env, nil
+}
+
+// readImplementation reads a clientInfo object: its string members name, title and version
+// (others, such as icons, are display-only and left out). A member of another type is refused.
+func readImplementation(raw []byte) (*Implementation, bool) {
+	if !declared(raw) {
+		return nil, false
+	}
+	ci, ok := &Implementation{}, true
+	eachMember(trimSpace(raw), func(key, val []byte) {
+		var dst *string
+		switch string(key) {
+		case `"name"`:
+			dst = &ci.Name
+		case `"title"`:
+			dst = &ci.Title
+		case `"version"`:
+			dst = &ci.Version
+		default:
+			return
+		}
+		if val[0] != '"' {
+			ok = false
+			return
+		}
+		*dst = unquote(val)
+	})
+	return ci, ok
+}
+
+// eachMember calls fn with the key (a JSON string token, quotes included) and the value of every
+// top-level member of the valid JSON object obj.
+func eachMember(obj []byte, fn func(key, val []byte)) {
+	n := len(obj)
+	i := skipSpace(obj, 1)
+	for i < n && obj[i] == '"' {
+		ks := i
+		i = skipString(obj, i)
+		key := obj[ks:i]
+		i = skipSpace(obj, i)
+		i = skipSpace(obj, i+1) // ':'
+		vs := i
+		i = skipValue(obj, i)
+		if bytes.IndexByte(key, '\\') >= 0 {
+			key = []byte(strconv.Quote(unquote(key)))
+		}
+		fn(key, obj[vs:i])
+		i = skipSpace(obj, i)
+		if i < n && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+}
+
+// isEmptyObject reports whether raw is {} (with any white space inside).
+func isEmptyObject(raw []byte) bool {
+	raw = trimSpace(raw)
+	return len(raw) >= 2 && raw[0] == '{' && len(trimSpace(raw[1:len(raw)-1])) == 0
 }
 
 // CheckVersion returns nil when the envelope's version is served statelessly, and otherwise the
@@ -279,6 +347,9 @@ type ListenFilter struct {
 	PromptsListChanged    bool     `json:"promptsListChanged,omitempty"`
 	ResourcesListChanged  bool     `json:"resourcesListChanged,omitempty"`
 	ResourceSubscriptions []string `json:"resourceSubscriptions,omitempty"`
+	// TaskIDs are the tasks whose changes the stream carries (notifications/tasks); the tasks
+	// extension ([ExtensionTasks]).
+	TaskIDs []string `json:"taskIds,omitempty"`
 }
 
 // ListenParams are the params of [MethodSubscriptionsListen].

@@ -33,6 +33,8 @@ func TestReadEnvelope(t *testing.T) {
 		{give: `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, wantErr: "clientCapabilities must be an object"},
 		{give: `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":[]}}`, wantErr: "clientCapabilities must be an object"},
 		{give: `{"_meta":{` + env + `,"io.modelcontextprotocol/clientInfo":"me"}}`, wantErr: "clientInfo must be an object"},
+		{give: `{"_meta":{` + env + `,"io.modelcontextprotocol/clientInfo":{"name":7}}}`, wantErr: "clientInfo must be an object"},
+		{give: `{"_meta":{"io.modelcontextprotocol/protocolVersion":"a\u0062","io.modelcontextprotocol/clientCapabilities":{ }}}`, wantVer: "ab"},
 		{give: `{"_meta":{` + env + `,"io.modelcontextprotocol/logLevel":"loud"}}`, wantErr: `invalid log level "loud"`},
 	}
 	for _, tt := range tests {
@@ -162,5 +164,15 @@ func TestSubscriptionMeta(t *testing.T) {
 	}
 	if got := string(protocol.SubscriptionMeta(protocol.NewIntID(7))); got != `{"io.modelcontextprotocol/subscriptionId":7}` {
 		t.Errorf("got %s", got)
+	}
+}
+
+func BenchmarkReadEnvelope(b *testing.B) {
+	params := json.RawMessage(`{"name":"echo","arguments":{"text":"hello, world"},"_meta":{"progressToken":7,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1.0.0"}}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, werr := protocol.ReadEnvelope(params); werr != nil {
+			b.Fatal(werr)
+		}
 	}
 }

@@ -4,9 +4,10 @@
 // cross-site requests, and optional bearer-token authentication (the server as an OAuth 2.1
 // resource server, with RFC 9728 protected-resource metadata).
 //
-// A [Handler] serves the connections of one [actors.Engine]. Every session is a legacy session:
-// the stateful kind of the revisions up to MCP 2025-11-25, opened by initialize, named by the
-// Mcp-Session-Id header and served by one connection actor. The handler decodes each message,
+// A [Handler] serves the connections of one [actors.Engine], in both protocol eras. A legacy
+// session is the stateful kind of the revisions up to MCP 2025-11-25, opened by initialize, named
+// by the Mcp-Session-Id header and served by one connection actor; the modern requests of MCP
+// 2026-07-28 (modern.go) carry everything in each POST and share one stateless connection actor. The handler decodes each message,
 // hands it to that actor with the stream its answers go to, and writes out what the actors
 // queue there. Transport work runs on net/http's handler goroutines, which may block waiting
 // for a stream; the actors only ever queue frames, without blocking.
@@ -85,7 +86,7 @@ type Options struct {
 	MaxMessageSize int
 }
 
-// Handler is the Streamable HTTP transport (MCP 2025-11-25) of one engine, an http.Handler to be
+// Handler is the Streamable HTTP transport (MCP 2025-11-25 and 2026-07-28) of one engine, an http.Handler to be
 // mounted at the MCP endpoint of a mux, for example mux.Handle("/mcp", h). Its sessions live
 // until they are deleted, expire or [Handler.Shutdown] ends them. Its methods are safe for
 // concurrent use.
@@ -115,8 +116,16 @@ type Options struct {
 //     any POST of the session. Shutting the server down cancels every call in flight.
 //   - Host and Origin are checked first (403), then the bearer token when [Config].Auth is set
 //     (401, 403 insufficient_scope, 503 when the verifier fails unexpectedly).
+//   - A modern (MCP 2026-07-28) request is a POST whose MCP-Protocol-Version header is
+//     2026-07-28, or whose params._meta carries the envelope; it ignores any Mcp-Session-Id and
+//     opens no session. Its MCP-Protocol-Version, Mcp-Method and Mcp-Name headers must agree
+//     with the body (400 and -32020 otherwise); a missing envelope field is 400 and -32602, a
+//     version not served 400 and -32022, a method the revision does not have 404 and -32601.
+//     Its answer is one JSON body or an SSE stream without event ids, never resumed; the client
+//     closing it cancels the request. GET and DELETE with a modern version header get 405.
 //
-// Error statuses come with a JSON-RPC error body whose id is null.
+// Legacy error statuses come with a JSON-RPC error body whose id is null; modern ones echo the
+// request's id.
 type Handler struct {
 	eng     *actors.Engine
 	log     *zap.Logger

@@ -33,7 +33,8 @@ func isModern(r *http.Request, msg *protocol.Message) bool {
 
 // modernPost serves a modern POST. The checks run in the order the revision's clients (and its
 // conformance suite) expect: the body's envelope (-32602), the MCP-Protocol-Version header
-// against it, the Mcp-Method and Mcp-Name headers (-32020), the version (-32022); then the
+// against it, the Mcp-Method and Mcp-Name headers, for tools/call the Mcp-Param-* headers of the
+// tool's x-mcp-header arguments ([checkParamHeaders]) (-32020), the version (-32022); then the
 // engine answers, -32601 for a method the revision does not have. Each of those errors comes
 // with 400 (404 for -32601), and echoes the request's id.
 func (h *Handler) modernPost(w http.ResponseWriter, r *http.Request, msg *protocol.Message, id *tools.Identity) {
@@ -51,6 +52,9 @@ func (h *Handler) modernPost(w http.ResponseWriter, r *http.Request, msg *protoc
 	env, werr := protocol.ReadEnvelope(msg.Params)
 	if werr == nil {
 		werr = checkHeaders(r, msg, env)
+	}
+	if werr == nil && msg.Method == protocol.MethodToolsCall {
+		werr = h.checkToolParams(r, msg)
 	}
 	if werr == nil {
 		werr = env.CheckVersion()
@@ -102,8 +106,8 @@ func checkHeaders(r *http.Request, msg *protocol.Message, env *protocol.Envelope
 		member = "name"
 	case msg.Method == protocol.MethodResourcesRead:
 		member = "uri"
-	case strings.HasPrefix(msg.Method, "tasks/"):
-		member = "taskId"
+	case msg.Method == protocol.MethodTasksGet || msg.Method == protocol.MethodTasksUpdate || msg.Method == protocol.MethodTasksCancel:
+		member = "taskId" // the tasks extension's routing header; other tasks/* methods do not exist
 	default:
 		return nil
 	}

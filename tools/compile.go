@@ -26,11 +26,12 @@ type Set struct {
 // Compiled is one tool after [Compile]: its definition, its precomputed tools/list descriptor
 // and its compiled schemas. It is immutable and safe for concurrent use.
 type Compiled struct {
-	def    Tool
-	desc   protocol.Tool
-	input  schema  // always set; sch is nil when any object is accepted
-	output *schema // nil without an output schema
-	meta   *schema // nil without a metadata schema
+	def     Tool
+	desc    protocol.Tool
+	input   schema        // always set; sch is nil when any object is accepted
+	output  *schema       // nil without an output schema
+	meta    *schema       // nil without a metadata schema
+	headers []HeaderParam // the input schema's x-mcp-header arguments; nil without any
 }
 
 // Compile checks every definition and compiles its schemas, once, so that nothing is parsed or
@@ -41,6 +42,9 @@ type Compiled struct {
 //   - a schema that is not valid JSON, whose root does not declare "type": "object" (input and
 //     output schemas), that fails its metaschema, names an unsupported "$schema" or refers to an
 //     external document, as a [*ToolSchemaError] with its [SchemaKind];
+//   - an "x-mcp-header" annotation in the input schema that breaks one of the rules below, as
+//     a [*ToolSchemaError] of kind [SchemaInput] naming its location and the rule, one per
+//     annotation;
 //   - a nil handler as `tool "<name>": no handler`, and a nil provider, a negative timeout, a
 //     negative concurrency limit, an [ActorHandler] without an actor, or one with providers
 //     likewise, as plain errors.
@@ -52,6 +56,15 @@ type Compiled struct {
 // External references ("$ref" to an http, https or file URL, or to a relative URL) are refused
 // rather than loaded. Patterns use Go's regexp syntax (RE2), so look-around is rejected at
 // Compile. The "format" keyword is an annotation and is not asserted.
+//
+// An input schema may designate arguments that clients of the Streamable HTTP transport mirror
+// into Mcp-Param-{Name} headers (MCP 2026-07-28): a property schema with "x-mcp-header":
+// "{Name}". Compile requires, as the revision does, that the annotation be on a property reached
+// from the root through a chain of "properties" members only (never under items, allOf, anyOf,
+// oneOf, not, if, then, else, $defs, or any other keyword), that its value be a non-empty RFC
+// 9110 token (no spaces, delimiters or control characters), unique in the schema compared
+// case-insensitively, and that the property declare one "type": "string", "integer" or
+// "boolean" ("number" is not allowed). [Compiled.HeaderParams] lists the annotations.
 //
 // Compile copies the definitions and their schemas: the Set does not change when defs does.
 // Descriptors keep each schema verbatim as given.
@@ -108,6 +121,9 @@ func compileTool(def *Tool) (*Compiled, []error) {
 	if def.MaxConcurrency < 0 {
 		errs = append(errs, fmt.Errorf("tool %q: negative concurrency limit %d", def.Name, def.MaxConcurrency))
 	}
+	if err := checkTask(def); err != nil {
+		errs = append(errs, fmt.Errorf("tool %q: %w", def.Name, err))
+	}
 
 	c := &Compiled{def: *def}
 	c.def.InputSchema = clone(def.InputSchema)
@@ -124,6 +140,12 @@ func compileTool(def *Tool) (*Compiled, []error) {
 		sch, err := compileSchema(c.def.InputSchema, SchemaInput, true)
 		if err != nil {
 			errs = append(errs, &ToolSchemaError{Tool: def.Name, Kind: SchemaInput, Err: err})
+		} else if doc, ok := decodeValue(c.def.InputSchema); ok {
+			var headerErrs []error
+			c.headers, headerErrs = scanHeaderParams(doc)
+			for _, err := range headerErrs {
+				errs = append(errs, &ToolSchemaError{Tool: def.Name, Kind: SchemaInput, Err: err})
+			}
 		}
 		c.input.sch = sch
 	}

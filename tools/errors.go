@@ -39,7 +39,8 @@ const (
 
 // ToolSchemaError reports a schema that cannot be used: invalid JSON, a root that does not
 // declare "type": "object" (input and output schemas), a schema that fails its metaschema, an
-// unsupported "$schema", or a reference to an external document. Callers find it with
+// unsupported "$schema", a reference to an external document, or an input schema's
+// "x-mcp-header" annotation that breaks the rules [Compile] lists. Callers find it with
 // errors.As; Unwrap returns the cause, which may in turn wrap an error of the jsonschema package.
 type ToolSchemaError struct {
 	// Tool is the name of the tool.

@@ -50,6 +50,11 @@ type Tool struct {
 	// A schema without "$schema" is JSON Schema 2020-12 (MCP SEP-1613); drafts 2019-09, 7, 6
 	// and 4 are accepted when named. References ("$ref") must stay inside the schema: external
 	// documents are never loaded.
+	//
+	// A string, integer or boolean property may carry "x-mcp-header": "{Name}" (MCP 2026-07-28):
+	// clients on the Streamable HTTP transport then mirror its value into the header
+	// Mcp-Param-{Name}, and the server rejects a call whose header and body disagree. [Compile]
+	// lists the rules the annotation must follow.
 	InputSchema json.RawMessage
 
 	// OutputSchema, when set, is the JSON Schema of the result's structuredContent; its root must
@@ -82,6 +87,21 @@ type Tool struct {
 	// MaxConcurrency limits how many calls of the tool run at once; the engine queues the rest.
 	// Zero means unlimited. Negative is a construction error.
 	MaxConcurrency int
+
+	// TaskSupport says whether a call may run as a task (the io.modelcontextprotocol/tasks
+	// extension of MCP 2026-07-28): answered at once with a task id that the client polls,
+	// rather than held open until the handler returns. Zero ([TaskForbidden]) means never; see
+	// [TaskSupport] for the others, and for what a task does.
+	TaskSupport TaskSupport
+	// DeferTask makes a task tool's call start as an ordinary call, which becomes a task only
+	// when its handler calls client.StartTask: the handler can first ask the client for input
+	// on the call itself (input_required rounds), then go on as a task. False means the task
+	// is created before the handler runs. Only for a tool with TaskSupport.
+	DeferTask bool
+	// TaskTTL is how long a task of the tool is kept from its creation: its result stays
+	// readable until then, and a task still running then is stopped and forgotten. Zero means
+	// the server's default (one hour unless configured). Negative is a construction error.
+	TaskTTL time.Duration
 }
 
 // Request is what a handler receives besides its context.

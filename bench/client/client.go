@@ -1,7 +1,17 @@
 // Package client is a minimal MCP client for load generation: it speaks raw
 // JSON-RPC 2.0 over stdio (newline-delimited JSON to a child process) or over
-// Streamable HTTP (protocol revision 2025-11-25), using only the standard
-// library so that it favours no MCP framework.
+// Streamable HTTP, using only the standard library so that it favours no MCP
+// framework.
+//
+// It speaks either era of the protocol, chosen by the handshake that opens
+// the connection. [Client.Initialize] opens a legacy session (revision
+// 2025-11-25): initialize, then notifications/initialized; over HTTP the
+// Mcp-Session-Id it is given goes on every later request. [Client.Discover]
+// switches to the modern era (revision 2026-07-28): no initialize, no session;
+// every request carries the envelope in params._meta, and over HTTP the
+// MCP-Protocol-Version, Mcp-Method and Mcp-Name headers. A modern call is
+// cancelled with notifications/cancelled over stdio, and over HTTP by closing
+// its response stream.
 //
 // A [Client] sends requests with integer ids, starting at 0, and matches
 // responses to waiters by id. It keeps the ids of calls it has cancelled, so a
@@ -16,10 +26,14 @@ package client
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +41,39 @@ import (
 
 // ProtocolVersion is the MCP revision the client asks for in initialize.
 const ProtocolVersion = "2025-11-25"
+
+// ModernVersion is the MCP revision of the modern era, which [Client.Discover]
+// switches to.
+const ModernVersion = "2026-07-28"
+
+// Era is a generation of the protocol: how a client opens a connection and
+// what every request carries.
+type Era string
+
+// The eras.
+const (
+	// Legacy is revision 2025-11-25: an initialize handshake opens a session.
+	Legacy Era = "legacy"
+	// Modern is revision 2026-07-28: no handshake and no session; every
+	// request carries its envelope.
+	Modern Era = "modern"
+)
+
+// ParseEra reads "legacy" or "modern"; the empty string is Legacy.
+func ParseEra(s string) (Era, error) {
+	switch Era(s) {
+	case "", Legacy:
+		return Legacy, nil
+	case Modern:
+		return Modern, nil
+	}
+	return "", fmt.Errorf("unknown era %q (want legacy or modern)", s)
+}
+
+// envelopeMembers are the members of a modern request's params._meta: the
+// revision and the client's capabilities (none optional).
+const envelopeMembers = `"io.modelcontextprotocol/protocolVersion":"` + ModernVersion +
+	`","io.modelcontextprotocol/clientCapabilities":{}`
 
 // Errors a call can end with besides a transport error.
 var (
@@ -38,6 +85,10 @@ var (
 	// ErrNoResponse ends an HTTP call whose response stream ended without a
 	// response for it.
 	ErrNoResponse = errors.New("stream ended without a response")
+	// ErrNotModern is what [Client.Discover] ends with when the server does
+	// not serve the modern era: it refused server/discover, or does not list
+	// revision 2026-07-28 among its supported versions.
+	ErrNotModern = errors.New("the server does not serve MCP " + ModernVersion)
 )
 
 // Message is one JSON-RPC 2.0 message as it arrived.
@@ -101,16 +152,20 @@ type Stats struct {
 	ServerRequests int64
 	// Garbage counts stdout lines that were not JSON-RPC messages (stdio).
 	Garbage int64
-	// QuietCloses counts HTTP response streams of cancelled calls that ended
-	// without a response: the well-behaved outcome of a cancellation.
+	// QuietCloses counts HTTP response streams of cancelled calls that the
+	// server ended without a response: the well-behaved outcome of a legacy
+	// cancellation.
 	QuietCloses int64
+	// ClosedByClient counts HTTP response streams the client closed to
+	// cancel their call (the modern era's cancellation).
+	ClosedByClient int64
 	// NotifyNot202 counts HTTP notification POSTs answered with a 2xx status
 	// other than the 202 the spec requires.
 	NotifyNot202 int64
 	// Open counts cancelled calls that could still get a late response:
 	// over stdio, those not answered; over HTTP, those whose response stream
 	// is still open. Every cancellation sent is counted in exactly one of
-	// Late, QuietCloses and Open.
+	// Late, QuietCloses, ClosedByClient and Open.
 	Open int64
 }
 
@@ -128,8 +183,15 @@ type Call struct {
 	err      error
 	finished time.Time
 
-	// Set by the HTTP transport: ends the call's POST.
+	// name is the value of the Mcp-Name header of a modern HTTP request.
+	name string
+	// Set by the HTTP transport: abort ends the call's POST, and ended is
+	// closed once its goroutine has finished with the response stream.
 	abort context.CancelFunc
+	ended chan struct{}
+	// closing is set, under Client.mu, when the client closes the call's
+	// stream to cancel it.
+	closing bool
 }
 
 // Done is closed when the call has a response, failed or was cancelled.
@@ -162,8 +224,8 @@ type transport interface {
 	// send transmits a request for call; the transport reports the outcome
 	// through Client.deliver or Client.fail.
 	send(call *Call, body []byte) error
-	// notify transmits a notification.
-	notify(ctx context.Context, body []byte) error
+	// notify transmits a notification of the given method.
+	notify(ctx context.Context, method string, body []byte) error
 	// flush waits until everything sent so far has left the client.
 	flush(ctx context.Context) error
 	// raw transmits body as is and collects what comes back within wait.
@@ -192,14 +254,28 @@ type Client struct {
 	arrived   chan struct{}  // size 1: signals a new unmatched message
 	onMessage func(*Message) // observer for every message, if set
 
-	// Filled by Initialize, before any other goroutine reads them.
+	// modern is set by Discover: requests carry the envelope.
+	modern atomic.Bool
+
+	// Filled by Initialize or Discover, before any other goroutine reads
+	// them.
 	server      json.RawMessage
 	negotiated  string
 	initialized atomic.Bool
 }
 
-// ServerInfo returns the serverInfo object of the initialize result, once
-// Initialize succeeded.
+// Era is the era the client speaks: [Modern] once [Client.Discover] was
+// called, [Legacy] otherwise.
+func (c *Client) Era() Era {
+	if c.modern.Load() {
+		return Modern
+	}
+	return Legacy
+}
+
+// ServerInfo returns the serverInfo object of the initialize result (modern:
+// the io.modelcontextprotocol/serverInfo of the discover result's _meta), once
+// the handshake succeeded.
 func (c *Client) ServerInfo() json.RawMessage {
 	if !c.initialized.Load() {
 		return nil
@@ -208,7 +284,8 @@ func (c *Client) ServerInfo() json.RawMessage {
 }
 
 // Negotiated returns the protocol version the server answered in
-// initialize, once Initialize succeeded.
+// initialize, once Initialize succeeded; [ModernVersion] once Discover
+// succeeded.
 func (c *Client) Negotiated() string {
 	if !c.initialized.Load() {
 		return ""
@@ -276,16 +353,71 @@ func (c *Client) Initialize(ctx context.Context) error {
 	return nil
 }
 
+// Discover switches the client to the modern era (revision 2026-07-28) and
+// probes the server with server/discover, as the spec asks clients to. Call
+// it instead of [Client.Initialize], before any other request. From then on
+// every request carries the envelope in params._meta; over HTTP every request
+// also carries MCP-Protocol-Version, Mcp-Method and, for tools/call,
+// prompts/get and resources/read, Mcp-Name, and no session id.
+//
+// It fails with an error wrapping [ErrNotModern] when the server answers but
+// does not serve the modern era: a JSON-RPC error, an HTTP status without
+// one, or a result whose supportedVersions lack 2026-07-28. A transport error
+// (a refused connection, a server that exited) is returned as it is.
+func (c *Client) Discover(ctx context.Context) error {
+	c.modern.Store(true)
+	msg, err := c.Call(ctx, "server/discover", nil)
+	if err != nil {
+		var se *StatusError
+		if errors.As(err, &se) {
+			return fmt.Errorf("%w: server/discover: %v", ErrNotModern, se)
+		}
+		return fmt.Errorf("server/discover: %w", err)
+	}
+	if msg.Error != nil {
+		return fmt.Errorf("%w: server/discover: %v", ErrNotModern, msg.Error)
+	}
+	var res struct {
+		SupportedVersions []string `json:"supportedVersions"`
+		Meta              struct {
+			ServerInfo json.RawMessage `json:"io.modelcontextprotocol/serverInfo"`
+		} `json:"_meta"`
+	}
+	if err := json.Unmarshal(msg.Result, &res); err != nil {
+		return fmt.Errorf("%w: server/discover result: %v", ErrNotModern, err)
+	}
+	if !slices.Contains(res.SupportedVersions, ModernVersion) {
+		return fmt.Errorf("%w: server/discover lists versions %q", ErrNotModern, res.SupportedVersions)
+	}
+	c.server, c.negotiated = res.Meta.ServerInfo, ModernVersion
+	c.initialized.Store(true)
+	return nil
+}
+
+// PingMethod is the request that checks the server still answers: ping in
+// the legacy era, server/discover in the modern era, which has no ping.
+func (c *Client) PingMethod() string {
+	if c.modern.Load() {
+		return "server/discover"
+	}
+	return "ping"
+}
+
 // Start sends a request and returns without waiting for its response.
 // params is encoded with encoding/json, except a json.RawMessage, which is
-// sent as is.
+// sent as is. In the modern era the envelope is added to params._meta.
 func (c *Client) Start(method string, params any) (*Call, error) {
 	id := c.nextID.Add(1) - 1
-	body, err := encode(id, method, params)
+	modern := c.modern.Load()
+	p, err := encodeParams(method, params, modern)
 	if err != nil {
 		return nil, err
 	}
+	body := encode(id, method, p)
 	call := &Call{ID: id, Method: method, Sent: time.Now(), done: make(chan struct{}), written: make(chan struct{})}
+	if modern {
+		call.name = headerName(method, p)
+	}
 	c.mu.Lock()
 	if c.lost != nil {
 		err := c.lost
@@ -341,51 +473,80 @@ func DecodeToolResult(msg *Message) (*ToolResult, error) {
 	return &r, nil
 }
 
-// Notify sends a notification.
+// Notify sends a notification. Notifications carry no envelope in either
+// era.
 func (c *Client) Notify(ctx context.Context, method string, params any) error {
-	body, err := encode(-1, method, params)
+	p, err := encodeParams(method, params, false)
 	if err != nil {
 		return err
 	}
-	return c.tr.notify(ctx, body)
+	return c.tr.notify(ctx, method, encode(-1, method, p))
 }
 
-// Cancel ends call on the client side and sends notifications/cancelled for
-// it. It reports false, and sends nothing, if the call had already ended. From
-// now on a response for the call counts as late.
+// streamCloser is a transport that, in the modern era, cancels a call by
+// closing its response stream instead of sending notifications/cancelled.
+type streamCloser interface {
+	// closeStreams closes the calls' response streams and waits until they
+	// are closed, or ctx is done.
+	closeStreams(ctx context.Context, calls []*Call) error
+}
+
+// closer returns the transport as a streamCloser when cancellations close
+// streams: over HTTP in the modern era.
+func (c *Client) closer() (streamCloser, bool) {
+	sc, ok := c.tr.(streamCloser)
+	return sc, ok && c.modern.Load()
+}
+
+// Cancel ends call on the client side and cancels it on the server: over
+// stdio, and over legacy HTTP, with notifications/cancelled; over modern HTTP
+// by closing the call's response stream, which it waits for. It reports
+// false, and does nothing, if the call had already ended. From now on a
+// response for the call counts as late.
 func (c *Client) Cancel(ctx context.Context, call *Call, reason string) (bool, error) {
 	if !c.markCancelled(call) {
 		return false, nil
 	}
+	if sc, ok := c.closer(); ok {
+		return true, sc.closeStreams(ctx, []*Call{call})
+	}
 	return true, c.Notify(ctx, "notifications/cancelled", cancelParams(call.ID, reason))
 }
 
-// CancelMany cancels calls like [Client.Cancel], sending the notifications as
-// fast as the transport allows (stdio: queued and written in batches; HTTP:
-// up to parallel POSTs at once). It returns how many cancellations were sent;
-// calls that had already ended are skipped.
+// CancelMany cancels calls like [Client.Cancel], as fast as the transport
+// allows (stdio: notifications queued and written in batches; legacy HTTP:
+// up to parallel POSTs at once; modern HTTP: every stream closed at once). It
+// returns how many cancellations were sent; calls that had already ended are
+// skipped.
 func (c *Client) CancelMany(ctx context.Context, calls []*Call, reason string, parallel int) (int, error) {
-	var bodies [][]byte
+	var marked []*Call
 	for _, call := range calls {
-		if !c.markCancelled(call) {
-			continue
+		if c.markCancelled(call) {
+			marked = append(marked, call)
 		}
-		body, err := encode(-1, "notifications/cancelled", cancelParams(call.ID, reason))
+	}
+	if sc, ok := c.closer(); ok {
+		return len(marked), sc.closeStreams(ctx, marked)
+	}
+	const method = "notifications/cancelled"
+	bodies := make([][]byte, 0, len(marked))
+	for _, call := range marked {
+		p, err := encodeParams(method, cancelParams(call.ID, reason), false)
 		if err != nil {
 			return 0, err
 		}
-		bodies = append(bodies, body)
+		bodies = append(bodies, encode(-1, method, p))
 	}
 	if parallel < 1 {
 		parallel = 1
 	}
 	if mt, ok := c.tr.(interface {
-		notifyMany(context.Context, [][]byte, int) error
+		notifyMany(context.Context, string, [][]byte, int) error
 	}); ok {
-		return len(bodies), mt.notifyMany(ctx, bodies, parallel)
+		return len(bodies), mt.notifyMany(ctx, method, bodies, parallel)
 	}
 	for _, b := range bodies {
-		if err := c.tr.notify(ctx, b); err != nil {
+		if err := c.tr.notify(ctx, method, b); err != nil {
 			return 0, err
 		}
 	}
@@ -521,7 +682,11 @@ func (c *Client) failCall(call *Call, err error) {
 	}
 	if c.cancelled[call.ID] == call {
 		delete(c.cancelled, call.ID)
-		c.stats.QuietCloses++
+		if call.closing {
+			c.stats.ClosedByClient++
+		} else {
+			c.stats.QuietCloses++
+		}
 	}
 }
 
@@ -561,35 +726,136 @@ func intID(raw json.RawMessage) (int64, bool) {
 	return id, true
 }
 
-// encode builds a request (id >= 0) or a notification (id < 0).
-func encode(id int64, method string, params any) ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteString(`{"jsonrpc":"2.0",`)
-	if id >= 0 {
-		b.WriteString(`"id":`)
-		b.WriteString(strconv.FormatInt(id, 10))
-		b.WriteByte(',')
+// encodeParams encodes a message's params: a json.RawMessage as is
+// (pre-encoded by the caller, as load loops do to keep the client lean),
+// anything else with encoding/json; nil means no params. With envelope, the
+// modern envelope is added to params._meta (and params made if there were
+// none).
+func encodeParams(method string, params any, envelope bool) ([]byte, error) {
+	var p []byte
+	if raw, ok := params.(json.RawMessage); ok {
+		p = raw
+	} else if params != nil {
+		var err error
+		if p, err = json.Marshal(params); err != nil {
+			return nil, fmt.Errorf("%s params: %w", method, err)
+		}
 	}
-	m, err := json.Marshal(method)
+	if !envelope {
+		return p, nil
+	}
+	p, err := WithEnvelope(p)
+	if err != nil {
+		return nil, fmt.Errorf("%s params: %w", method, err)
+	}
+	return p, nil
+}
+
+// encode builds a request (id >= 0) or a notification (id < 0) with the
+// encoded params (nil: none).
+func encode(id int64, method string, params []byte) []byte {
+	m, _ := json.Marshal(method) // a string always encodes
+	b := make([]byte, 0, 48+len(m)+len(params))
+	b = append(b, `{"jsonrpc":"2.0",`...)
+	if id >= 0 {
+		b = append(b, `"id":`...)
+		b = strconv.AppendInt(b, id, 10)
+		b = append(b, ',')
+	}
+	b = append(b, `"method":`...)
+	b = append(b, m...)
+	if params != nil {
+		b = append(b, `,"params":`...)
+		b = append(b, params...)
+	}
+	return append(b, '}')
+}
+
+// WithEnvelope returns the params of a modern request: params (a JSON object,
+// or nil or null for none) with the envelope of revision 2026-07-28 in its
+// _meta, beside any member _meta already had:
+//
+//	{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}, ...}
+//
+// An object without a "_meta" anywhere gets the envelope spliced in front of
+// its members, byte for byte; otherwise it is decoded and encoded again.
+func WithEnvelope(params []byte) ([]byte, error) {
+	p := bytes.TrimSpace(params)
+	if len(p) == 0 || string(p) == "null" {
+		return []byte(`{"_meta":{` + envelopeMembers + `}}`), nil
+	}
+	if p[0] != '{' {
+		return nil, errors.New("params must be a JSON object")
+	}
+	if !bytes.Contains(p, []byte(`"_meta"`)) {
+		rest := bytes.TrimSpace(p[1:])
+		if len(rest) == 0 {
+			return nil, errors.New("params: unexpected end of JSON input")
+		}
+		out := make([]byte, 0, len(p)+len(envelopeMembers)+12)
+		out = append(out, `{"_meta":{`...)
+		out = append(out, envelopeMembers...)
+		out = append(out, '}')
+		if rest[0] != '}' {
+			out = append(out, ',')
+		}
+		return append(out, rest...), nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(p, &obj); err != nil {
+		return nil, err
+	}
+	meta := map[string]json.RawMessage{}
+	if m := bytes.TrimSpace(obj["_meta"]); len(m) > 0 && string(m) != "null" {
+		if err := json.Unmarshal(m, &meta); err != nil {
+			return nil, fmt.Errorf("_meta: %w", err)
+		}
+	}
+	var env map[string]json.RawMessage
+	if err := json.Unmarshal([]byte("{"+envelopeMembers+"}"), &env); err != nil {
+		return nil, err
+	}
+	maps.Copy(meta, env)
+	m, err := json.Marshal(meta)
 	if err != nil {
 		return nil, err
 	}
-	b.WriteString(`"method":`)
-	b.Write(m)
-	if raw, ok := params.(json.RawMessage); ok {
-		// Pre-encoded by the caller, as load loops do to keep the client lean.
-		b.WriteString(`,"params":`)
-		b.Write(raw)
-	} else if params != nil {
-		p, err := json.Marshal(params)
-		if err != nil {
-			return nil, fmt.Errorf("%s params: %w", method, err)
-		}
-		b.WriteString(`,"params":`)
-		b.Write(p)
+	obj["_meta"] = m
+	return json.Marshal(obj)
+}
+
+// headerName is the value of a modern HTTP request's Mcp-Name header: the
+// name of the tool or prompt called, or the URI of the resource read; empty
+// for other methods or when params do not say.
+func headerName(method string, params []byte) string {
+	var p struct {
+		Name string `json:"name"`
+		URI  string `json:"uri"`
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	switch method {
+	case "tools/call", "prompts/get":
+		_ = json.Unmarshal(params, &p)
+		return p.Name
+	case "resources/read":
+		_ = json.Unmarshal(params, &p)
+		return p.URI
+	}
+	return ""
+}
+
+// encodeHeaderValue writes v as the spec's custom headers want it: as it is
+// when it is printable ASCII without leading or trailing space, otherwise as
+// =?base64?<standard Base64 of its UTF-8 bytes>?=.
+func encodeHeaderValue(v string) string {
+	const prefix, suffix = "=?base64?", "?="
+	plain := v == "" || (v[0] != ' ' && v[len(v)-1] != ' ' && !strings.HasPrefix(v, prefix))
+	for i := 0; plain && i < len(v); i++ {
+		plain = v[i] >= 0x20 && v[i] <= 0x7E
+	}
+	if plain {
+		return v
+	}
+	return prefix + base64.StdEncoding.EncodeToString([]byte(v)) + suffix
 }
 
 func cancelParams(id int64, reason string) map[string]any {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -43,9 +44,11 @@ func (e *StatusError) Error() string {
 
 // DialHTTP returns a client for the Streamable HTTP endpoint at url. Every
 // message is a POST; a request's response may come as a JSON body or in an
-// SSE stream. The session id from the initialize response is sent on every
-// later request, with MCP-Protocol-Version. Nothing is sent before
-// [Client.Initialize].
+// SSE stream. After [Client.Initialize] (legacy era), the session id from the
+// initialize response is sent on every later request, with
+// MCP-Protocol-Version. After [Client.Discover] (modern era) there is no
+// session; every request carries MCP-Protocol-Version: 2026-07-28, Mcp-Method
+// and, where the spec asks for it, Mcp-Name. Nothing is sent before either.
 func DialHTTP(url string, opts HTTPOptions) (*Client, error) {
 	hc := opts.Client
 	own := hc == nil
@@ -102,12 +105,15 @@ type httpTransport struct {
 	closeOne sync.Once
 }
 
-func (t *httpTransport) newRequest(ctx context.Context, method string, body []byte) (*http.Request, error) {
+// newRequest builds an HTTP request of the given verb. method and name are
+// the JSON-RPC method and the Mcp-Name value of the message in body, for the
+// modern era's headers ("" when there is none).
+func (t *httpTransport) newRequest(ctx context.Context, verb string, body []byte, method, name string) (*http.Request, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, t.url, rd)
+	req, err := http.NewRequestWithContext(ctx, verb, t.url, rd)
 	if err != nil {
 		return nil, err
 	}
@@ -117,6 +123,16 @@ func (t *httpTransport) newRequest(ctx context.Context, method string, body []by
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if t.c.modern.Load() {
+		req.Header.Set("MCP-Protocol-Version", ModernVersion)
+		if method != "" {
+			req.Header.Set("Mcp-Method", method)
+		}
+		if name != "" {
+			req.Header.Set("Mcp-Name", encodeHeaderValue(name))
+		}
+		return req, nil
 	}
 	t.mu.Lock()
 	if t.session != "" {
@@ -131,8 +147,8 @@ func (t *httpTransport) newRequest(ctx context.Context, method string, body []by
 
 func (t *httpTransport) keepSession(resp *http.Response) {
 	id := resp.Header.Get("Mcp-Session-Id")
-	if id == "" {
-		return
+	if id == "" || t.c.modern.Load() {
+		return // the modern era has no sessions
 	}
 	t.mu.Lock()
 	if t.session == "" {
@@ -148,6 +164,7 @@ func (t *httpTransport) send(call *Call, body []byte) error {
 	ctx, cancel := context.WithCancel(t.ctx)
 	t.c.mu.Lock()
 	call.abort = cancel
+	call.ended = make(chan struct{})
 	t.c.mu.Unlock()
 	t.started.Add(1)
 	t.wg.Add(1)
@@ -156,9 +173,34 @@ func (t *httpTransport) send(call *Call, body []byte) error {
 	// on wg.
 	go func() {
 		defer t.wg.Done()
+		defer close(call.ended)
 		defer cancel()
 		t.roundTrip(ctx, call, body)
 	}()
+	return nil
+}
+
+// closeStreams cancels modern calls the way 2026-07-28 asks of a client over
+// HTTP: by closing each call's response stream (aborting its POST); no
+// notifications/cancelled is sent. It waits until every stream is closed, or
+// ctx is done.
+func (t *httpTransport) closeStreams(ctx context.Context, calls []*Call) error {
+	t.c.mu.Lock()
+	for _, call := range calls {
+		call.closing = true
+	}
+	t.c.mu.Unlock()
+	for _, call := range calls {
+		call.abort()
+	}
+	for _, call := range calls {
+		select {
+		case <-call.ended:
+			t.moved.Add(1)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	return nil
 }
 
@@ -182,7 +224,7 @@ const linger = 2 * time.Second
 func (t *httpTransport) roundTrip(ctx context.Context, call *Call, body []byte) {
 	var once sync.Once
 	defer t.markWritten(call, &once)
-	req, err := t.newRequest(ctx, http.MethodPost, body)
+	req, err := t.newRequest(ctx, http.MethodPost, body, call.Method, call.name)
 	if err != nil {
 		t.c.failCall(call, err)
 		return
@@ -257,8 +299,8 @@ func isEventStream(resp *http.Response) bool {
 	return mt == "text/event-stream"
 }
 
-func (t *httpTransport) notify(ctx context.Context, body []byte) error {
-	req, err := t.newRequest(ctx, http.MethodPost, body)
+func (t *httpTransport) notify(ctx context.Context, method string, body []byte) error {
+	req, err := t.newRequest(ctx, http.MethodPost, body, method, "")
 	if err != nil {
 		return err
 	}
@@ -282,7 +324,7 @@ func (t *httpTransport) notify(ctx context.Context, body []byte) error {
 	return &StatusError{Code: resp.StatusCode, Body: string(bytes.TrimSpace(b))}
 }
 
-func (t *httpTransport) notifyMany(ctx context.Context, bodies [][]byte, parallel int) error {
+func (t *httpTransport) notifyMany(ctx context.Context, method string, bodies [][]byte, parallel int) error {
 	var (
 		next  atomic.Int64
 		first error
@@ -300,7 +342,7 @@ func (t *httpTransport) notifyMany(ctx context.Context, bodies [][]byte, paralle
 				if i >= len(bodies) {
 					return
 				}
-				if err := t.notify(ctx, bodies[i]); err != nil {
+				if err := t.notify(ctx, method, bodies[i]); err != nil {
 					mu.Lock()
 					if first == nil {
 						first = err
@@ -330,7 +372,14 @@ func (t *httpTransport) raw(ctx context.Context, body []byte, wait time.Duration
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	start := time.Now()
-	req, err := t.newRequest(ctx, http.MethodPost, body)
+	// A probe's modern headers are what its body says, as far as it can be
+	// read.
+	var m struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	_ = json.Unmarshal(body, &m)
+	req, err := t.newRequest(ctx, http.MethodPost, body, m.Method, headerName(m.Method, m.Params))
 	if err != nil {
 		return nil, err
 	}
@@ -383,7 +432,7 @@ func (t *httpTransport) close() error {
 		if session != "" {
 			// The spec asks clients to end their session; 405 is allowed.
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			if req, err := t.newRequest(ctx, http.MethodDelete, nil); err == nil {
+			if req, err := t.newRequest(ctx, http.MethodDelete, nil, "", ""); err == nil {
 				if resp, err := t.hc.Do(req); err == nil {
 					io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 					resp.Body.Close()

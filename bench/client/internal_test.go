@@ -67,20 +67,114 @@ func TestEncode(t *testing.T) {
 		id     int64
 		method string
 		params any
+		modern bool
 		want   string
 	}{
-		{"request", 3, "ping", nil, `{"jsonrpc":"2.0","id":3,"method":"ping"}`},
-		{"notification", -1, "notifications/initialized", nil, `{"jsonrpc":"2.0","method":"notifications/initialized"}`},
-		{"params", 0, "tools/call", map[string]any{"name": "echo"}, `{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"echo"}}`},
-		{"raw params", 1, "tools/call", json.RawMessage(`{"name":"echo"}`), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`},
+		{"request", 3, "ping", nil, false, `{"jsonrpc":"2.0","id":3,"method":"ping"}`},
+		{"notification", -1, "notifications/initialized", nil, false, `{"jsonrpc":"2.0","method":"notifications/initialized"}`},
+		{"params", 0, "tools/call", map[string]any{"name": "echo"}, false, `{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"echo"}}`},
+		{"raw params", 1, "tools/call", json.RawMessage(`{"name":"echo"}`), false, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`},
+		{"modern, no params", 2, "server/discover", nil, true,
+			`{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`},
+		{"modern, raw params", 3, "tools/call", json.RawMessage(`{"name":"echo","arguments":{"text":"x"}}`), true,
+			`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"name":"echo","arguments":{"text":"x"}}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := encode(tt.id, tt.method, tt.params)
-			if err != nil || string(got) != tt.want {
-				t.Errorf("encode = %s, %v; want %s", got, err, tt.want)
+			p, err := encodeParams(tt.method, tt.params, tt.modern)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := encode(tt.id, tt.method, p); string(got) != tt.want {
+				t.Errorf("encode = %s; want %s", got, tt.want)
 			}
 		})
+	}
+	if _, err := encodeParams("x", func() {}, false); err == nil {
+		t.Error("params that cannot be encoded were accepted")
+	}
+}
+
+func TestWithEnvelope(t *testing.T) {
+	const env = `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}`
+	tests := []struct {
+		name string
+		give string
+		want string
+	}{
+		{"none", "", `{"_meta":{` + env + `}}`},
+		{"null", "null", `{"_meta":{` + env + `}}`},
+		{"empty object", " { } ", `{"_meta":{` + env + `}}`},
+		{"members", `{"name":"echo"}`, `{"_meta":{` + env + `},"name":"echo"}`},
+		// Objects that mention _meta are decoded: keys come out sorted.
+		{"existing _meta", `{"_meta":{"progressToken":7},"name":"sleep"}`,
+			`{"_meta":{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":7},"name":"sleep"}`},
+		{"null _meta", `{"_meta":null}`,
+			`{"_meta":{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`},
+		{"_meta in the arguments only", `{"arguments":{"_meta":1}}`,
+			`{"_meta":{"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"arguments":{"_meta":1}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := WithEnvelope([]byte(tt.give))
+			if err != nil || string(got) != tt.want {
+				t.Errorf("WithEnvelope(%s) = %s, %v; want %s", tt.give, got, err, tt.want)
+			}
+			if !json.Valid(got) {
+				t.Errorf("WithEnvelope(%s) is not JSON: %s", tt.give, got)
+			}
+		})
+	}
+	for _, bad := range []string{`[1]`, `"x"`, `{`, `{"_meta":[1]}`} {
+		if got, err := WithEnvelope([]byte(bad)); err == nil {
+			t.Errorf("WithEnvelope(%s) = %s, want an error", bad, got)
+		}
+	}
+}
+
+func TestHeaderName(t *testing.T) {
+	tests := []struct {
+		method, params, want string
+	}{
+		{"tools/call", `{"name":"echo","arguments":{"name":"not this"}}`, "echo"},
+		{"prompts/get", `{"name":"p"}`, "p"},
+		{"resources/read", `{"uri":"test://r"}`, "test://r"},
+		{"tools/list", `{"name":"x"}`, ""},
+		{"tools/call", `not json`, ""},
+	}
+	for _, tt := range tests {
+		if got := headerName(tt.method, []byte(tt.params)); got != tt.want {
+			t.Errorf("headerName(%s, %s) = %q, want %q", tt.method, tt.params, got, tt.want)
+		}
+	}
+}
+
+func TestEncodeHeaderValue(t *testing.T) {
+	tests := []struct{ give, want string }{
+		{"echo", "echo"},
+		{"", ""},
+		{"a b", "a b"},
+		{" lead", "=?base64?IGxlYWQ=?="},
+		{"trail ", "=?base64?dHJhaWwg?="},
+		{"é", "=?base64?w6k=?="},
+		{"tab\t", "=?base64?dGFiCQ==?="},
+		{"=?base64?x?=", "=?base64?PT9iYXNlNjQ/eD89?="},
+	}
+	for _, tt := range tests {
+		if got := encodeHeaderValue(tt.give); got != tt.want {
+			t.Errorf("encodeHeaderValue(%q) = %q, want %q", tt.give, got, tt.want)
+		}
+	}
+}
+
+func TestParseEra(t *testing.T) {
+	for give, want := range map[string]Era{"": Legacy, "legacy": Legacy, "modern": Modern} {
+		if got, err := ParseEra(give); err != nil || got != want {
+			t.Errorf("ParseEra(%q) = %q, %v; want %q", give, got, err, want)
+		}
+	}
+	if _, err := ParseEra("2026"); err == nil {
+		t.Error(`ParseEra("2026") succeeded`)
 	}
 }
 

@@ -31,7 +31,7 @@ type StdioOptions struct {
 
 // DialStdio starts argv as a child process and returns a client speaking to
 // it over its stdin and stdout, one JSON message per line. It does not
-// perform the handshake; call [Client.Initialize].
+// perform the handshake; call [Client.Initialize] or [Client.Discover].
 func DialStdio(argv []string, opts StdioOptions) (*Client, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("stdio: empty command")
@@ -137,7 +137,7 @@ func (t *stdioTransport) send(call *Call, body []byte) error {
 	return err
 }
 
-func (t *stdioTransport) notify(ctx context.Context, body []byte) error {
+func (t *stdioTransport) notify(ctx context.Context, _ string, body []byte) error {
 	seq, err := t.w.enqueue(body)
 	if err != nil {
 		return err
@@ -145,7 +145,7 @@ func (t *stdioTransport) notify(ctx context.Context, body []byte) error {
 	return t.w.wait(ctx, seq)
 }
 
-func (t *stdioTransport) notifyMany(ctx context.Context, bodies [][]byte, _ int) error {
+func (t *stdioTransport) notifyMany(ctx context.Context, _ string, bodies [][]byte, _ int) error {
 	var seq uint64
 	for _, b := range bodies {
 		s, err := t.w.enqueue(b)

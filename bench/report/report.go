@@ -53,10 +53,15 @@ func Median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// Group is the results of one (scenario, transport).
+// Group is the results of one (scenario, transport, era, concurrency).
 type Group struct {
 	Scenario  string
 	Transport string
+	// Era is "legacy" or "modern".
+	Era string
+	// Concurrency is the throughput scenario's concurrency; 0 for the other
+	// scenarios, whose groups do not split by it.
+	Concurrency int
 	// Targets in display order: the baseline first, then by first
 	// appearance.
 	Targets []string
@@ -72,6 +77,40 @@ type Group struct {
 	Expect     map[string]string
 	// Notes per target, deduplicated.
 	Notes map[string][]string
+	// NotApplicable[target] says why the target could not run in this
+	// era; such a target has no medians.
+	NotApplicable map[string]string
+}
+
+// Title names the group: scenario, transport, era and, for throughput, the
+// concurrency.
+func (g *Group) Title() string {
+	t := fmt.Sprintf("%s over %s, %s era", g.Scenario, g.Transport, g.Era)
+	if g.Concurrency > 0 {
+		t += fmt.Sprintf(", %d concurrent", g.Concurrency)
+	}
+	return t
+}
+
+// Median returns a target's median of a metric, and whether there is one.
+func (g *Group) Median(metric, target string) (float64, bool) {
+	v, ok := g.Medians[metric][target]
+	return v, ok && !math.IsNaN(v)
+}
+
+// concurrency reads a throughput result's concurrency; 0 for other
+// scenarios.
+func concurrency(r *scenario.Result) int {
+	if r.Scenario != "throughput" {
+		return 0
+	}
+	switch v := r.Params["concurrency"].(type) {
+	case float64:
+		return int(v)
+	case int:
+		return v
+	}
+	return 0
 }
 
 // Summary is a whole report.
@@ -87,7 +126,10 @@ var scenarioOrder = []string{"throughput", "cancel", "mixed", "errors"}
 // ratios are computed against; empty means the first target seen.
 func Summarize(results []scenario.Result, baseline string) *Summary {
 	s := &Summary{Baseline: baseline}
-	type key struct{ scenario, transport string }
+	type key struct {
+		scenario, transport, era string
+		concurrency              int
+	}
 	groups := map[key]*Group{}
 	values := map[key]map[string]map[string][]float64{}
 	probeVotes := map[key]map[string]map[string]map[string]int{}
@@ -99,15 +141,19 @@ func Summarize(results []scenario.Result, baseline string) *Summary {
 		if !slices.Contains(s.Hosts, r.Host) {
 			s.Hosts = append(s.Hosts, r.Host)
 		}
-		k := key{r.Scenario, r.Transport}
+		k := key{r.Scenario, r.Transport, r.EraName(), concurrency(&r)}
 		g := groups[k]
 		if g == nil {
-			g = &Group{Scenario: r.Scenario, Transport: r.Transport, Runs: map[string]int{},
-				Medians: map[string]map[string]float64{}, Probes: map[string]map[string]string{},
-				Expect: map[string]string{}, Notes: map[string][]string{}}
+			g = &Group{Scenario: r.Scenario, Transport: r.Transport, Era: k.era, Concurrency: k.concurrency,
+				Runs: map[string]int{}, Medians: map[string]map[string]float64{}, Probes: map[string]map[string]string{},
+				Expect: map[string]string{}, Notes: map[string][]string{}, NotApplicable: map[string]string{}}
 			groups[k] = g
 			values[k] = map[string]map[string][]float64{}
 			probeVotes[k] = map[string]map[string]map[string]int{}
+		}
+		if r.NotApplicable != "" {
+			g.NotApplicable[r.Target] = r.NotApplicable
+			continue
 		}
 		g.Runs[r.Target]++
 		for m, v := range r.Metrics {
@@ -139,7 +185,7 @@ func Summarize(results []scenario.Result, baseline string) *Summary {
 	}
 	for k, g := range groups {
 		for _, t := range targets {
-			if g.Runs[t] > 0 {
+			if _, na := g.NotApplicable[t]; g.Runs[t] > 0 || na {
 				g.Targets = append(g.Targets, t)
 			}
 		}
@@ -175,9 +221,26 @@ func Summarize(results []scenario.Result, baseline string) *Summary {
 		if a.Scenario != b.Scenario {
 			return a.Scenario < b.Scenario
 		}
-		return transportRank(a.Transport) < transportRank(b.Transport)
+		if a.Transport != b.Transport {
+			return transportRank(a.Transport) < transportRank(b.Transport)
+		}
+		if a.Era != b.Era {
+			return a.Era == "legacy" // legacy first, then modern
+		}
+		return a.Concurrency < b.Concurrency
 	})
 	return s
+}
+
+// Group returns the group of a scenario, transport, era and concurrency (0
+// for scenarios other than throughput), or nil.
+func (s *Summary) Group(scenario, transport, era string, concurrency int) *Group {
+	for _, g := range s.Groups {
+		if g.Scenario == scenario && g.Transport == transport && g.Era == era && g.Concurrency == concurrency {
+			return g
+		}
+	}
+	return nil
 }
 
 func transportRank(t string) string {
@@ -218,10 +281,14 @@ func Write(w io.Writer, s *Summary) error {
 	}
 	fmt.Fprintf(ew, "medians of the runs; ratio = %s ÷ target (read it with the 'better' column)\n", s.Baseline)
 	for _, g := range s.Groups {
-		fmt.Fprintf(ew, "\n== %s over %s ==\n", g.Scenario, g.Transport)
+		fmt.Fprintf(ew, "\n== %s ==\n", g.Title())
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 		head := []string{"metric", "better"}
 		for _, t := range g.Targets {
+			if _, na := g.NotApplicable[t]; na && g.Runs[t] == 0 {
+				head = append(head, t+" (n/a)")
+				continue
+			}
 			head = append(head, fmt.Sprintf("%s (n=%d)", t, g.Runs[t]))
 		}
 		// Ratio columns only where the baseline was measured.
@@ -241,6 +308,10 @@ func Write(w io.Writer, s *Summary) error {
 			base, okBase := g.Medians[m][s.Baseline]
 			for _, t := range g.Targets {
 				v, ok := g.Medians[m][t]
+				if _, na := g.NotApplicable[t]; na && !ok {
+					row = append(row, "n/a")
+					continue
+				}
 				row = append(row, format(v, ok))
 			}
 			for _, t := range others {
@@ -268,6 +339,9 @@ func Write(w io.Writer, s *Summary) error {
 			}
 		}
 		for _, t := range g.Targets {
+			if why, na := g.NotApplicable[t]; na {
+				fmt.Fprintf(ew, "  not applicable (%s): %s\n", t, why)
+			}
 			for _, n := range g.Notes[t] {
 				fmt.Fprintf(ew, "  note (%s): %s\n", t, n)
 			}
@@ -306,20 +380,36 @@ func (e *errWriter) Write(p []byte) (int, error) {
 
 // JSON is the machine-readable form of a summary.
 type JSON struct {
-	Baseline string          `json:"baseline"`
-	Hosts    []scenario.Host `json:"hosts"`
-	Rows     []Row           `json:"rows"`
+	Baseline      string          `json:"baseline"`
+	Hosts         []scenario.Host `json:"hosts"`
+	Rows          []Row           `json:"rows"`
+	NotApplicable []NotApplicable `json:"not_applicable,omitempty"`
+	// Targets are the verdicts on issue 13's goals (see [Evaluate]).
+	Targets []Verdict `json:"targets,omitempty"`
+	// Eras compares legacy and modern echo (see [Eras]).
+	Eras []EraRow `json:"eras,omitempty"`
+}
+
+// NotApplicable is a target that could not run a scenario in an era.
+type NotApplicable struct {
+	Scenario  string `json:"scenario"`
+	Transport string `json:"transport"`
+	Era       string `json:"era"`
+	Target    string `json:"target"`
+	Reason    string `json:"reason"`
 }
 
 // Row is one median.
 type Row struct {
-	Scenario  string   `json:"scenario"`
-	Transport string   `json:"transport"`
-	Target    string   `json:"target"`
-	Metric    string   `json:"metric"`
-	Median    float64  `json:"median"`
-	Runs      int      `json:"runs"`
-	Ratio     *float64 `json:"baseline_ratio,omitempty"` // baseline ÷ this target
+	Scenario    string   `json:"scenario"`
+	Transport   string   `json:"transport"`
+	Era         string   `json:"era"`
+	Concurrency int      `json:"concurrency,omitempty"`
+	Target      string   `json:"target"`
+	Metric      string   `json:"metric"`
+	Median      float64  `json:"median"`
+	Runs        int      `json:"runs"`
+	Ratio       *float64 `json:"baseline_ratio,omitempty"` // baseline ÷ this target
 }
 
 // ToJSON flattens a summary into rows.
@@ -333,12 +423,18 @@ func ToJSON(s *Summary) JSON {
 				if !ok || math.IsNaN(v) {
 					continue
 				}
-				row := Row{Scenario: g.Scenario, Transport: g.Transport, Target: t, Metric: m, Median: v, Runs: g.Runs[t]}
+				row := Row{Scenario: g.Scenario, Transport: g.Transport, Era: g.Era, Concurrency: g.Concurrency,
+					Target: t, Metric: m, Median: v, Runs: g.Runs[t]}
 				if okBase && v != 0 && t != s.Baseline {
 					ratio := base / v
 					row.Ratio = &ratio
 				}
 				out.Rows = append(out.Rows, row)
+			}
+		}
+		for _, t := range g.Targets {
+			if why, na := g.NotApplicable[t]; na {
+				out.NotApplicable = append(out.NotApplicable, NotApplicable{g.Scenario, g.Transport, g.Era, t, why})
 			}
 		}
 	}

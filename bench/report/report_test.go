@@ -132,12 +132,12 @@ func TestWrite(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"machine: test cpu, 2 cores",
-		"== throughput over stdio ==",
+		"== throughput over stdio, legacy era ==",
 		"toolgrain (n=3)", "toolgrain÷mcp-go", "toolgrain÷go-sdk",
 		"2.22x", // calls/s 2000 ÷ 900
 		"4.44x", // 2000 ÷ 450
 		"0.33x", // p99 1 ÷ 3
-		"== errors over stdio ==",
+		"== errors over stdio, legacy era ==",
 		"malformed JSON — expected: -32700",
 		`error -32700 "parse"; id null; session alive`,
 		"note (toolgrain): a note",

@@ -11,9 +11,9 @@ import (
 )
 
 // Cancel puts cfg.N sleep calls of cfg.SleepMs in flight, cancels every one
-// with notifications/cancelled, then sends an echo and measures how long it
-// took to be answered, counted from the first and from the last
-// cancellation. For cfg.Window after the last cancellation it counts late
+// (with notifications/cancelled; over modern HTTP by closing its response
+// stream), then sends an echo and measures how long it took to be answered,
+// counted from the first and from the last cancellation. For cfg.Window after the last cancellation it counts late
 // responses (responses for cancelled calls, which the spec says a server
 // should not send). It samples the server's memory and threads before the
 // load, with the calls in flight, after the window and after cfg.Settle.
@@ -32,8 +32,8 @@ func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	pid := t.pid(c)
 
 	echoParams := toolParams("echo", map[string]any{"text": "after"})
-	if msg, err := callOnce(ctx, c, cfg.Timeout, "tools/call", echoParams); err != nil || !echoOK(msg, "after") {
-		return nil, fmt.Errorf("cancel: a first echo call failed: %v", describe(msg, err))
+	if err := firstEcho(ctx, c, cfg, "cancel", echoParams, "after"); err != nil {
+		return nil, err
 	}
 	if pid <= 0 {
 		r.note("no server pid (stdio gives it; over HTTP pass --pid): memory and threads not sampled")
@@ -78,8 +78,8 @@ func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	} else {
 		r.set("written", float64(len(calls)))
 		pingStart := time.Now()
-		if _, err := callOnce(ctx, c, cfg.Timeout, "ping", nil); err != nil {
-			r.note("no answer to a ping with the sleep calls in flight: %v", err)
+		if err := ping(ctx, c, cfg.Timeout); err != nil {
+			r.note("no answer to a %s with the sleep calls in flight: %v", c.PingMethod(), err)
 		} else {
 			r.set("loaded_ping_ms", ms(time.Since(pingStart)))
 		}
@@ -145,9 +145,7 @@ func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		r.note("late responses not counted: the cancellations did not all reach the server (%d seen anyway)", st.Late)
 	}
 	mem("after")
-	if t.Transport == "http" {
-		r.set("streams_open_after_window", float64(st.Open))
-		r.set("quiet_closes", float64(st.QuietCloses))
+	if httpStreams(r, t, st) {
 		c.AbortCancelled()
 	}
 	phase.Store("settling")
@@ -165,6 +163,23 @@ func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// httpStreams records, over HTTP, what became of the response streams of the
+// cancelled calls, and reports whether the transport is HTTP. In the legacy
+// era the server ends them (quiet_closes) or keeps them open; in the modern
+// era the client closes them itself.
+func httpStreams(r *Result, t Target, st client.Stats) bool {
+	if t.Transport != "http" {
+		return false
+	}
+	r.set("streams_open_after_window", float64(st.Open))
+	if t.era() == client.Modern {
+		r.set("streams_closed_by_client", float64(st.ClosedByClient))
+	} else {
+		r.set("quiet_closes", float64(st.QuietCloses))
+	}
+	return true
+}
 
 func firstDone(calls []*client.Call) int {
 	for i, cr := range calls {

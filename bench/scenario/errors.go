@@ -72,7 +72,29 @@ type probeDef struct {
 	slow bool
 }
 
-func request(id string, method string, params string) []byte {
+// builder builds the probes' bodies in one era: modern requests carry the
+// envelope in params._meta, and ping, which the modern era removed, becomes
+// server/discover.
+type builder struct {
+	modern bool
+}
+
+// ping is the method of the probes that only need some request to answer.
+func (b builder) ping() string {
+	if b.modern {
+		return "server/discover"
+	}
+	return "ping"
+}
+
+func (b builder) request(id string, method string, params string) []byte {
+	if b.modern {
+		p, err := client.WithEnvelope([]byte(params))
+		if err != nil {
+			panic(err) // the battery's params are objects
+		}
+		params = string(p)
+	}
 	s := `{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `"`
 	if params != "" {
 		s += `,"params":` + params
@@ -80,12 +102,12 @@ func request(id string, method string, params string) []byte {
 	return []byte(s + "}")
 }
 
-func toolCall(id int64, tool, args string) []byte {
+func (b builder) toolCall(id int64, tool, args string) []byte {
 	p := `{"name":"` + tool + `"`
 	if args != "" {
 		p += `,"arguments":` + args
 	}
-	return request(strconv.FormatInt(id, 10), "tools/call", p+"}")
+	return b.request(strconv.FormatInt(id, 10), "tools/call", p+"}")
 }
 
 func sameID(id int64) string { return strconv.FormatInt(id, 10) }
@@ -93,34 +115,44 @@ func sameID(id int64) string { return strconv.FormatInt(id, 10) }
 const hugeID = "123456789012345678901234567890"
 
 // battery returns the probes, the ones that may kill a server last.
-func battery(oversize int) []probeDef {
+func battery(oversize int, era client.Era) []probeDef {
+	b := builder{modern: era == client.Modern}
 	nullID := func(int64) string { return "null" }
 	ping := func(id string) func(int64) []byte {
-		return func(int64) []byte { return request(id, "ping", "") }
+		return func(int64) []byte { return b.request(id, b.ping(), "") }
 	}
 	call := func(tool, args string) func(int64) []byte {
-		return func(id int64) []byte { return toolCall(id, tool, args) }
+		return func(id int64) []byte { return b.toolCall(id, tool, args) }
+	}
+	answer := "result {}"
+	if b.modern {
+		answer = "a discover result"
 	}
 	private := `isError result without the private text (e.g. "Tool execution failed")`
 	return []probeDef{
 		{name: "malformed JSON", expect: "error -32700 (parse error), id null",
-			body:   func(id int64) []byte { return []byte(`{"jsonrpc":"2.0","id":` + sameID(id) + `,"method":"ping"`) },
+			body: func(id int64) []byte {
+				r := b.request(sameID(id), b.ping(), "")
+				return r[:len(r)-1] // the closing brace is missing
+			},
 			wantID: nullID},
 		{name: "no jsonrpc member", expect: "error -32600 (invalid request)",
-			body:   func(id int64) []byte { return []byte(`{"id":` + sameID(id) + `,"method":"ping"}`) },
+			body: func(id int64) []byte {
+				return bytes.Replace(b.request(sameID(id), b.ping(), ""), []byte(`"jsonrpc":"2.0",`), nil, 1)
+			},
 			wantID: sameID},
 		{name: "batch array", expect: "error -32600: batches were removed in 2025-06-18",
 			body: func(id int64) []byte {
-				return []byte("[" + string(request(sameID(id), "ping", "")) + "," + string(request(sameID(id+1), "ping", "")) + "]")
+				return []byte("[" + string(b.request(sameID(id), b.ping(), "")) + "," + string(b.request(sameID(id+1), b.ping(), "")) + "]")
 			}},
 		{name: "null id", expect: "error -32600: ids must not be null", body: ping("null"), wantID: nullID},
-		{name: "string id", expect: `result {} with the id "s-<n>" echoed`,
-			body:   func(id int64) []byte { return request(`"s-`+sameID(id)+`"`, "ping", "") },
+		{name: "string id", expect: answer + ` with the id "s-<n>" echoed`,
+			body:   func(id int64) []byte { return b.request(`"s-`+sameID(id)+`"`, b.ping(), "") },
 			wantID: func(id int64) string { return `"s-` + sameID(id) + `"` }},
-		{name: "30-digit id", expect: "result {} with the id echoed digit for digit",
+		{name: "30-digit id", expect: answer + " with the id echoed digit for digit",
 			body: ping(hugeID), wantID: func(int64) string { return hugeID }},
 		{name: "unknown method", expect: "error -32601 (method not found)",
-			body:   func(id int64) []byte { return request(sameID(id), "no/such/method", "{}") },
+			body:   func(id int64) []byte { return b.request(sameID(id), "no/such/method", "{}") },
 			wantID: sameID},
 		{name: "unknown tool", expect: "error -32602 (unknown tool)", body: call("no-such-tool", "{}"), wantID: sameID},
 		{name: "missing arguments", expect: "isError result with validation feedback (or -32602)",
@@ -141,7 +173,7 @@ func battery(oversize int) []probeDef {
 			expect: "an answer or a clean rejection; the session goes on",
 			body: func(id int64) []byte {
 				args, _ := json.Marshal(map[string]string{"text": strings.Repeat("a", oversize)})
-				return toolCall(id, "echo", string(args))
+				return b.toolCall(id, "echo", string(args))
 			},
 			wantID: sameID, slow: true},
 		{name: "fail result", expect: `isError result "public failure message"`,
@@ -177,7 +209,7 @@ func Errors(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	}()
 	r.connected(c)
 
-	probes := battery(cfg.Oversize)
+	probes := battery(cfg.Oversize, t.era())
 	var survived, idsOK, checked, leaks int
 	prog := startProgress(cfg.Progress, func() string {
 		return fmt.Sprintf("errors: %d/%d probes", len(r.Probes), len(probes))
@@ -223,7 +255,7 @@ func Errors(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	}
 	params := toolParams("fail", map[string]any{"mode": "error"})
 	pid := t.pid(c)
-	cpu := cpuWindow{pid: pid}
+	cpu := newWindow(t, pid)
 	start, end := cpu.hooks()
 	sum, lost := runLoad(ctx, cfg, cfg.Concurrency, func(ctx context.Context, w *worker) error {
 		begin := time.Now()
@@ -322,7 +354,7 @@ func runProbe(ctx context.Context, c *client.Client, def probeDef, id int64, cfg
 	// Did the session survive?
 	pctx, cancel := context.WithTimeout(ctx, max(cfg.ReplyWait, 2*time.Second))
 	defer cancel()
-	_, perr := c.Call(pctx, "ping", nil)
+	_, perr := c.Call(pctx, c.PingMethod(), nil)
 	if perr == nil {
 		perr = c.Alive()
 	}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/toolgrain/toolgrain/bench/client"
+	"github.com/toolgrain/toolgrain/bench/internal/procstat"
 )
 
 // outcome is how one operation of a load loop ended.
@@ -199,29 +201,72 @@ func echoOK(msg *client.Message, text string) bool {
 	return err == nil && !r.IsError && r.Text() == text
 }
 
-// cpuWindow samples a process's CPU time at the window's edges.
-type cpuWindow struct {
+// window samples the server at the measured window's edges: its CPU time
+// and memory from /proc, and, when the target has a pprof URL, its Go
+// runtime's allocation counters. The pprof reads happen outside the CPU
+// span (before its start, after its end), since the server spends CPU
+// building the profile.
+type window struct {
 	pid        int
-	start, end time.Duration
+	heapURL    string // empty: no allocation counters
+	start, end procstat.Sample
 	ok         bool
+	memStart   procstat.GoMem
+	memEnd     procstat.GoMem
+	memErr     error
 }
 
-func (w *cpuWindow) hooks() (func(), func()) {
+func newWindow(t Target, pid int) *window {
+	w := &window{pid: pid}
+	if t.Pprof != "" {
+		w.heapURL, w.memErr = procstat.PprofHeapURL(t.Pprof)
+	}
+	return w
+}
+
+// readGoMem reads the allocation counters, keeping the first error.
+func (w *window) readGoMem() procstat.GoMem {
+	if w.heapURL == "" || w.memErr != nil {
+		return procstat.GoMem{}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m, err := procstat.ReadGoMem(ctx, http.DefaultClient, w.heapURL)
+	if err != nil {
+		w.memErr = err
+	}
+	return m
+}
+
+func (w *window) hooks() (func(), func()) {
 	return func() {
+			w.memStart = w.readGoMem()
 			s, ok := sample(w.pid)
-			w.start, w.ok = s.CPU, ok
+			w.start, w.ok = s, ok
 		}, func() {
 			s, ok := sample(w.pid)
-			w.end, w.ok = s.CPU, w.ok && ok
+			w.end, w.ok = s, w.ok && ok
+			w.memEnd = w.readGoMem()
 		}
 }
 
-// perCall sets server_cpu_us_per_call for calls finished in the window.
-func (w *cpuWindow) perCall(r *Result, calls int64) {
-	if !w.ok || calls <= 0 {
-		return
+// perCall sets server_cpu_us_per_call, the allocation per call when the
+// counters were read, and rss_load_kb, for calls finished in the window.
+func (w *window) perCall(r *Result, calls int64) {
+	if w.ok {
+		r.set("rss_load_kb", float64(w.end.RSSKB))
 	}
-	r.set("server_cpu_us_per_call", float64((w.end-w.start).Microseconds())/float64(calls))
+	if w.ok && calls > 0 {
+		r.set("server_cpu_us_per_call", float64((w.end.CPU-w.start.CPU).Microseconds())/float64(calls))
+	}
+	switch {
+	case w.heapURL == "" && w.memErr == nil:
+	case w.memErr != nil:
+		r.note("allocation per call not measured: %v", w.memErr)
+	case calls > 0:
+		r.set("server_alloc_bytes_per_call", float64(w.memEnd.TotalAlloc-w.memStart.TotalAlloc)/float64(calls))
+		r.set("server_allocs_per_call", float64(w.memEnd.Mallocs-w.memStart.Mallocs)/float64(calls))
+	}
 }
 
 // endSample records the server's memory and threads at the end of a run.

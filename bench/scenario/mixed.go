@@ -2,7 +2,6 @@ package scenario
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,8 +45,8 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	text := strings.Repeat("x", cfg.Payload)
 	echoParams := toolParams("echo", map[string]any{"text": text})
 	sleepParams := toolParams("sleep", map[string]any{"ms": cfg.MixedSleepMs})
-	if msg, err := callOnce(ctx, c, cfg.Timeout, "tools/call", echoParams); err != nil || !echoOK(msg, text) {
-		return nil, fmt.Errorf("mixed: a first echo call failed: %v", describe(msg, err))
+	if err := firstEcho(ctx, c, cfg, "mixed", echoParams, text); err != nil {
+		return nil, err
 	}
 	maxDelay := cfg.CancelWithin
 	if maxDelay <= 0 {
@@ -113,7 +112,7 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		}
 	}
 
-	cpu := cpuWindow{pid: pid}
+	cpu := newWindow(t, pid)
 	start, end := cpu.hooks()
 	sum, lost := runLoad(ctx, cfg, cfg.Concurrency, func(opCtx context.Context, w *worker) error {
 		begin := time.Now()
@@ -173,20 +172,17 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	if err := sleepCtx(ctx, cfg.Window); err != nil {
 		return nil, err
 	}
-	// A ping shows the session is still usable; over stdio, where a server
-	// answers in the order it reads, it also lets every late response to an
-	// earlier cancellation arrive first.
-	if _, err := callOnce(ctx, c, cfg.Timeout, "ping", nil); err != nil {
-		r.note("no answer to a ping after the load: %v", err)
+	// A ping (modern: a discover) shows the session is still usable; over
+	// stdio, where a server answers in the order it reads, it also lets every
+	// late response to an earlier cancellation arrive first.
+	if err := ping(ctx, c, cfg.Timeout); err != nil {
+		r.note("no answer to a %s after the load: %v", c.PingMethod(), err)
 	}
 	st := c.Stats()
 	r.set("cancels_sent", float64(cancelsSent.Load()))
 	r.set("late_responses", float64(st.Late))
 	r.set("late_ok", float64(st.LateOK))
-	if t.Transport == "http" {
-		r.set("streams_open_after_window", float64(st.Open))
-		r.set("quiet_closes", float64(st.QuietCloses))
-	}
+	httpStreams(r, t, st)
 	r.clientNotes(c)
 	endSample(r, pid)
 	if err := c.Alive(); err != nil {

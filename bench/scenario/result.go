@@ -12,27 +12,43 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/toolgrain/toolgrain/bench/client"
 )
 
 // Result is one run of one scenario against one target. It is what
 // mcpbench --json prints, one object per run.
 type Result struct {
-	Scenario  string          `json:"scenario"`
-	Target    string          `json:"target"`
-	Transport string          `json:"transport"`
-	Endpoint  string          `json:"endpoint"`
-	Server    json.RawMessage `json:"server_info,omitempty"`
-	Protocol  string          `json:"protocol_version,omitempty"`
-	Started   time.Time       `json:"started"`
-	Elapsed   float64         `json:"elapsed_sec"`
-	Host      Host            `json:"host"`
-	Params    map[string]any  `json:"params"`
+	Scenario  string `json:"scenario"`
+	Target    string `json:"target"`
+	Transport string `json:"transport"`
+	// Era is "legacy" or "modern"; results written before eras existed
+	// have none, and are legacy.
+	Era      string          `json:"era,omitempty"`
+	Endpoint string          `json:"endpoint"`
+	Server   json.RawMessage `json:"server_info,omitempty"`
+	Protocol string          `json:"protocol_version,omitempty"`
+	Started  time.Time       `json:"started"`
+	Elapsed  float64         `json:"elapsed_sec"`
+	Host     Host            `json:"host"`
+	Params   map[string]any  `json:"params"`
 	// Metrics are the numbers; [Metrics] describes each.
 	Metrics map[string]float64 `json:"metrics"`
 	// Probes are the errors scenario's single bad inputs.
 	Probes []Probe `json:"probes,omitempty"`
 	// Notes say what went wrong or what a reader should know.
 	Notes []string `json:"notes,omitempty"`
+	// NotApplicable, if set, says why the scenario could not run: the target
+	// does not serve the era asked for. Such a result has no metrics.
+	NotApplicable string `json:"not_applicable,omitempty"`
+}
+
+// EraName is the result's era, "legacy" when it has none.
+func (r *Result) EraName() string {
+	if r.Era == "" {
+		return string(client.Legacy)
+	}
+	return r.Era
 }
 
 // Host describes the machine a result was measured on.
@@ -112,17 +128,22 @@ var Metrics = []MetricInfo{
 	{"max_ms", "ms", Lower, "slowest measured call"},
 	{"errors", "calls", Lower, "calls that failed: wrong answer, JSON-RPC error, transport error or timeout"},
 	{"server_cpu_us_per_call", "µs", Lower, "server CPU time (user+system) per measured call, from /proc (needs a pid)"},
+	{"server_alloc_bytes_per_call", "B", Lower, "bytes the server's Go runtime allocated per measured call (runtime.MemStats.TotalAlloc from its net/http/pprof; needs --pprof)"},
+	{"server_allocs_per_call", "allocs", Lower, "heap objects the server's Go runtime allocated per measured call (runtime.MemStats.Mallocs; needs --pprof)"},
+	{"rss_idle_kb", "KiB", Lower, "throughput: server resident memory after the handshake and one echo, before the load"},
+	{"rss_load_kb", "KiB", Lower, "server resident memory at the end of the measured window, with the load still running"},
 	{"rss_kb", "KiB", Lower, "server resident memory at the end of the run"},
 	{"threads", "", Lower, "server OS threads at the end of the run"},
 	// cancellation
 	{"late_responses", "responses", Lower, "responses received for calls after their cancellation was sent (the spec says none)"},
 	{"late_ok", "responses", Lower, "of those, successful results (the call finished as the cancel crossed it, or the cancel was ignored)"},
 	{"streams_open_after_window", "streams", Lower, "HTTP: POST streams of cancelled calls still open when the window ended"},
-	{"quiet_closes", "streams", Higher, "HTTP: POST streams of cancelled calls the server ended without a response (the good outcome)"},
+	{"quiet_closes", "streams", Higher, "legacy HTTP: POST streams of cancelled calls the server ended without a response (the good outcome)"},
+	{"streams_closed_by_client", "streams", Neutral, "modern HTTP: POST streams of cancelled calls the client closed, which is how it cancels them"},
 	{"sent", "calls", Neutral, "cancel: sleep calls sent"},
 	{"written", "calls", Higher, "cancel: sleep calls the server read from its input before the timeout (stdio) or whose POST was written (HTTP)"},
 	{"answered_before_cancel", "calls", Lower, "cancel: sleep calls answered before they were cancelled (rejections)"},
-	{"cancels_sent", "notifications", Neutral, "notifications/cancelled sent (mixed: over the whole run, warm-up included)"},
+	{"cancels_sent", "cancellations", Neutral, "cancellations sent: notifications/cancelled, or over modern HTTP streams closed (mixed: over the whole run, warm-up included)"},
 	{"cancel_send_ms", "ms", Lower, "cancel: time to send all cancellations"},
 	{"loaded_ping_ms", "ms", Lower, "cancel: ping round trip while all sleep calls are in flight"},
 	{"echo_after_first_cancel_ms", "ms", Lower, "cancel: from the first cancellation sent to the follow-up echo answered"},

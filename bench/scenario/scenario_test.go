@@ -2,9 +2,13 @@ package scenario_test
 
 import (
 	"context"
+	"errors"
 	"io"
+	"net/http"
 	"net/http/httptest"
+	"net/http/pprof"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,9 +18,21 @@ import (
 	"github.com/toolgrain/toolgrain/bench/scenario"
 )
 
+// handshake opens a connection in the target's era.
+func handshake(ctx context.Context, c *client.Client, era client.Era) error {
+	if era == client.Modern {
+		return c.Discover(ctx)
+	}
+	return c.Initialize(ctx)
+}
+
 // stdioTarget dials a fresh fake over io.Pipe for every connection, as a
 // stdio target starts a fresh process.
 func stdioTarget(tb testing.TB, opts fakemcp.Options) scenario.Target {
+	return stdioTargetIn(tb, client.Legacy, opts)
+}
+
+func stdioTargetIn(tb testing.TB, era client.Era, opts fakemcp.Options) scenario.Target {
 	tb.Helper()
 	var mu sync.Mutex
 	var cleanups []func()
@@ -28,7 +44,7 @@ func stdioTarget(tb testing.TB, opts fakemcp.Options) scenario.Target {
 		}
 	})
 	return scenario.Target{
-		Name: "fake", Transport: "stdio", Endpoint: "in-process", PID: os.Getpid(),
+		Name: "fake", Transport: "stdio", Endpoint: "in-process", PID: os.Getpid(), Era: era,
 		Dial: func(ctx context.Context) (*client.Client, error) {
 			srv := fakemcp.New(opts)
 			toSrvR, toSrvW := io.Pipe()
@@ -44,7 +60,7 @@ func stdioTarget(tb testing.TB, opts fakemcp.Options) scenario.Target {
 			// The scenario closes c; after that the fake's input ends.
 			cleanups = append(cleanups, func() { c.Close(); srv.Close(); <-served })
 			mu.Unlock()
-			if err := c.Initialize(ctx); err != nil {
+			if err := handshake(ctx, c, era); err != nil {
 				return nil, err
 			}
 			return c, nil
@@ -53,19 +69,23 @@ func stdioTarget(tb testing.TB, opts fakemcp.Options) scenario.Target {
 }
 
 func httpTarget(tb testing.TB, opts fakemcp.Options) scenario.Target {
+	return httpTargetIn(tb, client.Legacy, opts)
+}
+
+func httpTargetIn(tb testing.TB, era client.Era, opts fakemcp.Options) scenario.Target {
 	tb.Helper()
 	opts.Session = "s"
 	srv := fakemcp.New(opts)
 	hs := httptest.NewServer(srv.Handler())
 	tb.Cleanup(func() { srv.Close(); hs.Close() })
 	return scenario.Target{
-		Name: "fake", Transport: "http", Endpoint: hs.URL, PID: os.Getpid(),
+		Name: "fake", Transport: "http", Endpoint: hs.URL, PID: os.Getpid(), Era: era,
 		Dial: func(ctx context.Context) (*client.Client, error) {
 			c, err := client.DialHTTP(hs.URL, client.HTTPOptions{})
 			if err != nil {
 				return nil, err
 			}
-			if err := c.Initialize(ctx); err != nil {
+			if err := handshake(ctx, c, era); err != nil {
 				c.Close()
 				return nil, err
 			}
@@ -74,16 +94,39 @@ func httpTarget(tb testing.TB, opts fakemcp.Options) scenario.Target {
 	}
 }
 
+// targets are the ways a scenario can reach a fake, in both eras; the name
+// starts with the transport and ends with the era.
 var targets = []struct {
 	name string
+	era  client.Era
 	make func(testing.TB, fakemcp.Options) scenario.Target
 }{
-	{"stdio", stdioTarget},
-	{"http", httpTarget},
-	{"http_sse", func(tb testing.TB, o fakemcp.Options) scenario.Target {
+	{"stdio/legacy", client.Legacy, stdioTarget},
+	{"http/legacy", client.Legacy, httpTarget},
+	{"http_sse/legacy", client.Legacy, func(tb testing.TB, o fakemcp.Options) scenario.Target {
 		o.SSE = true
 		return httpTarget(tb, o)
 	}},
+	{"stdio/modern", client.Modern, func(tb testing.TB, o fakemcp.Options) scenario.Target {
+		return stdioTargetIn(tb, client.Modern, o)
+	}},
+	{"http/modern", client.Modern, func(tb testing.TB, o fakemcp.Options) scenario.Target {
+		return httpTargetIn(tb, client.Modern, o)
+	}},
+	{"http_sse/modern", client.Modern, func(tb testing.TB, o fakemcp.Options) scenario.Target {
+		o.SSE = true
+		return httpTargetIn(tb, client.Modern, o)
+	}},
+}
+
+func isStdio(name string) bool { return strings.HasPrefix(name, "stdio") }
+
+// protocol is the revision a result of the era names.
+func protocol(era client.Era) string {
+	if era == client.Modern {
+		return client.ModernVersion
+	}
+	return client.ProtocolVersion
 }
 
 // quick is a configuration small enough for tests; nothing asserts on time.
@@ -127,10 +170,39 @@ func TestThroughput(t *testing.T) {
 			if p50, ok := r.Metrics["p50_ms"]; ok && (p50 > r.Metrics["p99_ms"] || r.Metrics["p99_ms"] > r.Metrics["max_ms"]) {
 				t.Errorf("percentiles out of order: %v", r.Metrics)
 			}
-			if r.Scenario != "throughput" || r.Target != "fake" || r.Protocol != "2025-11-25" || len(r.Server) == 0 {
+			if r.Scenario != "throughput" || r.Target != "fake" || r.Protocol != protocol(tt.era) || r.Era != string(tt.era) || len(r.Server) == 0 {
 				t.Errorf("result header = %+v", r)
 			}
 		})
+	}
+}
+
+// TestThroughputServerMemory: with the server's pid, memory idle and under
+// load; with its pprof URL (here this process's own, as the fake runs in
+// it), allocation per call.
+func TestThroughputServerMemory(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	ps := httptest.NewServer(mux)
+	defer ps.Close()
+	target := stdioTarget(t, fakemcp.Options{})
+	target.Pprof = ps.URL + "/debug/pprof/"
+	r, err := scenario.Throughput(context.Background(), target, quick())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if metric(t, r, "server_alloc_bytes_per_call") <= 0 || metric(t, r, "server_allocs_per_call") <= 0 ||
+		metric(t, r, "rss_idle_kb") <= 0 || metric(t, r, "rss_load_kb") <= 0 {
+		t.Errorf("metrics = %v", r.Metrics)
+	}
+	// A pprof URL that does not answer is a note, not a failed run.
+	ps.Close()
+	r, err = scenario.Throughput(context.Background(), target, quick())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Metrics["server_alloc_bytes_per_call"]; ok || len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "allocation per call not measured") {
+		t.Errorf("metrics %v, notes %q; want a note instead of an allocation figure", r.Metrics, r.Notes)
 	}
 }
 
@@ -157,7 +229,7 @@ func TestCancel(t *testing.T) {
 				metric(t, r, "echo_after_first_cancel_ms")
 				metric(t, r, "echo_after_last_cancel_ms")
 				late := metric(t, r, "late_responses")
-				if tt.name == "stdio" {
+				if isStdio(tt.name) {
 					// The fake answers in the order it reads, so the
 					// follow-up echo comes after every late response.
 					want := 0.0
@@ -170,6 +242,15 @@ func TestCancel(t *testing.T) {
 					return
 				}
 				open := metric(t, r, "streams_open_after_window")
+				if tt.era == client.Modern {
+					// The client closed every stream itself and waited
+					// for it: nothing can come back.
+					closed := metric(t, r, "streams_closed_by_client")
+					if late != 0 || open != 0 || closed != n {
+						t.Errorf("late %v, open %v, closed by the client %v; want 0, 0, %v", late, open, closed, n)
+					}
+					return
+				}
 				quiet := metric(t, r, "quiet_closes")
 				if late+open+quiet != n {
 					t.Errorf("late %v + open %v + quiet %v != %v cancelled", late, open, quiet, n)
@@ -208,9 +289,15 @@ func TestMixed(t *testing.T) {
 				switch {
 				case !answer && late != 0:
 					t.Errorf("late_responses = %v from a silent server", late)
-				case answer && tt.name == "stdio" && late != sent:
+				case answer && isStdio(tt.name) && late != sent:
 					t.Errorf("late_responses = %v, want every one of the %v cancelled calls", late, sent)
-				case tt.name != "stdio":
+				case !isStdio(tt.name) && tt.era == client.Modern:
+					open := metric(t, r, "streams_open_after_window")
+					closed := metric(t, r, "streams_closed_by_client")
+					if late != 0 || open+closed != sent {
+						t.Errorf("late %v, open %v + closed by the client %v != %v cancelled", late, open, closed, sent)
+					}
+				case !isStdio(tt.name):
 					open := metric(t, r, "streams_open_after_window")
 					quiet := metric(t, r, "quiet_closes")
 					if late+open+quiet != sent {
@@ -258,6 +345,46 @@ func TestErrors(t *testing.T) {
 				t.Errorf("battery_leaks = %v, want at least the fail probes", r.Metrics["battery_leaks"])
 			}
 		})
+	}
+}
+
+// TestNotApplicable: a target that does not serve the modern era is not
+// applicable to a modern scenario, whether it says so at the handshake or
+// at the first call; a legacy scenario runs as before.
+func TestNotApplicable(t *testing.T) {
+	tests := []struct {
+		name   string
+		target func(testing.TB, client.Era, fakemcp.Options) scenario.Target
+		opts   fakemcp.Options
+	}{
+		{"stdio/legacy only", stdioTargetIn, fakemcp.Options{LegacyOnly: true}},
+		{"http/legacy only", httpTargetIn, fakemcp.Options{LegacyOnly: true}},
+		{"http/discover without 2026-07-28", httpTargetIn, fakemcp.Options{DiscoverVersions: []string{"2025-11-25"}}},
+		{"stdio/calls refused", stdioTargetIn, fakemcp.Options{RefuseModernCalls: true}},
+		{"http/calls refused", httpTargetIn, fakemcp.Options{RefuseModernCalls: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, run := range []func(context.Context, scenario.Target, scenario.Config) (*scenario.Result, error){
+				scenario.Throughput, scenario.Cancel, scenario.Mixed,
+			} {
+				_, err := run(context.Background(), tt.target(t, client.Modern, tt.opts), quick())
+				if !scenario.NotApplicable(err) {
+					t.Errorf("modern run = %v, want not applicable", err)
+				}
+			}
+			if r, err := scenario.Throughput(context.Background(), tt.target(t, client.Legacy, tt.opts), quick()); err != nil || r.Era != "legacy" {
+				t.Errorf("legacy run = %+v, %v", r, err)
+			}
+		})
+	}
+	// A failure is not a verdict on the era.
+	if scenario.NotApplicable(errors.New("connection refused")) {
+		t.Error("any error counts as not applicable")
+	}
+	r := scenario.NotApplicableResult("cancel", scenario.Target{Name: "x", Transport: "http", Era: client.Modern}, quick(), client.ErrNotModern)
+	if r.NotApplicable == "" || len(r.Metrics) != 0 || r.Era != "modern" || r.Scenario != "cancel" {
+		t.Errorf("NotApplicableResult = %+v", r)
 	}
 }
 

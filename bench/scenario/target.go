@@ -22,11 +22,29 @@ type Target struct {
 	Transport string
 	// Endpoint is the command line or URL, for the record.
 	Endpoint string
-	// Dial opens a new connection and performs the handshake.
+	// Era is the protocol era Dial opens connections in: [client.Legacy]
+	// (initialize; also the zero value) or [client.Modern] (discover).
+	Era client.Era
+	// Dial opens a new connection and performs the handshake of Era. A
+	// server that does not serve the era makes it fail with an error that
+	// wraps [client.ErrNotModern].
 	Dial func(ctx context.Context) (*client.Client, error)
 	// PID is the server process to sample from /proc; zero means the
 	// client's child process (stdio), or none.
 	PID int
+	// Pprof is the base URL of the server's net/http/pprof handlers
+	// (http://HOST:PORT/debug/pprof/), for a Go server that has them; the
+	// load scenarios read its runtime.MemStats at the window's edges to
+	// compute allocation per call. Empty means not measured.
+	Pprof string
+}
+
+// era is the target's era, Legacy when unset.
+func (t Target) era() client.Era {
+	if t.Era == "" {
+		return client.Legacy
+	}
+	return t.Era
 }
 
 func (t Target) pid(c *client.Client) int {
@@ -86,6 +104,7 @@ func newResult(scenario string, t Target, params map[string]any) *Result {
 		Scenario:  scenario,
 		Target:    t.Name,
 		Transport: t.Transport,
+		Era:       string(t.era()),
 		Endpoint:  t.Endpoint,
 		Started:   time.Now().UTC(),
 		Host:      ThisHost(),
@@ -178,6 +197,54 @@ func (p *progress) Stop() {
 		close(p.stop)
 	}
 	<-p.done
+}
+
+// ErrNotApplicable ends a scenario against a target that does not serve the
+// era it was asked for (see [NotApplicable]).
+var ErrNotApplicable = errors.New("not applicable")
+
+// NotApplicable reports whether err says the target does not serve the era
+// asked for, rather than that it failed: [client.ErrNotModern] from the
+// handshake, or a first call refused with -32022 (unsupported protocol
+// version) though the handshake passed.
+func NotApplicable(err error) bool {
+	return errors.Is(err, ErrNotApplicable) || errors.Is(err, client.ErrNotModern)
+}
+
+// NotApplicableResult is the result of a scenario that could not run because
+// the target does not serve the era asked for: no metrics, and the reason.
+// The load scenarios' concurrency is kept, which reports group by.
+func NotApplicableResult(scenario string, t Target, cfg Config, reason error) *Result {
+	params := map[string]any{}
+	if scenario != "cancel" {
+		params["concurrency"] = cfg.Concurrency
+	}
+	r := newResult(scenario, t, params)
+	r.NotApplicable = reason.Error()
+	return r.finish()
+}
+
+// codeUnsupportedVersion is JSON-RPC error -32022, UnsupportedProtocolVersion.
+const codeUnsupportedVersion = -32022
+
+// firstEcho calls echo once before a scenario's load, so that a target that
+// cannot answer fails early. In the modern era a -32022 answer means the
+// target does not serve it: the error wraps [ErrNotApplicable].
+func firstEcho(ctx context.Context, c *client.Client, cfg Config, scenario string, params any, text string) error {
+	msg, err := callOnce(ctx, c, cfg.Timeout, "tools/call", params)
+	if err == nil && echoOK(msg, text) {
+		return nil
+	}
+	if err == nil && msg.Error != nil && msg.Error.Code == codeUnsupportedVersion && c.Era() == client.Modern {
+		return fmt.Errorf("%s: %w: the first echo call was refused: %s", scenario, ErrNotApplicable, describe(msg, nil))
+	}
+	return fmt.Errorf("%s: a first echo call failed: %v", scenario, describe(msg, err))
+}
+
+// ping checks the server still answers, with the era's request for it.
+func ping(ctx context.Context, c *client.Client, timeout time.Duration) error {
+	_, err := callOnce(ctx, c, timeout, c.PingMethod(), nil)
+	return err
 }
 
 // errStalled ends a phase in which the client could send nothing.

@@ -9,8 +9,10 @@ import (
 
 // Throughput runs cfg.Concurrency workers that each call echo in a loop for
 // cfg.Warmup+cfg.Duration, and measures the calls answered in the last
-// cfg.Duration: calls/s, latency percentiles, errors, and server CPU per call
-// when the server's pid is known.
+// cfg.Duration: calls/s, latency percentiles, errors; when the server's pid
+// is known, its CPU per call and its memory idle (after one echo, before the
+// load) and under load; when its pprof URL is known, its allocation per
+// call.
 func Throughput(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	r := newResult("throughput", t, map[string]any{
 		"concurrency": cfg.Concurrency, "duration_sec": cfg.Duration.Seconds(),
@@ -26,11 +28,14 @@ func Throughput(ctx context.Context, t Target, cfg Config) (*Result, error) {
 
 	text := strings.Repeat("x", cfg.Payload)
 	params := toolParams("echo", map[string]any{"text": text})
-	if msg, err := callOnce(ctx, c, cfg.Timeout, "tools/call", params); err != nil || !echoOK(msg, text) {
-		return nil, fmt.Errorf("throughput: a first echo call failed: %v", describe(msg, err))
+	if err := firstEcho(ctx, c, cfg, "throughput", params, text); err != nil {
+		return nil, err
+	}
+	if s, ok := sample(pid); ok {
+		r.set("rss_idle_kb", float64(s.RSSKB))
 	}
 
-	cpu := cpuWindow{pid: pid}
+	cpu := newWindow(t, pid)
 	start, end := cpu.hooks()
 	sum, lost := runLoad(ctx, cfg, cfg.Concurrency, func(ctx context.Context, w *worker) error {
 		begin := time.Now()

@@ -5,11 +5,15 @@
 //
 //	server [--transport stdio|http] [--addr HOST:PORT] [--auth-token TOKEN]... [--diagnostics-file PATH]
 //	       [--log-level LEVEL] [--max-message-size N] [--max-calls-per-connection N] [--max-calls N]
-//	       [--tool-timeout D] [--shutdown-grace D] [--fixtures conformance] [--admin-addr HOST:PORT]
-//	       [--pprof HOST:PORT] [more HTTP flags: see --help]
+//	       [--tool-timeout D] [--shutdown-grace D] [--fixtures conformance] [--task-store memory|bolt:PATH]
+//	       [--admin-addr HOST:PORT] [--pprof HOST:PORT] [more HTTP and task flags: see --help]
 //
 // With --fixtures conformance it also serves the fixtures of the official MCP conformance suite:
 // its test_* tools, test:// resources and templates, and test_* prompts.
+//
+// With --task-store it offers the tasks extension of MCP 2026-07-28 (io.modelcontextprotocol/tasks)
+// and serves the demonstration task tool sleep_task; bolt:PATH keeps the tasks in a file, so that
+// finished tasks are readable after a restart and those that were running are reported failed.
 //
 // Over stdio it reads newline-delimited JSON-RPC on stdin and answers on stdout; logs go to
 // stderr only. It exits 0 when stdin reaches EOF, or on SIGINT/SIGTERM, after cancelling the
@@ -52,6 +56,7 @@ import (
 	"github.com/toolgrain/toolgrain/internal/conformance"
 	"github.com/toolgrain/toolgrain/internal/demo"
 	"github.com/toolgrain/toolgrain/metrics/prom"
+	"github.com/toolgrain/toolgrain/tools"
 )
 
 func main() {
@@ -80,7 +85,11 @@ type options struct {
 	pprofAddr       string
 	adminAddr       string
 	http            httpOptions
+	tasks           taskOptions
 	fixtures        string
+	stateKeyFile    string
+	stateTTL        time.Duration
+	cacheTTL        time.Duration
 }
 
 // listFlag is a repeatable string flag.
@@ -102,9 +111,13 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.toolTimeout, "tool-timeout", 0, "timeout of each tool call, for tools without their own (0: none)")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 5*time.Second, "on SIGINT/SIGTERM, how long cancelled handlers, open HTTP responses and a client's last unread answers get to finish")
 	fs.StringVar(&o.fixtures, "fixtures", "", "also serve a fixture `set`: conformance (the MCP conformance suite's test_* tools, test:// resources and test_* prompts)")
+	fs.StringVar(&o.stateKeyFile, "request-state-key-file", "", "read the key that protects the requestState of MCP 2026-07-28 input_required rounds from `PATH` (at least 32 bytes; share it between servers that must accept each other's states; default: a random key per process)")
+	fs.DurationVar(&o.stateTTL, "request-state-ttl", 0, "how long a requestState is accepted (0: 10m)")
+	fs.DurationVar(&o.cacheTTL, "cache-ttl", 0, "ttlMs of the MCP 2026-07-28 results a client may cache: server/discover, the lists, resources/read (0: stale at once)")
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on `HOST:PORT` (a separate listener, for profiling; off by default)")
 	fs.StringVar(&o.adminAddr, "admin-addr", "", "serve /healthz, /readyz, /metrics (Prometheus) and /debug/pprof/ on `HOST:PORT` (a separate listener; off by default)")
 	o.http.register(fs)
+	o.tasks.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -122,6 +135,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		}
 	default:
 		return nil, fmt.Errorf("unknown transport %q (want stdio or http)", o.transport)
+	}
+	if err := o.tasks.check(); err != nil {
+		return nil, err
 	}
 	if o.fixtures != "" && o.fixtures != "conformance" {
 		return nil, fmt.Errorf("unknown fixture set %q (want conformance)", o.fixtures)
@@ -173,6 +189,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		MaxCallsPerConnection: o.maxCallsPerConn,
 		MaxCalls:              o.maxCalls,
 		ToolTimeout:           o.toolTimeout,
+
+		RequestStateTTL: o.stateTTL,
+		CacheTTL:        o.cacheTTL,
+	}
+	if o.stateKeyFile != "" {
+		key, err := os.ReadFile(o.stateKeyFile)
+		if err != nil {
+			return fmt.Errorf("request state key: %w", err)
+		}
+		cfg.RequestStateKey = key
 	}
 
 	// Metrics for the admin listener's /metrics, and OpenTelemetry from the OTEL_* variables.
@@ -209,11 +235,22 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if o.transport == "http" {
 		cfg.HTTP = o.http.config()
 	}
+	// The store is closed after the server has shut down: this defer runs after every later one.
+	taskCfg, store, err := o.tasks.config()
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	cfg.Tasks = taskCfg
+	if o.tasks.on() {
+		cfg.Tools = append(cfg.Tools, demo.TaskTools()...)
+	}
 	var triggers conformance.Triggers
 	if o.fixtures == "conformance" {
 		cfg.Instructions += " Conformance fixtures: test_* tools, test:// resources, test_* prompts."
-		cfg.Tools = append(cfg.Tools, conformance.Tools()...)
+		cfg.Tools = append(withoutTool(cfg.Tools, "greet"), conformance.Tools()...) // TaskTools has its own greet
 		cfg.Tools = append(cfg.Tools, conformance.ModernTools(&triggers)...)
+		cfg.Tools = append(cfg.Tools, conformance.TaskTools()...)
 		cfg.Resources = conformance.Resources()
 		cfg.ResourceTemplates = conformance.Templates()
 		cfg.Prompts = append(conformance.Prompts(), conformance.ModernPrompts()...)
@@ -248,6 +285,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	log.Info("stopped")
 	return serveErr
+}
+
+// withoutTool returns defs without the tool name.
+func withoutTool(defs []tools.Tool, name string) []tools.Tool {
+	out := defs[:0:0]
+	for _, d := range defs {
+		if d.Name != name {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // watchInterval is how often the conformance fixtures' watched resource is announced as updated.

@@ -205,3 +205,76 @@ func TestFixturesOverStdio(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// serveInProcess runs the command in process over pipes with args and returns a function that
+// sends one line and reads one, and one that ends the input and waits for run to return.
+func serveInProcess(t *testing.T, args ...string) (exchange func(string) string, stop func()) {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := run(context.Background(), args, inR, outW, io.Discard)
+		_ = outW.Close()
+		done <- err
+	}()
+	r := bufio.NewReader(outR)
+	exchange = func(req string) string {
+		t.Helper()
+		if _, err := io.WriteString(inW, req+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSuffix(line, "\n")
+	}
+	stop = func() {
+		_ = inW.Close()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+		_, _ = io.Copy(io.Discard, outR)
+	}
+	return exchange, stop
+}
+
+// TestRequestStateKeyFile: two servers given the same --request-state-key-file accept each
+// other's requestState (what lets any of several processes take a client's retry); a key file
+// too short is refused at start.
+func TestRequestStateKeyFile(t *testing.T) {
+	key := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(key, bytes.Repeat([]byte("k"), 32), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--fixtures", "conformance", "--log-level", "error", "--request-state-key-file", key}
+	a, stopA := serveInProcess(t, args...)
+	defer stopA()
+	b, stopB := serveInProcess(t, args...)
+	defer stopB()
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+	first := a(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_input_required_result_elicitation","arguments":{},` + meta + `}}`)
+	var r struct {
+		Result struct {
+			RequestState string `json:"requestState"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(first), &r); err != nil || r.Result.RequestState == "" {
+		t.Fatalf("round 1: %s", first)
+	}
+	got := b(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"test_input_required_result_elicitation","arguments":{},` +
+		`"inputResponses":{"user_name":{"action":"accept","content":{"name":"Ada"}}},"requestState":"` + r.Result.RequestState + `",` + meta + `}}`)
+	if !strings.Contains(got, `"text":"Hello, Ada!"`) {
+		t.Errorf("retry on the other server: %s", got)
+	}
+
+	short := filepath.Join(t.TempDir(), "short")
+	if err := os.WriteFile(short, []byte("short"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := run(context.Background(), []string{"--request-state-key-file", short}, strings.NewReader(""), io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "needs at least 32") {
+		t.Errorf("short key: %v", err)
+	}
+}

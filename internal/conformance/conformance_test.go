@@ -1,6 +1,9 @@
 package conformance_test
 
 import (
+	"context"
+	"encoding/json"
+	"reflect"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -49,5 +52,46 @@ func TestFixturesCompile(t *testing.T) {
 	}
 	if ps.Len() != 4 {
 		t.Errorf("%d prompts, want 4", ps.Len())
+	}
+}
+
+// TestHeaderFixture: the tool http-custom-header-server-validation exercises — the first listed
+// whose top-level properties carry x-mcp-header, and in it the first of type string — is
+// test_x_mcp_header's region, mirrored into Mcp-Param-Region; the scenario calls it with only
+// that argument, which must succeed.
+func TestHeaderFixture(t *testing.T) {
+	var triggers conformance.Triggers
+	set, err := tools.Compile(append(conformance.Tools(), conformance.ModernTools(&triggers)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var picked *tools.Compiled
+	for _, c := range set.List() {
+		var schema struct {
+			Properties map[string]map[string]any `json:"properties"`
+		}
+		if err := json.Unmarshal(c.Descriptor().InputSchema, &schema); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range schema.Properties {
+			if _, ok := p["x-mcp-header"]; ok && picked == nil {
+				picked = c
+			}
+		}
+	}
+	if picked == nil || picked.Name() != "test_x_mcp_header" {
+		t.Fatalf("the scenario picks %v, want test_x_mcp_header", picked)
+	}
+	want := []tools.HeaderParam{{Name: "Region", Path: []string{"region"}, Type: "string"}}
+	if got := picked.HeaderParams(); !reflect.DeepEqual(got, want) {
+		t.Errorf("HeaderParams() = %+v, want %+v", got, want)
+	}
+	args, feedback := picked.ValidateInput(json.RawMessage(`{"region":"=?base64?SGVsbG8="}`))
+	if feedback != nil {
+		t.Fatalf("feedback: %+v", feedback)
+	}
+	res, err := picked.Run(context.Background(), &tools.Request{Tool: picked.Name(), Arguments: args})
+	if err != nil || res.IsError || len(res.Content) != 1 || res.Content[0].Text != "region==?base64?SGVsbG8=" {
+		t.Errorf("Run = %+v, %v", res, err)
 	}
 }

@@ -259,6 +259,20 @@ func ModernTools(t *Triggers) []tools.Tool {
 				}
 				return tools.TextResult("prompt list changed"), nil
 			}),
+		{
+			// http-custom-header-server-validation calls the first listed tool with a top-level
+			// string property annotated with x-mcp-header, with that argument only: a modern
+			// tools/call over HTTP must then carry it in Mcp-Param-Region.
+			Name:        "test_x_mcp_header",
+			Description: "Mirrors its region argument into the Mcp-Param-Region header (x-mcp-header) and answers region=<region>.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{` +
+				`"region":{"type":"string","description":"Mirrored into Mcp-Param-Region.","x-mcp-header":"Region"}}}`),
+			Handler: tools.Func(func(_ context.Context, in struct {
+				Region string `json:"region"`
+			}) (*tools.Result, error) {
+				return tools.TextResult("region=" + in.Region), nil
+			}),
+		},
 	}
 }
 

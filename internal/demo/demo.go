@@ -133,3 +133,17 @@ func fail(ctx context.Context, in failIn) (*tools.Result, error) {
 	}
 	return nil, fmt.Errorf("unknown mode %q", in.Mode)
 }
+
+// TaskTools returns the demonstration task tool, served by cmd/server when tasks are on
+// (--task-store): sleep_task, which is sleep as a task for a client that declares the tasks
+// extension (io.modelcontextprotocol/tasks), and an ordinary call for any other. It is kept
+// apart from Tools, whose list is a contract.
+func TaskTools() []tools.Tool {
+	return []tools.Tool{{
+		Name:        "sleep_task",
+		Description: "Waits ms milliseconds, honouring cancellation, then returns \"slept\": a task for a client that declares the tasks extension.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer","minimum":0,"maximum":86400000}},"required":["ms"],"additionalProperties":false}`),
+		TaskSupport: tools.TaskOptional,
+		Handler:     tools.Func(sleep),
+	}}
+}

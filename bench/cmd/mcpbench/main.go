@@ -29,6 +29,9 @@ func main() {
 	case err == nil:
 	case errors.Is(err, errUsage):
 		os.Exit(2)
+	case errors.Is(err, errNotApplicable):
+		fmt.Fprintln(os.Stderr, "mcpbench:", err)
+		os.Exit(3)
 	default:
 		fmt.Fprintln(os.Stderr, "mcpbench:", err)
 		os.Exit(1)
@@ -37,6 +40,10 @@ func main() {
 
 // errUsage means the usage was already printed.
 var errUsage = errors.New("usage")
+
+// errNotApplicable means the target does not serve the era asked for; the
+// result saying so was printed, and mcpbench exits with status 3.
+var errNotApplicable = errors.New("not applicable")
 
 const usage = `mcpbench: load and cancellation benchmarks for any MCP server.
 
@@ -60,6 +67,11 @@ The server must offer the tools echo {text}, sleep {ms} and, for errors, fail
 {mode}. Results print as a table, or with --json as one JSON object per run;
 report reads such objects (files or stdin) and prints medians side by side.
 Run "mcpbench SCENARIO -h" for a scenario's flags.
+
+--era modern drives the server in MCP 2026-07-28: no initialize, the envelope
+in every request's _meta; over HTTP the modern headers, no session, and
+cancellation by closing the response stream. A server that does not serve
+that era gets a result marked not applicable, and mcpbench exits with 3.
 `
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -82,6 +84,7 @@ func TestUsage(t *testing.T) {
 		{"two targets", []string{"throughput", "--stdio", "x", "--http", "http://h/mcp"}},
 		{"bad flag", []string{"cancel", "--nope"}},
 		{"stray argument", []string{"mixed", "--stdio", "x", "extra"}},
+		{"unknown era", []string{"throughput", "--stdio", "x", "--era", "2026"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -135,15 +138,63 @@ func TestThroughputThenReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"== throughput over http ==", "base (n=1)", "other (n=1)", "base÷other", "calls_per_sec"} {
+	for _, want := range []string{"== throughput over http, legacy era, 2 concurrent ==", "base (n=1)", "other (n=1)", "base÷other", "calls_per_sec"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	dir := t.TempDir()
+	if _, _, err := runCmd(t, all.String(), "report", "--svg", dir, "--md", filepath.Join(dir, "r.md")); err != nil {
+		t.Fatal(err)
+	}
+	// No --pid: no CPU figures, so no cpu.svg.
+	for _, f := range []string{"throughput.svg", "latency.svg", "r.md"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("--svg/--md: %s: %v", f, err)
 		}
 	}
 	out, _, err = runCmd(t, all.String(), "report", "--json", "-")
 	var j report.JSON
 	if err != nil || json.Unmarshal([]byte(out), &j) != nil || j.Baseline != "base" || len(j.Rows) == 0 {
 		t.Errorf("report --json = %q, %v", out, err)
+	}
+}
+
+// TestModernEra runs a scenario in the modern era against a fake that serves
+// it and one that does not: the second is a result marked not applicable,
+// and a distinct error, not a failure.
+func TestModernEra(t *testing.T) {
+	srv := fakemcp.New(fakemcp.Options{})
+	hs := httptest.NewServer(srv.Handler())
+	legacy := fakemcp.New(fakemcp.Options{LegacyOnly: true, Session: "s"})
+	ls := httptest.NewServer(legacy.Handler())
+	defer func() { srv.Close(); hs.Close(); legacy.Close(); ls.Close() }()
+
+	out, _, err := runCmd(t, "", "throughput", "--http", hs.URL, "--era", "modern", "--json", "-q", "-c", "2", "-d", "0.1", "-warmup", "0")
+	var r scenario.Result
+	if err != nil || json.Unmarshal([]byte(out), &r) != nil {
+		t.Fatalf("modern run: %q, %v", out, err)
+	}
+	if r.Era != "modern" || r.Protocol != "2026-07-28" || r.NotApplicable != "" || r.Metrics["calls_total"] <= 0 {
+		t.Errorf("modern result = %+v", r)
+	}
+	for _, req := range srv.Received() {
+		if req.Method == "initialize" || req.Header.Get("MCP-Protocol-Version") != "2026-07-28" {
+			t.Errorf("a modern run sent %s with headers %v", req.Method, req.Header)
+		}
+	}
+
+	out, _, err = runCmd(t, "", "throughput", "--http", ls.URL, "--era", "modern", "--json", "-q", "-d", "0.1")
+	if !errors.Is(err, errNotApplicable) {
+		t.Errorf("err = %v, want errNotApplicable", err)
+	}
+	r = scenario.Result{}
+	if json.Unmarshal([]byte(out), &r) != nil || r.NotApplicable == "" || r.Era != "modern" || len(r.Metrics) != 0 {
+		t.Errorf("not-applicable result = %q", out)
+	}
+	out, _, _ = runCmd(t, "", "cancel", "--http", ls.URL, "--era", "modern", "-q")
+	if !strings.Contains(out, "not applicable: ") {
+		t.Errorf("table = %q, want the reason it is not applicable", out)
 	}
 }
 

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/toolgrain/toolgrain/bench/report"
 	"github.com/toolgrain/toolgrain/bench/scenario"
@@ -17,14 +19,23 @@ func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	baseline := fs.String("baseline", "", "target the ratios are computed against (default: the first target in the input)")
 	asJSON := fs.Bool("json", false, "print the medians as JSON rows instead of tables")
+	var names report.Names
+	fs.StringVar(&names.Versus, "versus", "mcp-go", "the SDK the targets compare with")
+	fs.StringVar(&names.Floor, "floor", "stdlib", "the standard-library floor the CPU target is relative to")
+	md := fs.String("md", "", "also write the targets and the era comparison as Markdown tables to this `file`")
+	svgDir := fs.String("svg", "", "also draw the report as SVG charts in this `directory` (throughput, latency, CPU and allocation per call, memory over the cancel burst)")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: mcpbench report [--baseline NAME] [--json] [FILE ...]
+		fmt.Fprint(stderr, `Usage: mcpbench report [--baseline NAME] [--json] [--md FILE] [--svg DIR] [FILE ...]
 
 Reads results written by "mcpbench SCENARIO --json" from the files (or stdin,
-or "-"), and prints, per scenario and transport, the median of each metric
-for each target side by side, with the ratio baseline ÷ target. The "better"
-column says which direction is good for each metric. For the errors scenario
-it also prints each probe's most frequent outcome per target.
+or "-"), and prints, per scenario, transport, era (and concurrency for
+throughput), the median of each metric for each target side by side, with
+the ratio baseline ÷ target. The "better" column says which direction is
+good for each metric. For the errors scenario it also prints each probe's
+most frequent outcome per target. Targets that do not serve an era show
+n/a. Then it compares each target's legacy and modern echo, and judges the
+performance targets of issue 13 for the baseline (as ours) against --versus
+and --floor, marking each met or missed. With --svg it also draws charts.
 
 Flags:
 `)
@@ -70,10 +81,52 @@ Flags:
 		return errors.New("report: no results in the input")
 	}
 	sum := report.Summarize(results, *baseline)
+	verdicts, eras := report.Evaluate(sum, names), report.Eras(sum)
+	if *md != "" {
+		if err := writeMarkdown(*md, verdicts, eras); err != nil {
+			return err
+		}
+	}
+	if *svgDir != "" {
+		if err := os.MkdirAll(*svgDir, 0o755); err != nil {
+			return err
+		}
+		for _, c := range report.Charts(sum, names) {
+			if err := os.WriteFile(filepath.Join(*svgDir, c.Name), c.SVG, 0o644); err != nil {
+				return err
+			}
+		}
+	}
 	if *asJSON {
+		j := report.ToJSON(sum)
+		j.Targets, j.Eras = verdicts, eras
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(report.ToJSON(sum))
+		return enc.Encode(j)
 	}
-	return report.Write(stdout, sum)
+	if err := report.Write(stdout, sum); err != nil {
+		return err
+	}
+	if len(eras) > 0 {
+		if err := report.WriteEras(stdout, eras); err != nil {
+			return err
+		}
+	}
+	if len(verdicts) > 0 {
+		return report.WriteTargets(stdout, verdicts)
+	}
+	return nil
+}
+
+func writeMarkdown(name string, verdicts []report.Verdict, eras []report.EraRow) error {
+	var b bytes.Buffer
+	b.WriteString("## Modern vs legacy: echo (legacy / modern)\n\n")
+	if err := report.WriteErasMarkdown(&b, eras); err != nil {
+		return err
+	}
+	b.WriteString("\n## Issue 13 targets\n\n")
+	if err := report.WriteTargetsMarkdown(&b, verdicts); err != nil {
+		return err
+	}
+	return os.WriteFile(name, b.Bytes(), 0o644)
 }

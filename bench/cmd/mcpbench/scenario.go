@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/toolgrain/toolgrain/bench/client"
+	"github.com/toolgrain/toolgrain/bench/internal/procstat"
 	"github.com/toolgrain/toolgrain/bench/scenario"
 )
 
@@ -104,20 +105,24 @@ func runScenario(ctx context.Context, sc scenarioSpec, args []string, stdout, st
 	fs.SetOutput(stderr)
 	var (
 		stdio, httpURL, name string
+		pprofURL             string
 		pid                  int
 		asJSON, discard, q   bool
 		hdrs                 headers
 		connectTimeout       = 10 * time.Second
+		eraName              = string(client.Legacy)
 	)
 	fs.StringVar(&stdio, "stdio", "", `start this server command and speak over its stdin/stdout ("CMD ARGS"; quotes group words)`)
 	fs.StringVar(&httpURL, "http", "", "Streamable HTTP endpoint URL of a running server")
 	fs.IntVar(&pid, "pid", 0, "server process id to sample memory, threads and CPU from /proc (HTTP; stdio uses its child)")
+	fs.StringVar(&pprofURL, "pprof", "", "base URL of the server's Go net/http/pprof handlers (http://HOST:PORT/debug/pprof/): the load scenarios read its runtime.MemStats at the window's edges for allocation per call")
 	fs.StringVar(&name, "name", "", "target name in results (default: the command's base name or the URL's host)")
 	fs.BoolVar(&asJSON, "json", false, "print the result as one JSON object instead of a table")
 	fs.BoolVar(&discard, "discard-stderr", false, "stdio: discard the server's stderr instead of passing it through")
 	fs.BoolVar(&q, "q", false, "no progress line on stderr")
 	fs.Var(&hdrs, "header", `HTTP: extra request header "Name: value" (repeatable)`)
 	fs.Var(seconds{&connectTimeout}, "connect-timeout", "how long to keep retrying the handshake while an HTTP server starts")
+	fs.StringVar(&eraName, "era", eraName, "protocol era: legacy (initialize, sessions; MCP 2025-11-25) or modern (server/discover, the envelope in every request, no session; MCP 2026-07-28)")
 	sc.flags(fs, &cfg)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: mcpbench %s (--stdio \"CMD ARGS\" | --http URL) [flags]\n\n%s.\n\nFlags:\n", sc.name, sc.about)
@@ -137,34 +142,58 @@ func runScenario(ctx context.Context, sc scenarioSpec, args []string, stdout, st
 		fmt.Fprintf(stderr, "mcpbench %s: give exactly one of --stdio or --http\n", sc.name)
 		return errUsage
 	}
+	era, err := client.ParseEra(eraName)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpbench %s: --era: %v\n", sc.name, err)
+		return errUsage
+	}
 	if !q {
 		cfg.Progress = stderr
 	}
-	var (
-		target scenario.Target
-		err    error
-	)
+	var target scenario.Target
 	if stdio != "" {
-		target, err = stdioTarget(stdio, name, discard, stderr, connectTimeout)
+		target, err = stdioTarget(stdio, name, era, discard, stderr, connectTimeout)
 	} else {
-		target, err = httpTarget(httpURL, name, hdrs, cfg, connectTimeout)
+		target, err = httpTarget(httpURL, name, era, hdrs, cfg, connectTimeout)
 	}
 	if err != nil {
 		return err
 	}
 	target.PID = pid
+	if pprofURL != "" {
+		if _, err := procstat.PprofHeapURL(pprofURL); err != nil {
+			return fmt.Errorf("--pprof: %w", err)
+		}
+		target.Pprof = pprofURL
+	}
 	res, err := sc.run(ctx, target, cfg)
-	if err != nil {
+	var na error
+	if err != nil && scenario.NotApplicable(err) {
+		res, na = scenario.NotApplicableResult(sc.name, target, cfg, err), fmt.Errorf("%w: %s against %s: %v", errNotApplicable, sc.name, target.Name, err)
+	} else if err != nil {
 		return fmt.Errorf("%s against %s: %w", sc.name, target.Name, err)
 	}
 	if asJSON {
-		enc := json.NewEncoder(stdout)
-		return enc.Encode(res)
+		err = json.NewEncoder(stdout).Encode(res)
+	} else {
+		err = printResult(stdout, res)
 	}
-	return printResult(stdout, res)
+	if err != nil {
+		return err
+	}
+	return na
 }
 
-func stdioTarget(command, name string, discard bool, stderr io.Writer, timeout time.Duration) (scenario.Target, error) {
+// handshake opens a connection in era: initialize (legacy) or
+// server/discover (modern).
+func handshake(ctx context.Context, c *client.Client, era client.Era) error {
+	if era == client.Modern {
+		return c.Discover(ctx)
+	}
+	return c.Initialize(ctx)
+}
+
+func stdioTarget(command, name string, era client.Era, discard bool, stderr io.Writer, timeout time.Duration) (scenario.Target, error) {
 	argv, err := splitCommand(command)
 	if err != nil {
 		return scenario.Target{}, fmt.Errorf("--stdio: %w", err)
@@ -177,7 +206,7 @@ func stdioTarget(command, name string, discard bool, stderr io.Writer, timeout t
 		opts.Stderr = nil
 	}
 	return scenario.Target{
-		Name: name, Transport: "stdio", Endpoint: command,
+		Name: name, Transport: "stdio", Endpoint: command, Era: era,
 		Dial: func(ctx context.Context) (*client.Client, error) {
 			c, err := client.DialStdio(argv, opts)
 			if err != nil {
@@ -185,7 +214,7 @@ func stdioTarget(command, name string, discard bool, stderr io.Writer, timeout t
 			}
 			ictx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			if err := c.Initialize(ictx); err != nil {
+			if err := handshake(ictx, c, era); err != nil {
 				cerr := c.Close()
 				if alive := c.Alive(); alive != nil {
 					err = fmt.Errorf("%w (%v)", err, alive)
@@ -197,7 +226,7 @@ func stdioTarget(command, name string, discard bool, stderr io.Writer, timeout t
 	}, nil
 }
 
-func httpTarget(raw, name string, hdrs headers, cfg scenario.Config, timeout time.Duration) (scenario.Target, error) {
+func httpTarget(raw, name string, era client.Era, hdrs headers, cfg scenario.Config, timeout time.Duration) (scenario.Target, error) {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return scenario.Target{}, fmt.Errorf("--http: want an http:// or https:// URL, got %q", raw)
@@ -215,7 +244,7 @@ func httpTarget(raw, name string, hdrs headers, cfg scenario.Config, timeout tim
 	}
 	opts := client.HTTPOptions{Header: h, MaxIdle: max(cfg.Concurrency, 64)}
 	return scenario.Target{
-		Name: name, Transport: "http", Endpoint: raw,
+		Name: name, Transport: "http", Endpoint: raw, Era: era,
 		Dial: func(ctx context.Context) (*client.Client, error) {
 			deadline := time.Now().Add(timeout)
 			for {
@@ -224,7 +253,7 @@ func httpTarget(raw, name string, hdrs headers, cfg scenario.Config, timeout tim
 					return nil, err
 				}
 				ictx, cancel := context.WithTimeout(ctx, timeout)
-				err = c.Initialize(ictx)
+				err = handshake(ictx, c, era)
 				cancel()
 				if err == nil {
 					return c, nil
@@ -306,11 +335,15 @@ func printResult(w io.Writer, r *scenario.Result) error {
 			server = strings.TrimSpace(si.Name + " " + si.Version)
 		}
 	}
-	fmt.Fprintf(w, "%s: %s over %s", r.Scenario, r.Target, r.Transport)
+	fmt.Fprintf(w, "%s: %s over %s, %s era", r.Scenario, r.Target, r.Transport, r.EraName())
 	if server != "" {
 		fmt.Fprintf(w, " (server %s, protocol %s)", server, r.Protocol)
 	}
 	fmt.Fprintln(w)
+	if r.NotApplicable != "" {
+		fmt.Fprintf(w, "  endpoint: %s\n  not applicable: %s\n\n", r.Endpoint, r.NotApplicable)
+		return nil
+	}
 	fmt.Fprintf(w, "  endpoint: %s\n", r.Endpoint)
 	keys := make([]string, 0, len(r.Params))
 	for k := range r.Params {

@@ -3,17 +3,26 @@
 // any stream (Serve) and Streamable HTTP (Handler), offers echo, sleep and
 // fail, and records what it received so tests can check the client's
 // side of the protocol.
+//
+// It serves both eras. A request whose params._meta names revision
+// 2026-07-28 (over HTTP: whose MCP-Protocol-Version header does) is modern:
+// server/discover answers, results carry resultType and the server's
+// identity, and over HTTP there is no session, while Mcp-Method and Mcp-Name
+// must match the body (400 and -32020 otherwise).
 package fakemcp
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,7 +50,22 @@ type Options struct {
 	// HoldStreams keeps each SSE response stream open after its response
 	// until the client goes away (or Close), against the spec's advice.
 	HoldStreams bool
+	// LegacyOnly makes the fake ignore the modern era, like a server written
+	// before it: the envelope means nothing, server/discover is an unknown
+	// method, and over HTTP a POST without the session is refused (400,
+	// plain text).
+	LegacyOnly bool
+	// DiscoverVersions are the versions server/discover lists, and the
+	// modern versions the fake serves; nil means 2026-07-28 and 2025-11-25.
+	DiscoverVersions []string
+	// RefuseModernCalls makes the fake answer server/discover as usual but
+	// refuse every modern tools/call with -32022 (unsupported protocol
+	// version).
+	RefuseModernCalls bool
 }
+
+// ModernVersion is the revision of the modern era.
+const ModernVersion = "2026-07-28"
 
 // Request is a message the server received.
 type Request struct {
@@ -56,10 +80,11 @@ type Request struct {
 type Server struct {
 	opts Options
 
-	mu       sync.Mutex
-	received []Request
-	released int                 // held streams the client ended
-	inflight map[string]*sleeper // by raw id
+	mu          sync.Mutex
+	received    []Request
+	released    int                 // held streams the client ended
+	disconnects int                 // calls ended because the client closed their stream
+	inflight    map[string]*sleeper // by raw id
 	// early holds ids cancelled before their request arrived: over HTTP a
 	// cancellation can overtake its request on another connection.
 	early map[string]bool
@@ -102,6 +127,15 @@ func (s *Server) Released() int {
 	return s.released
 }
 
+// Disconnects counts HTTP calls in flight whose client closed the response
+// stream (the modern era's cancellation); the fake stopped them without an
+// answer.
+func (s *Server) Disconnects() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.disconnects
+}
+
 // Serve reads newline-delimited messages from r and writes replies to w
 // until r ends. Writes to w are serialised.
 func (s *Server) Serve(r io.Reader, w io.Writer) error {
@@ -122,7 +156,7 @@ func (s *Server) Serve(r io.Reader, w io.Writer) error {
 		}
 		line, err := br.ReadBytes('\n')
 		if len(bytes.TrimSpace(line)) > 0 {
-			s.handle(line, nil, send)
+			s.handle(line, nil, false, send)
 		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
@@ -133,23 +167,46 @@ func (s *Server) Serve(r io.Reader, w io.Writer) error {
 	}
 }
 
+// message is the part of a received message the fake looks at.
+type message struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// envelope reads the modern envelope's version from params._meta; empty
+// when there is none.
+func envelope(params json.RawMessage) string {
+	var p struct {
+		Meta struct {
+			Version string `json:"io.modelcontextprotocol/protocolVersion"`
+		} `json:"_meta"`
+	}
+	_ = json.Unmarshal(params, &p)
+	return p.Meta.Version
+}
+
+func (s *Server) versions() []string {
+	if s.opts.DiscoverVersions != nil {
+		return s.opts.DiscoverVersions
+	}
+	return []string{ModernVersion, "2025-11-25"}
+}
+
 // handle processes one message; send writes a reply (possibly later, from
-// another goroutine). It reports whether the message was a request that
-// gets a reply.
-func (s *Server) handle(line []byte, h http.Header, send func([]byte)) bool {
+// another goroutine). It returns the request's id, or nil for a message
+// that gets no reply. httpModern says an HTTP request's headers made it
+// modern.
+func (s *Server) handle(line []byte, h http.Header, httpModern bool, send func([]byte)) json.RawMessage {
 	line = bytes.TrimSpace(line)
 	if len(line) > 0 && line[0] == '[' {
 		send(errorReply(json.RawMessage("null"), -32600, "batches are not supported"))
-		return true
+		return json.RawMessage("null")
 	}
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params json.RawMessage `json:"params"`
-	}
+	var m message
 	if err := json.Unmarshal(line, &m); err != nil {
 		send(errorReply(json.RawMessage("null"), -32700, "parse error"))
-		return true
+		return json.RawMessage("null")
 	}
 	s.mu.Lock()
 	s.received = append(s.received, Request{ID: m.ID, Method: m.Method, Params: m.Params, Header: h})
@@ -162,22 +219,62 @@ func (s *Server) handle(line []byte, h http.Header, send func([]byte)) bool {
 			json.Unmarshal(m.Params, &p)
 			s.cancelCall(string(p.RequestID))
 		}
-		return false
+		return nil
 	}
-	switch m.Method {
-	case "initialize":
-		send(result(m.ID, `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"fakemcp","version":"1.0.0"}}`))
-	case "ping":
-		send(result(m.ID, `{}`))
-	case "tools/call":
-		s.call(m.ID, m.Params, send)
+	version := ""
+	if !s.opts.LegacyOnly {
+		version = envelope(m.Params)
+	}
+	modern := version != "" || httpModern
+	if httpModern && version == "" {
+		send(errorReply(m.ID, -32602, "Invalid params: params._meta must carry the envelope"))
+		return m.ID
+	}
+	if modern && !slices.Contains(s.versions(), version) {
+		send(errorReply(m.ID, -32022, "Unsupported protocol version: "+version))
+		return m.ID
+	}
+	r := replier{id: m.ID, modern: modern}
+	switch {
+	case m.Method == "server/discover" && modern:
+		v, _ := json.Marshal(s.versions())
+		send(r.result(`{"supportedVersions":` + string(v) + `,"capabilities":{"tools":{}},"ttlMs":0,"cacheScope":"public"}`))
+	case m.Method == "initialize" && !modern:
+		send(r.result(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"fakemcp","version":"1.0.0"}}`))
+	case m.Method == "ping" && !modern:
+		send(r.result(`{}`))
+	case m.Method == "tools/call" && modern && s.opts.RefuseModernCalls:
+		send(errorReply(m.ID, -32022, "Unsupported protocol version: "+version))
+	case m.Method == "tools/call":
+		s.call(r, m.Params, send)
 	default:
 		send(errorReply(m.ID, -32601, "method not found"))
 	}
-	return true
+	return m.ID
 }
 
-func (s *Server) call(id json.RawMessage, params json.RawMessage, send func([]byte)) {
+// replier builds the replies to one request, in its era.
+type replier struct {
+	id     json.RawMessage
+	modern bool
+}
+
+// result wraps a result object; a modern result gets resultType and the
+// server's identity.
+func (r replier) result(res string) []byte {
+	if r.modern {
+		res = `{"resultType":"complete",` + res[1:len(res)-1] +
+			`,"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"fakemcp","version":"1.0.0"}}}`
+	}
+	return result(r.id, res)
+}
+
+func (r replier) tool(text string, isError bool) []byte {
+	t, _ := json.Marshal(text)
+	return r.result(`{"content":[{"type":"text","text":` + string(t) + `}],"isError":` + strconv.FormatBool(isError) + `}`)
+}
+
+func (s *Server) call(r replier, params json.RawMessage, send func([]byte)) {
 	var p struct {
 		Name      string         `json:"name"`
 		Arguments map[string]any `json:"arguments"`
@@ -187,28 +284,28 @@ func (s *Server) call(id json.RawMessage, params json.RawMessage, send func([]by
 	case "echo":
 		text, ok := p.Arguments["text"].(string)
 		if !ok {
-			send(toolResult(id, "text must be a string", true))
+			send(r.tool("text must be a string", true))
 			return
 		}
-		send(toolResult(id, text, false))
+		send(r.tool(text, false))
 	case "fail":
 		if p.Arguments["mode"] == "result" {
-			send(toolResult(id, "public failure message", true))
+			send(r.tool("public failure message", true))
 			return
 		}
-		send(toolResult(id, "boom: "+Marker, true)) // a leak, on purpose
+		send(r.tool("boom: "+Marker, true)) // a leak, on purpose
 	case "sleep":
 		ms, _ := p.Arguments["ms"].(float64)
-		s.sleep(id, time.Duration(ms)*time.Millisecond, send)
+		s.sleep(r, time.Duration(ms)*time.Millisecond, send)
 	default:
-		send(errorReply(id, -32602, "unknown tool"))
+		send(errorReply(r.id, -32602, "unknown tool"))
 	}
 }
 
-func (s *Server) sleep(id json.RawMessage, d time.Duration, send func([]byte)) {
+func (s *Server) sleep(r replier, d time.Duration, send func([]byte)) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	sl := &sleeper{cancel: cancel, answer: send}
-	key := string(id)
+	key := string(r.id)
 	s.mu.Lock()
 	s.inflight[key] = sl
 	early := s.early[key]
@@ -237,7 +334,7 @@ func (s *Server) sleep(id json.RawMessage, d time.Duration, send func([]byte)) {
 		delete(s.inflight, key)
 		s.mu.Unlock()
 		if answer != nil {
-			answer(toolResult(id, "slept", false))
+			answer(r.tool("slept", false))
 		}
 	}()
 }
@@ -262,21 +359,97 @@ func (s *Server) cancelCall(key string) {
 	}
 	sl.cancel()
 	if answer != nil && s.opts.AnswerCancelled {
-		answer(toolResult(json.RawMessage(key), "cancelled", true))
+		answer(replier{id: json.RawMessage(key)}.tool("cancelled", true))
 	} else if answer != nil {
 		answer(nil) // end an HTTP stream without a response
 	}
 }
 
+// dropCall stops a call whose client closed its stream, without an answer.
+func (s *Server) dropCall(key string) {
+	s.mu.Lock()
+	sl := s.inflight[key]
+	delete(s.inflight, key)
+	if sl != nil {
+		sl.answer = nil
+		s.disconnects++
+	}
+	s.mu.Unlock()
+	if sl != nil {
+		sl.cancel()
+	}
+}
+
+// checkModernHeaders compares a modern POST's Mcp-Method and Mcp-Name with
+// its body, as 2026-07-28 asks; it returns the -32020 message, or "".
+func checkModernHeaders(body []byte, h http.Header) string {
+	var m struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &m) != nil {
+		return "" // the parse error is answered later
+	}
+	if got := h.Get("Mcp-Method"); got != m.Method {
+		return fmt.Sprintf("Mcp-Method header value %q does not match body value %q", got, m.Method)
+	}
+	if m.Method != "tools/call" {
+		return ""
+	}
+	name := strings.TrimSpace(h.Get("Mcp-Name"))
+	if b64, ok := strings.CutPrefix(name, "=?base64?"); ok {
+		dec, err := base64.StdEncoding.DecodeString(strings.TrimSuffix(b64, "?="))
+		if err != nil {
+			return "Mcp-Name: malformed Base64 header value"
+		}
+		name = string(dec)
+	}
+	if name != m.Params.Name {
+		return fmt.Sprintf("Mcp-Name header value %q does not match body value %q", name, m.Params.Name)
+	}
+	return ""
+}
+
+// modernStatus is the HTTP status of a modern reply: 400 or 404 for the
+// errors 2026-07-28 gives a status, 200 otherwise.
+func modernStatus(reply []byte) int {
+	var m struct {
+		Error *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(reply, &m) != nil || m.Error == nil {
+		return http.StatusOK
+	}
+	switch m.Error.Code {
+	case -32601:
+		return http.StatusNotFound
+	case -32602, -32020, -32021, -32022:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}
+
 // Handler serves Streamable HTTP: every message is a POST; requests are
 // answered with a JSON body or, with Options.SSE, an event stream; other
-// messages get 202. Before initialize it assigns Options.Session, and it
-// rejects later requests without that session or without
-// MCP-Protocol-Version (400).
+// messages get 202. A legacy request before initialize is given
+// Options.Session; later ones without that session or without
+// MCP-Protocol-Version are refused (400). A modern request (header
+// MCP-Protocol-Version: 2026-07-28) needs no session, gets none, and must
+// carry Mcp-Method and, for tools/call, Mcp-Name matching its body. A call
+// whose client closes its stream is stopped without an answer (see
+// [Server.Disconnects]).
 func (s *Server) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		modern := !s.opts.LegacyOnly && r.Header.Get("MCP-Protocol-Version") == ModernVersion
 		switch r.Method {
 		case http.MethodDelete:
+			if modern {
+				w.WriteHeader(http.StatusMethodNotAllowed)
+				return
+			}
 			w.WriteHeader(http.StatusNoContent)
 			return
 		case http.MethodPost:
@@ -298,21 +471,33 @@ func (s *Server) Handler() http.Handler {
 			return
 		}
 		isInit := bytes.Contains(body, []byte(`"initialize"`))
-		if !isInit && s.opts.Session != "" && r.Header.Get("Mcp-Session-Id") != s.opts.Session {
+		switch {
+		case modern:
+			if msg := checkModernHeaders(body, r.Header); msg != "" {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				var m message
+				json.Unmarshal(body, &m)
+				if m.ID == nil {
+					m.ID = json.RawMessage("null")
+				}
+				w.Write(errorReply(m.ID, -32020, "Header mismatch: "+msg))
+				return
+			}
+		case !isInit && s.opts.Session != "" && r.Header.Get("Mcp-Session-Id") != s.opts.Session:
 			http.Error(w, "missing or unknown session", http.StatusBadRequest)
 			return
-		}
-		if !isInit && r.Header.Get("MCP-Protocol-Version") == "" {
+		case !isInit && r.Header.Get("MCP-Protocol-Version") == "":
 			http.Error(w, "missing MCP-Protocol-Version", http.StatusBadRequest)
 			return
-		}
-		if isInit && s.opts.Session != "" {
+		case isInit && s.opts.Session != "":
 			w.Header().Set("Mcp-Session-Id", s.opts.Session)
 		}
 		replies := make(chan []byte, 1) // one reply per POST; buffered so a late sender never blocks
 		var once sync.Once
 		send := func(b []byte) { once.Do(func() { replies <- b }) }
-		if !s.handle(body, r.Header.Clone(), send) {
+		id := s.handle(body, r.Header.Clone(), modern, send)
+		if id == nil {
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
@@ -320,14 +505,25 @@ func (s *Server) Handler() http.Handler {
 		select {
 		case reply = <-replies:
 		case <-r.Context().Done():
+			s.dropCall(string(id))
 			return
 		case <-s.ctx.Done():
 			return
 		}
+		if modern && reply != nil {
+			if status := modernStatus(reply); status != http.StatusOK {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(status)
+				w.Write(reply)
+				return
+			}
+		}
 		if s.opts.SSE {
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.WriteHeader(http.StatusOK)
-			io.WriteString(w, "id: 0\ndata:\n\n: priming event above\n\n")
+			if !modern {
+				io.WriteString(w, "id: 0\ndata:\n\n: priming event above\n\n")
+			}
 			if reply != nil {
 				io.WriteString(w, "event: message\ndata: ")
 				w.Write(reply)
@@ -357,9 +553,4 @@ func result(id json.RawMessage, res string) []byte {
 func errorReply(id json.RawMessage, code int, msg string) []byte {
 	m, _ := json.Marshal(msg)
 	return []byte(`{"jsonrpc":"2.0","id":` + string(id) + `,"error":{"code":` + strconv.Itoa(code) + `,"message":` + string(m) + `}}`)
-}
-
-func toolResult(id json.RawMessage, text string, isError bool) []byte {
-	t, _ := json.Marshal(text)
-	return result(id, `{"content":[{"type":"text","text":`+string(t)+`}],"isError":`+strconv.FormatBool(isError)+`}`)
 }

@@ -8,6 +8,14 @@
 // Production users of this SDK add a receiving middleware that recovers; this
 // peer does too (on by default, --recover=false shows the SDK's own
 // behaviour).
+//
+// The modern era (MCP 2026-07-28): the SDK serves it per request over stdio.
+// Over HTTP its default, stateful handler answers modern requests with -32022
+// and serves it only in stateless mode, which --stateless switches on. A
+// closed response stream then cancels the handler only with the option
+// PropagateRequestCancellation, which the spec's "MUST treat a client
+// disconnect as cancellation" asks for: on with --stateless
+// (--propagate-cancellation=false shows the SDK's default).
 package main
 
 import (
@@ -57,12 +65,16 @@ func run(args []string, stderr io.Writer) error {
 	opts.Register(fs)
 	recoverPanics := fs.Bool("recover", true, "recover handler panics in a receiving middleware")
 	jsonResponse := fs.Bool("json-response", false, "HTTP: answer with application/json instead of an SSE stream")
-	if err := fs.Parse(args); err != nil {
+	stateless := fs.Bool("stateless", false, "HTTP: stateless mode, no sessions: the only mode in which the SDK serves MCP 2026-07-28 over HTTP")
+	propagate := fs.Bool("propagate-cancellation", true, "HTTP, with --stateless: a modern request's closed stream cancels its handler")
+	if err := opts.Parse(fs, args); err != nil {
 		return err
 	}
-	if err := opts.Check(); err != nil {
+	stopPprof, err := demo.StartPprof(opts.Pprof, stderr)
+	if err != nil {
 		return err
 	}
+	defer stopPprof()
 	server, err := newServer(*recoverPanics)
 	if err != nil {
 		return err
@@ -73,7 +85,11 @@ func run(args []string, stderr io.Writer) error {
 		return server.Run(ctx, &mcp.StdioTransport{})
 	}
 	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
-		&mcp.StreamableHTTPOptions{JSONResponse: *jsonResponse})
+		&mcp.StreamableHTTPOptions{
+			JSONResponse:                 *jsonResponse,
+			Stateless:                    *stateless,
+			PropagateRequestCancellation: *stateless && *propagate,
+		})
 	mux := http.NewServeMux()
 	mux.Handle(demo.EndpointPath, handler)
 	return demo.ServeHTTP(ctx, opts.Addr, mux, stderr)

@@ -47,12 +47,14 @@ func run(args []string, stderr io.Writer) error {
 	validate := fs.Bool("validate", true, "validate tool input and output against their schemas")
 	workers := fs.Int("workers", 0, "stdio: tool-call worker pool size (0: mcp-go's default)")
 	queue := fs.Int("queue", 0, "stdio: tool-call queue size (0: mcp-go's default)")
-	if err := fs.Parse(args); err != nil {
+	if err := opts.Parse(fs, args); err != nil {
 		return err
 	}
-	if err := opts.Check(); err != nil {
+	stopPprof, err := demo.StartPprof(opts.Pprof, stderr)
+	if err != nil {
 		return err
 	}
+	defer stopPprof()
 	s := newServer(*validate)
 	if opts.Transport == "stdio" {
 		var stdioOpts []server.StdioOption

@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -61,12 +62,53 @@ func Greeting(name string) string { return "Hello, " + name + "!" }
 type Options struct {
 	Transport string
 	Addr      string
+	// Pprof is the address of a separate listener for net/http/pprof;
+	// empty means none.
+	Pprof string
 }
 
-// Register adds --transport and --addr to fs.
+// Register adds --transport, --addr and --pprof to fs.
 func (o *Options) Register(fs *flag.FlagSet) {
 	fs.StringVar(&o.Transport, "transport", "stdio", "transport: stdio or http")
 	fs.StringVar(&o.Addr, "addr", "127.0.0.1:8080", "HTTP listen address (endpoint "+EndpointPath+")")
+	fs.StringVar(&o.Pprof, "pprof", "", "serve net/http/pprof on this `HOST:PORT`, a listener of its own (for mcpbench --pprof)")
+}
+
+// StartPprof serves net/http/pprof at http://addr/debug/pprof/ on a listener
+// of its own when addr is not empty, and returns the function that stops it
+// and waits for it (a no-op when addr is empty).
+func StartPprof(addr string, stderr io.Writer) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("pprof: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stderr, "pprof on %s\n", ln.Addr())
+	served := make(chan struct{})
+	// Owned by the caller: stop closes the server and waits for this.
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln)
+	}()
+	return func() { _ = srv.Close(); <-served }, nil
+}
+
+// Parse parses args into fs, with the options registered, and checks
+// them.
+func (o *Options) Parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return o.Check()
 }
 
 // Check reports a bad flag combination.

@@ -48,3 +48,40 @@ func TestOptions(t *testing.T) {
 		t.Error("Check accepted an unknown transport")
 	}
 }
+
+func TestStartPprof(t *testing.T) {
+	pr, pw := io.Pipe()
+	type started struct {
+		stop func()
+		err  error
+	}
+	ch := make(chan started, 1)
+	// Ends once StartPprof has returned.
+	go func() {
+		stop, err := StartPprof("127.0.0.1:0", pw)
+		ch <- started{stop, err}
+	}()
+	line := make([]byte, 64)
+	n, _ := pr.Read(line)
+	s := <-ch
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	defer s.stop()
+	addr := strings.TrimSpace(strings.TrimPrefix(string(line[:n]), "pprof on "))
+	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+	if !strings.Contains(string(body), "# TotalAlloc = ") {
+		t.Errorf("heap profile lacks the memory statistics: %.200s", body)
+	}
+	stop, err := StartPprof("", io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+}
