@@ -610,6 +610,7 @@ func TestOTelMetrics(t *testing.T) {
 		{"toolgrain.calls.refused", map[string]int64{"toolgrain.limit.scope=connection": int64(srv.Stats().RefusedCalls)}},
 		{"toolgrain.queue.depth", map[string]int64{"toolgrain.queue=connection": 0, "toolgrain.queue=diagnostics": 0, "toolgrain.queue=tool": 0}},
 		{"toolgrain.tasks.live", map[string]int64{"": 0}},
+		{"toolgrain.tasks.running", map[string]int64{"": 0}},
 	}
 	for _, tt := range checks {
 		if got := sum(tt.name); !reflect.DeepEqual(got, tt.want) {

@@ -141,6 +141,7 @@ var knownMethods = map[string]bool{
 	protocol.MethodPromptsList: true, protocol.MethodPromptsGet: true,
 	protocol.MethodLoggingSetLevel: true, protocol.MethodCompletionComplete: true,
 	protocol.MethodServerDiscover: true, protocol.MethodSubscriptionsListen: true,
+	protocol.MethodTasksGet: true, protocol.MethodTasksUpdate: true, protocol.MethodTasksCancel: true,
 	protocol.MethodInitialized: true, protocol.MethodCancelled: true, protocol.MethodProgress: true,
 	protocol.MethodRootsListChanged: true,
 }
