@@ -127,7 +127,7 @@ func (c *InMemoryClient) Send(message []byte) error {
 		c.deliver(protocol.EncodeError(id, werr))
 		return nil
 	}
-	c.conn.DeliverWith(msg, memoryStream{c}, c.identity)
+	c.conn.DeliverWith(context.Background(), msg, memoryStream{c}, c.identity)
 	return nil
 }
 
@@ -178,7 +178,7 @@ func (c *InMemoryClient) Notify(method string, params any) error {
 	if c.isClosed() {
 		return ErrClientClosed
 	}
-	c.conn.DeliverWith(&protocol.Message{Method: method, Params: raw}, memoryStream{c}, c.identity)
+	c.conn.DeliverWith(context.Background(), &protocol.Message{Method: method, Params: raw}, memoryStream{c}, c.identity)
 	return nil
 }
 
@@ -187,6 +187,10 @@ func (c *InMemoryClient) Notify(method string, params any) error {
 // [*protocol.WireError]. When ctx ends first, Call sends notifications/cancelled for the
 // request, as a client that gives up must, and returns ctx.Err(); the server then sends
 // nothing for it. It returns [ErrClientClosed] when the connection ends first.
+//
+// When the server traces ([Config].TracerProvider), a span in ctx is linked from the request's
+// server span, as an HTTP request's span is; the request's parent is the trace context of its
+// params._meta, as over every transport.
 func (c *InMemoryClient) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	raw, err := marshalParams(params)
 	if err != nil {
@@ -202,7 +206,7 @@ func (c *InMemoryClient) Call(ctx context.Context, method string, params any) (j
 	c.waiters[id.Key()] = w
 	c.mu.Unlock()
 
-	c.conn.DeliverWith(&protocol.Message{ID: id, Method: method, Params: raw}, memoryStream{c}, c.identity)
+	c.conn.DeliverWith(ctx, &protocol.Message{ID: id, Method: method, Params: raw}, memoryStream{c}, c.identity)
 	select {
 	case frame := <-w:
 		m, werr := protocol.Decode(frame)

@@ -90,6 +90,14 @@
 //     cancellations, late responses suppressed, dropped reports and latency (package
 //     metrics); package metrics/prom turns them into Prometheus collectors for the host's own
 //     registry. No default registry, no default HTTP mux.
+//   - OpenTelemetry: [Config].TracerProvider, MeterProvider and Propagator are the host's (the
+//     API only; nil records nothing and costs nothing). Every request gets a SERVER span named
+//     and attributed by the MCP semantic conventions, parented on the trace context of its
+//     params._meta and linked to the transport's span; the handler's context carries it. The
+//     mcp.server.operation.duration and mcp.server.session.duration histograms and the
+//     engine's toolgrain.* load metrics go to the MeterProvider. Arguments, results and the
+//     text of unexpected failures stay out of spans unless the operator opts in.
+//   - Health: [Server.Live] and [Server.Ready] are functions for the host's probes.
 //   - Tests: [Server.ConnectInMemory] gives the host's tests a real MCP connection with no I/O.
 //
 // The runnable example in examples/service embeds a server next to a service's own actors,
@@ -102,6 +110,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -240,6 +251,37 @@ type Config struct {
 	// notifications say when); 0, the default, says they may be stale at once.
 	CacheTTL time.Duration
 
+	// OpenTelemetry (see the README's Observability section for the spans and metrics). The
+	// server takes the host's providers and never touches the global ones; with all three nil
+	// it records nothing and costs nothing on the path of a call.
+
+	// TracerProvider makes a SERVER span for every request and notification the server
+	// serves, named and attributed by the MCP semantic conventions, with child spans for
+	// validation, the wait for a run slot, the handler and the call of an actor-backed tool.
+	// The handler's context carries its span, so the tool's own outgoing calls join the trace.
+	// Nil means no spans.
+	TracerProvider trace.TracerProvider
+	// MeterProvider records mcp.server.operation.duration, mcp.server.session.duration and the
+	// engine's toolgrain.* load metrics. It is in addition to Metrics, which keeps working.
+	// Nil means none.
+	MeterProvider metric.MeterProvider
+	// Propagator reads the trace context (and baggage) a request carries in params._meta, the
+	// parent of its span; a span of the transport's (an HTTP server span in the request's
+	// context) is linked, not made the parent. Nil means the W3C Trace Context and Baggage
+	// formats, whose keys traceparent, tracestate and baggage MCP reserves in _meta, when
+	// TracerProvider is set.
+	Propagator propagation.TextMapPropagator
+	// TraceArguments and TraceResults name the tools whose calls put their arguments
+	// (gen_ai.tool.call.arguments) and successful results (gen_ai.tool.call.result) on their
+	// spans. Nil means none, the default: arguments and results may be sensitive, and traces
+	// usually leave the host.
+	TraceArguments []string
+	TraceResults   []string
+	// TraceFailures puts the original error of an unexpected failure on its span (an exception
+	// event), as OnError receives it. False, the default, keeps it private to OnError: the span
+	// only says that the call failed (error.type tool_error).
+	TraceFailures bool
+
 	// Tasks configures the tasks extension (MCP 2026-07-28): its store, TTL, caps. The zero
 	// value keeps tasks in memory; see [TaskConfig].
 	Tasks TaskConfig
@@ -314,6 +356,16 @@ func NewServer(cfg Config) (*Server, error) {
 		RequestStateKey: cfg.RequestStateKey,
 		RequestStateTTL: cfg.RequestStateTTL,
 		CacheTTL:        cfg.CacheTTL,
+
+		Telemetry: actors.Telemetry{
+			TracerProvider: cfg.TracerProvider,
+			MeterProvider:  cfg.MeterProvider,
+			Propagator:     cfg.Propagator,
+			Version:        Version,
+			TraceArguments: cfg.TraceArguments,
+			TraceResults:   cfg.TraceResults,
+			TraceFailures:  cfg.TraceFailures,
+		},
 
 		Tasks: engineTasks(&cfg),
 	})

@@ -38,18 +38,8 @@ func newBenchServer(b *testing.B) *toolgrain.Server {
 // at a time: the line is read and decoded, the call validated and run by its request actor, and
 // the response encoded and written. The client side reuses its buffers, so B/op is the server's.
 func BenchmarkServeStdioEcho(b *testing.B) {
-	srv := newBenchServer(b)
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan error, 1)
-	go func() { done <- srv.ServeStdio(context.Background(), inR, outW) }()
-	out := bufio.NewReader(outR)
-	if _, err := io.WriteString(inW, benchInit+"\n"+`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := out.ReadSlice('\n'); err != nil {
-		b.Fatal(err)
-	}
+	conn := startBenchStdio(b, newBenchServer(b))
+	inW, out := conn.in, conn.out
 	var line []byte
 	b.ReportAllocs()
 	id := 0
@@ -68,13 +58,46 @@ func BenchmarkServeStdioEcho(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	_ = inW.Close()
-	go func() { _, _ = io.Copy(io.Discard, out) }()
-	if err := <-done; err != nil {
+	conn.stop(b)
+}
+
+// benchStdio is one initialized stdio connection to a server, over pipes, for benchmarks.
+type benchStdio struct {
+	srv  *toolgrain.Server
+	in   *io.PipeWriter // the client writes its requests here
+	out  *bufio.Reader  // and reads the answers here
+	outW *io.PipeWriter
+	done chan error // ServeStdio's result
+}
+
+// startBenchStdio serves a stdio connection on srv and initializes it.
+func startBenchStdio(b *testing.B, srv *toolgrain.Server) *benchStdio {
+	b.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	s := &benchStdio{srv: srv, in: inW, out: bufio.NewReader(outR), outW: outW, done: make(chan error, 1)}
+	// Owned by the benchmark: stop ends it (EOF on its input) and waits for it.
+	go func() { s.done <- srv.ServeStdio(context.Background(), inR, outW) }()
+	if _, err := io.WriteString(inW, benchInit+"\n"+`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"); err != nil {
 		b.Fatal(err)
 	}
-	_ = srv.Close()
-	_ = outW.Close()
+	if _, err := s.out.ReadSlice('\n'); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// stop ends the connection and closes the server.
+func (s *benchStdio) stop(b *testing.B) {
+	b.Helper()
+	_ = s.in.Close()
+	// Owned by stop: it ends when the output pipe closes, below.
+	go func() { _, _ = io.Copy(io.Discard, s.out) }()
+	if err := <-s.done; err != nil {
+		b.Fatal(err)
+	}
+	_ = s.srv.Close()
+	_ = s.outW.Close()
 }
 
 // benchWriter is a reusable http.ResponseWriter (with Flush) that keeps nothing.

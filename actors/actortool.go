@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toolgrain/toolgrain/metrics"
@@ -217,6 +219,14 @@ func (r *requestActor) runOnActor(ctx actor.Context, target *actor.PID) {
 	}
 	ctx.Watch(target)
 	r.watching = true
+	if span := r.rec().beginPhase(spanActorCall); span != nil {
+		// The call's trace context travels in the message header, as protoactor's own tracing
+		// carries it: a host actor reads it with ctx.MessageHeader().
+		h := propagation.MapCarrier{}
+		r.eng.tel.prop.Inject(trace.ContextWithSpan(r.rec().context(), span), h)
+		ctx.Send(target, &actor.MessageEnvelope{Header: map[string]string(h), Message: call, Sender: self})
+		return
+	}
 	ctx.Request(target, call)
 }
 
@@ -288,9 +298,10 @@ func (r *requestActor) cancelActor(ctx actor.Context, cause error) {
 	ctx.Send(r.target, &tools.ActorCancel{ID: ctx.Self().Id, Cause: cause})
 }
 
-// unwatch stops watching the tool's actor. A stopped watcher stays on the watched actor's
-// list, so a long-lived host actor would otherwise collect one entry per call.
+// unwatch stops watching the tool's actor, whose call is over. A stopped watcher stays on the
+// watched actor's list, so a long-lived host actor would otherwise collect one entry per call.
 func (r *requestActor) unwatch(ctx actor.Context) {
+	r.rec().endPhase()
 	if r.watching {
 		r.watching = false
 		ctx.Unwatch(r.target)

@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -52,6 +51,8 @@ type connectionActor struct {
 	calls   atomic.Int64 // calls holding a slot under MaxCallsPerConnection
 	decoded *callParams  // the params of the message being handled, if the transport decoded them
 	modern  *modernReq   // the era of the request being handled: nil for legacy (modern.go)
+	rec     *served      // the telemetry of the message being handled; nil when there is none
+	opened  time.Time    // when the connection opened, for mcp.server.session.duration
 
 	// A stateless connection serves the modern HTTP requests of every client: ids may repeat
 	// across clients, so its flights are keyed by their stream, and a stream whose client went
@@ -64,7 +65,7 @@ type connectionActor struct {
 var _ actor.SupervisorStrategy = (*connectionActor)(nil)
 
 func newConnectionActor(e *Engine, c *Connection, log *zap.Logger) *connectionActor {
-	return &connectionActor{
+	a := &connectionActor{
 		eng:       e,
 		conn:      c,
 		log:       log,
@@ -74,6 +75,10 @@ func newConnectionActor(e *Engine, c *Connection, log *zap.Logger) *connectionAc
 		stateless: c.stateless,
 		byStream:  make(map[Stream]string),
 	}
+	if e.tel != nil && !c.stateless {
+		a.opened = time.Now()
+	}
+	return a
 }
 
 func (c *connectionActor) Receive(ctx actor.Context) {
@@ -88,19 +93,28 @@ func (c *connectionActor) Receive(ctx actor.Context) {
 		for _, f := range c.children {
 			f.slot.release()
 		}
+		c.eng.tel.sessionEnded(c.opened, c.version, c.conn.transport)
 		c.eng.forget(c.conn)
 		close(c.conn.done)
 	case *actor.Terminated:
 		c.childEnded(ctx, msg.Who)
 	case *inbound:
 		c.decoded = &msg.call
+		s := msg.stream
+		if msg.rec != nil {
+			s = c.serving(msg)
+		}
 		if msg.modern {
-			c.handleModern(ctx, msg)
+			c.handleModern(ctx, msg, s)
 		} else {
-			c.handle(ctx, msg.msg, msg.stream, msg.identity)
+			c.handle(ctx, msg.msg, s, msg.identity)
 		}
 		c.conn.inbox.done(msg.cost)
 		c.decoded = nil
+		if c.rec != nil {
+			c.rec.handled()
+			c.rec = nil
+		}
 	case *streamGone:
 		if key, ok := c.byStream[msg.stream]; ok {
 			c.cancelFlight(ctx, key, cancel.ErrCancelledByClient)
@@ -188,6 +202,7 @@ func (c *connectionActor) cancelFlight(ctx actor.Context, key string, cause canc
 	}
 	c.forgetFlight(f)
 	if f.call.Cancel(cause) {
+		recordOf(f.stream).cancelled(cause)
 		f.slot.release()
 		switch {
 		case f.listener != nil:
@@ -221,7 +236,7 @@ func (c *connectionActor) track(m *protocol.Message, s Stream, f *flight) {
 	if c.stateless {
 		c.nextKey++
 		f.key = strconv.FormatUint(c.nextKey, 10)
-		c.byStream[s] = f.key
+		c.byStream[transportStream(s)] = f.key
 	} else {
 		f.key = m.ID.Key()
 	}
@@ -233,7 +248,7 @@ func (c *connectionActor) forgetFlight(f *flight) {
 	if cur, ok := c.inflight[f.key]; ok && cur == f {
 		delete(c.inflight, f.key)
 		if c.stateless {
-			delete(c.byStream, f.stream)
+			delete(c.byStream, transportStream(f.stream))
 		}
 	}
 }
@@ -258,6 +273,9 @@ func (c *connectionActor) initialize(m *protocol.Message, s Stream) {
 	}
 	c.initialized = true
 	c.version = protocol.NegotiateVersion(p.ProtocolVersion)
+	if c.rec != nil {
+		c.rec.version = c.version
+	}
 	c.state.caps.Store(protocol.ParseClientCapabilities(p.Capabilities))
 	info := p.ClientInfo
 	c.state.info.Store(&info)
@@ -349,7 +367,7 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 	if slot == nil {
 		return
 	}
-	f := &flight{call: cancel.New(context.Background()), slot: slot}
+	f := &flight{call: cancel.New(c.rec.context()), slot: slot}
 	c.track(m, s, f)
 	spec := &callSpec{
 		eng:     c.eng,

@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -21,6 +22,8 @@ type diagState struct {
 	timer     *time.Timer // the running callback's timeout
 	abandoned int         // abandoned callbacks still running
 	flushers  []*actor.PID
+
+	depth atomic.Int64 // waiting(), for telemetry
 }
 
 func newDiagState(e *Engine) *diagState { return &diagState{eng: e} }
@@ -42,6 +45,7 @@ type diagnosticsActor struct{ st *diagState }
 
 func (d *diagnosticsActor) Receive(ctx actor.Context) {
 	st := d.st
+	defer func() { st.depth.Store(int64(st.waiting())) }()
 	switch msg := ctx.Message().(type) {
 	case *report:
 		if st.waiting() >= st.eng.cfg.DiagnosticsQueue {

@@ -114,6 +114,10 @@ type Config struct {
 
 	// Tasks configures the tasks extension (tasks.go). The zero value disables it.
 	Tasks TaskConfig
+
+	// Telemetry is the OpenTelemetry instrumentation (spans, metrics). The zero value records
+	// nothing.
+	Telemetry Telemetry
 }
 
 // Engine is a running actor tree. Its methods are safe for concurrent use.
@@ -151,6 +155,9 @@ type Engine struct {
 	serverMeta []byte       // the serverInfo member of every modern result's _meta
 	listeners  listeners    // the open subscriptions/listen streams of every connection
 	tasks      *taskService // the tasks extension; nil when disabled (tasks.go)
+
+	tel         *telemetry   // OpenTelemetry; nil when it records nothing
+	slotWaiters atomic.Int64 // calls waiting for a run slot of a tool with MaxConcurrency
 }
 
 // Stats are the engine's running counters.
@@ -232,11 +239,16 @@ func Start(cfg Config) (*Engine, error) {
 		e.pool.close()
 		return nil, err
 	}
+	if e.tel, err = newTelemetry(cfg.Telemetry, e); err != nil {
+		e.pool.close()
+		return nil, err
+	}
 
 	props := actor.PropsFromProducer(func() actor.Actor { return &supervisorActor{eng: e} },
 		actor.WithGuardian(actor.NewRestartingStrategy()), actor.WithDispatcher(e.dispatcher))
 	sup, err := spawnRoot(e.system, props)
 	if err != nil {
+		e.tel.stop()
 		return nil, err
 	}
 	e.supervisor = sup
@@ -252,6 +264,7 @@ func Start(cfg Config) (*Engine, error) {
 		if e.ownSystem {
 			e.system.Shutdown()
 		}
+		e.tel.stop()
 		e.pool.close()
 		return nil, fmt.Errorf("actors: start supervisor: %w", err)
 	}
@@ -327,17 +340,22 @@ type Connection struct {
 	// stateless: the connection serves the modern requests of many clients; see
 	// [Engine.ConnectStateless].
 	stateless bool
+	// transport is the connection's network.transport, told by its name; session its legacy
+	// HTTP session id, once named (NameSession). Both are for telemetry only.
+	transport string
+	session   atomic.Pointer[string]
 }
 
-// Connect spawns a connection actor. name is used in logs only. Messages unrelated to any
-// request (list_changed, resources/updated, cancellations of requests to the client) are
-// dropped; see [Engine.ConnectNotify].
+// Connect spawns a connection actor. name is used in logs, and tells telemetry the
+// connection's network.transport: "stdio" is a pipe, a name that starts with "http" is TCP.
+// Messages unrelated to any request (list_changed, resources/updated, cancellations of requests
+// to the client) are dropped; see [Engine.ConnectNotify].
 func (e *Engine) Connect(name string) (*Connection, error) { return e.ConnectNotify(name, nil) }
 
 // ConnectNotify spawns a connection actor whose messages unrelated to any request go to notify:
 // the stdio output, or a stream of a legacy HTTP session that sends on its standalone GET
 // stream while one is open (and drops, or keeps for replay, otherwise). The engine never closes
-// notify. name is used in logs only.
+// notify. name is as for [Engine.Connect].
 func (e *Engine) ConnectNotify(name string, notify Stream) (*Connection, error) {
 	return e.connect(&Connection{eng: e, done: make(chan struct{}), notify: notify, inbox: newInbox()}, name)
 }
@@ -347,7 +365,7 @@ func (e *Engine) ConnectNotify(name string, notify Stream) (*Connection, error) 
 // one, not one per client. Request ids may repeat across its clients, so notifications/cancelled
 // means nothing on it; a request is cancelled when its client goes away
 // ([Connection.StreamGone]). Only the server-wide limit on calls in flight applies to it. name
-// is used in logs only.
+// is as for [Engine.Connect].
 func (e *Engine) ConnectStateless(name string) (*Connection, error) {
 	return e.connect(&Connection{eng: e, done: make(chan struct{}), inbox: newInbox(), stateless: true}, name)
 }
@@ -365,6 +383,7 @@ func (e *Engine) connect(c *Connection, name string) (*Connection, error) {
 	if e.closed {
 		return nil, ErrClosed
 	}
+	c.transport = networkTransport(name)
 	log := e.log.With(zap.String("conn", name))
 	props := actor.PropsFromProducer(func() actor.Actor { return newConnectionActor(e, c, log) }, actor.WithDispatcher(e.dispatcher))
 	res, err := e.system.Root.RequestFuture(e.supervisor, &spawnConnection{props: props}, defaultActorReplyTimeout).Result()
@@ -378,18 +397,38 @@ func (e *Engine) connect(c *Connection, name string) (*Connection, error) {
 
 // Deliver hands one decoded message to the connection; its answers go to s. It never blocks;
 // a reader that must bound what it has delivered calls [Connection.WaitForRoom] first.
-func (c *Connection) Deliver(msg *protocol.Message, s Stream) { c.DeliverWith(msg, s, nil) }
+func (c *Connection) Deliver(msg *protocol.Message, s Stream) {
+	c.DeliverWith(context.Background(), msg, s, nil)
+}
 
 // DeliverWith is [Connection.Deliver] for a message whose sender the transport authenticated:
 // a tools/call it starts runs with id in its handler's context (tools.IdentityFromContext). A
 // nil id is Deliver. The identity goes nowhere else: not into logs, not into diagnostics.
-func (c *Connection) DeliverWith(msg *protocol.Message, s Stream, id *tools.Identity) {
+//
+// ctx is the transport's context for the message, such as an HTTP request's; only its values
+// are used, never its cancellation: the span it carries, if any, is linked from the message's
+// server span.
+func (c *Connection) DeliverWith(ctx context.Context, msg *protocol.Message, s Stream, id *tools.Identity) {
 	cost := inboundCost(msg)
 	c.inbox.add(cost)
 	in := newInbound(msg, s, id)
 	in.cost = cost
+	c.deliver(ctx, in)
+}
+
+// deliver starts the message's telemetry, when there is any, and sends it to the connection
+// actor.
+func (c *Connection) deliver(ctx context.Context, in *inbound) {
+	if t := c.eng.tel; t != nil && !in.msg.IsResponse() {
+		in.rec = t.receive(ctx, c, in)
+	}
 	c.eng.system.Root.Send(c.pid, in)
 }
+
+// NameSession tells the connection the id of the legacy HTTP session it serves, for the
+// mcp.session.id of its messages' spans. A transport calls it before delivering the session's
+// first message.
+func (c *Connection) NameSession(id string) { c.session.Store(&id) }
 
 // Close tells the connection that its input ended: every call in flight is cancelled and the
 // connection actor stops once their handlers returned (or after the close grace). It does not
@@ -469,6 +508,7 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	if e.ownSystem {
 		e.system.Shutdown()
 	}
+	e.tel.stop()
 	if err == nil {
 		e.pool.close()
 	}

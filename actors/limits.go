@@ -67,6 +67,7 @@ func (c *connectionActor) admit(m *protocol.Message, s Stream) *callSlot {
 
 func (c *connectionActor) refuse(m *protocol.Message, s Stream, scope string, limit int) {
 	n := c.eng.stats.RefusedCalls.Add(1)
+	c.eng.tel.callRefused(scope)
 	if n&(n-1) == 0 { // log the 1st, 2nd, 4th, 8th... refusal
 		c.log.Warn("call refused: too many calls in flight",
 			zap.String("scope", scope), zap.Int("limit", limit), zap.Uint64("refused_total", n))
@@ -79,9 +80,10 @@ func (c *connectionActor) refuse(m *protocol.Message, s Stream, scope string, li
 // unbounded mailbox. The actor never blocks, so such a wait is short: it only paces a reader
 // that is faster than the actor.
 type inbox struct {
-	mu    sync.Mutex
-	bytes int
-	wake  chan struct{} // size 1: "bytes went down", for the one waiting reader
+	mu       sync.Mutex
+	bytes    int
+	wake     chan struct{} // size 1: "bytes went down", for the one waiting reader
+	messages atomic.Int64  // messages delivered and not yet handled, for telemetry
 }
 
 func newInbox() *inbox { return &inbox{wake: make(chan struct{}, 1)} }
@@ -90,9 +92,11 @@ func (b *inbox) add(n int) {
 	b.mu.Lock()
 	b.bytes += n
 	b.mu.Unlock()
+	b.messages.Add(1)
 }
 
 func (b *inbox) done(n int) {
+	b.messages.Add(-1)
 	b.mu.Lock()
 	b.bytes -= n
 	b.mu.Unlock()

@@ -24,6 +24,9 @@ type (
 		modern bool
 		env    *protocol.Envelope
 		envErr *protocol.WireError
+		// rec is its telemetry, started by the transport's goroutine; nil when there is none
+		// (trace.go).
+		rec *served
 	}
 	// inputEnded: transport → connection. The connection is closed (HTTP session deleted or
 	// expired, shutdown, a signal, a broken stream, the grace after inputFinished run out):

@@ -47,6 +47,7 @@ func (r *requestActor) settleAtStop() {
 // The call is settled just before its frame is queued, so a client that has the response also
 // finds the call counted.
 func (r *requestActor) respondAs(frame []byte, o metrics.Outcome) bool {
+	r.rec().settled(o)
 	if !r.call.Respond(func() {
 		r.settle(o)
 		r.slot.release() // before the frame: see callSlot

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"encoding/json"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -45,8 +46,8 @@ func (e *Engine) annotation(m *modernReq, cacheable bool) *protocol.Annotation {
 // handleModern serves one modern request: the envelope's checks first (-32602 for a missing or
 // malformed field, -32022 for a version not served), then the method, which must exist in the
 // modern revision (-32601 for the removed ones, initialize and ping among them).
-func (c *connectionActor) handleModern(ctx actor.Context, in *inbound) {
-	m, s := in.msg, in.stream
+func (c *connectionActor) handleModern(ctx actor.Context, in *inbound, s Stream) {
+	m := in.msg
 	if in.envErr != nil {
 		reply(s, protocol.EncodeError(m.ID, in.envErr))
 		return
@@ -130,10 +131,10 @@ func capabilityError(id protocol.ID, required json.RawMessage) []byte {
 
 // DeliverModern hands a modern request whose envelope the transport has read and checked (an
 // HTTP POST) to the connection, as [Connection.DeliverWith] does.
-func (c *Connection) DeliverModern(msg *protocol.Message, env *protocol.Envelope, s Stream, id *tools.Identity) {
+func (c *Connection) DeliverModern(ctx context.Context, msg *protocol.Message, env *protocol.Envelope, s Stream, id *tools.Identity) {
 	cost := inboundCost(msg)
 	c.inbox.add(cost)
 	in := &inbound{msg: msg, stream: s, identity: id, modern: true, env: env, cost: cost}
 	in.decode()
-	c.eng.system.Root.Send(c.pid, in)
+	c.deliver(ctx, in)
 }

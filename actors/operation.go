@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgrain/toolgrain/cancel"
 	"github.com/toolgrain/toolgrain/client"
@@ -59,6 +60,7 @@ func (o *operationActor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		o.start(ctx)
 	case *operationDone:
+		recordOf(o.stream).endHandler(msg.err)
 		o.answer(msg)
 		o.stream.Close()
 		ctx.Stop(ctx.Self())
@@ -69,6 +71,7 @@ func (o *operationActor) Receive(ctx actor.Context) {
 		// The call is silenced and its context cancelled; the goroutine's operationDone ends
 		// the actor.
 	case *actor.Stopped:
+		recordOf(o.stream).endHandler(nil)
 		if o.stop != nil {
 			o.stop()
 		}
@@ -82,6 +85,9 @@ func (o *operationActor) start(ctx actor.Context) {
 	o.stop = stop
 	hctx = o.eng.handlerContext(hctx, o.peer, o.meta)
 	hctx = tools.WithIdentity(hctx, o.identity)
+	if span := recordOf(o.stream).startHandler(); span != nil {
+		hctx = trace.ContextWithSpan(hctx, span)
+	}
 	self, root, run := ctx.Self(), ctx.ActorSystem().Root, o.run
 	o.eng.handlers.Add(1)
 	// The handler runs on a pool worker but belongs to this operation actor, which waits for
@@ -128,6 +134,7 @@ func (o *operationActor) answer(d *operationDone) {
 // fail answers -32603 and, only if that answer was sent, reports the original error.
 func (o *operationActor) fail(err error) {
 	frame := protocol.EncodeError(o.id, protocol.ErrInternal())
+	recordOf(o.stream).failed(err)
 	if !o.call.Respond(func() { o.stream.Send(frame) }) {
 		return
 	}
@@ -145,7 +152,7 @@ func (c *connectionActor) spawnOperation(ctx actor.Context, m *protocol.Message,
 	if c.idBusy(m, s) {
 		return
 	}
-	f := &flight{call: cancel.New(context.Background())}
+	f := &flight{call: cancel.New(c.rec.context())}
 	c.track(m, s, f)
 	spec := &opSpec{
 		eng: c.eng, id: m.ID, method: m.Method, name: name, meta: meta,

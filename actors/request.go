@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolgrain/toolgrain/cancel"
 	"github.com/toolgrain/toolgrain/client"
@@ -79,6 +80,9 @@ type requestActor struct {
 
 func newRequestActor(spec *callSpec) *requestActor { return &requestActor{callSpec: spec} }
 
+// rec is the call's telemetry, which its traced stream carries; nil when there is none.
+func (r *requestActor) rec() *served { return recordOf(r.stream) }
+
 func (r *requestActor) Receive(ctx actor.Context) {
 	if r.target != nil && r.receiveFromActor(ctx) {
 		return
@@ -100,6 +104,7 @@ func (r *requestActor) Receive(ctx actor.Context) {
 		if r.phase != phaseWaiting {
 			return
 		}
+		r.rec().endPhase()
 		if r.call.Silenced() {
 			r.finish(ctx)
 			return
@@ -118,6 +123,7 @@ func (r *requestActor) Receive(ctx actor.Context) {
 			r.stopHdlr()
 		}
 	case *handlerDone:
+		r.rec().endHandler(msg.err)
 		switch {
 		case r.phase == phaseRunning:
 			faults.Check(faults.RequestAnswer, r.tool.Name())
@@ -127,6 +133,8 @@ func (r *requestActor) Receive(ctx actor.Context) {
 		}
 		r.finish(ctx)
 	case *actor.Stopped:
+		r.rec().endPhase()
+		r.rec().endHandler(nil) // stopped with the handler still running: its span ends here
 		if r.timer != nil {
 			r.timer.Stop()
 		}
@@ -146,18 +154,12 @@ func (r *requestActor) Receive(ctx actor.Context) {
 
 func (r *requestActor) start(ctx actor.Context) {
 	r.begin()
-	if fb := r.tool.ValidateMeta(r.meta); fb != nil {
+	r.rec().arguments(r.args)
+	if fb := r.validate(); fb != nil {
 		r.respondResult(feedbackResult(fb))
 		r.finish(ctx)
 		return
 	}
-	args, fb := r.tool.ValidateInput(r.args)
-	if fb != nil {
-		r.respondResult(feedbackResult(fb))
-		r.finish(ctx)
-		return
-	}
-	r.args = args
 	if r.task != nil && !r.task.deferred {
 		r.phase = phaseTasking
 		r.askTask(ctx, nil, nil)
@@ -166,10 +168,27 @@ func (r *requestActor) start(ctx actor.Context) {
 	if r.toolPID != nil {
 		r.phase = phaseWaiting
 		r.acquired = true
+		r.rec().beginPhase(spanWaitSlot)
 		ctx.Send(r.toolPID, &acquireSlot{who: ctx.Self()})
 		return
 	}
 	r.run(ctx)
+}
+
+// validate checks the call's _meta and arguments against the tool's schemas, and keeps the
+// arguments as the tool reads them; it returns the feedback for the client when they fail.
+func (r *requestActor) validate() *tools.Result {
+	span := r.rec().child(spanValidate)
+	defer endSpan(span, nil)
+	if fb := r.tool.ValidateMeta(r.meta); fb != nil {
+		return fb
+	}
+	args, fb := r.tool.ValidateInput(r.args)
+	if fb != nil {
+		return fb
+	}
+	r.args = args
+	return nil
 }
 
 // run starts the handler goroutine.
@@ -191,6 +210,9 @@ func (r *requestActor) run(ctx actor.Context) {
 	r.hctx = hctx
 	hctx = r.eng.handlerContext(hctx, r.peer, r.meta)
 	hctx = tools.WithIdentity(hctx, r.identity)
+	if span := r.rec().startHandler(); span != nil {
+		hctx = trace.ContextWithSpan(hctx, span)
+	}
 	// The handler's context is cancelled on client cancellation, connection close, timeout and
 	// shutdown.
 	r.eng.runHandler(ctx, r.tool, hctx, &tools.Request{Tool: r.tool.Name(), Arguments: r.args, Meta: r.meta})
@@ -241,6 +263,7 @@ func (r *requestActor) answer(d *handlerDone) {
 	if d.result.IsError {
 		outcome = metrics.ToolError
 	}
+	r.rec().succeeded(d.result)
 	r.respondAs(frame, outcome)
 }
 
@@ -252,6 +275,7 @@ func (r *requestActor) fail(err error) {
 	if errors.Is(err, ErrTimeout) {
 		outcome = metrics.Timeout
 	}
+	r.rec().failed(err)
 	if !r.respondAs(frame, outcome) {
 		return
 	}

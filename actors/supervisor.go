@@ -47,11 +47,13 @@ func (s *supervisorActor) Receive(ctx actor.Context) {
 		ctx.Respond(&treeStarted{diag: s.diag, tools: s.tools})
 	case *spawnConnection:
 		ctx.Respond(ctx.SpawnPrefix(msg.props, "conn"))
+	case *probe:
+		ctx.Respond(&probeAnswered{})
 	case *spawnTaskRegistry:
 		s.tasks = ctx.SpawnPrefix(msg.props, "tasks")
 		ctx.Respond(s.tasks)
 	case *spawnTool:
-		gate := newGate(msg.limit)
+		gate := newGate(msg.limit, &s.eng.slotWaiters)
 		props := actor.PropsFromProducer(func() actor.Actor { return &toolActor{gate: gate} }, actor.WithDispatcher(s.eng.dispatcher))
 		pid := ctx.SpawnPrefix(props, "tool")
 		s.tools["\x00"+pid.Id] = pid // run-time tools are keyed apart from configured names
@@ -70,7 +72,7 @@ func (s *supervisorActor) spawnTree(ctx actor.Context) {
 		if t.Def().MaxConcurrency <= 0 {
 			continue // no admission gate needed: calls run without asking the tool actor
 		}
-		gate := newGate(t.Def().MaxConcurrency)
+		gate := newGate(t.Def().MaxConcurrency, &s.eng.slotWaiters)
 		props := actor.PropsFromProducer(func() actor.Actor { return &toolActor{gate: gate} }, actor.WithDispatcher(s.eng.dispatcher))
 		s.tools[t.Name()] = ctx.SpawnPrefix(props, "tool")
 	}

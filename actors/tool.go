@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"sync/atomic"
+
 	"github.com/asynkron/protoactor-go/actor"
 )
 
@@ -10,10 +12,11 @@ type gate struct {
 	limit   int
 	running map[string]struct{} // PID ids of the request actors holding a slot
 	waiting []*actor.PID        // FIFO of request actors waiting for one
+	waiters *atomic.Int64       // the engine's count of waiting requests, for telemetry
 }
 
-func newGate(limit int) *gate {
-	return &gate{limit: limit, running: make(map[string]struct{})}
+func newGate(limit int, waiters *atomic.Int64) *gate {
+	return &gate{limit: limit, running: make(map[string]struct{}), waiters: waiters}
 }
 
 // toolActor admits at most limit concurrent runs of one tool. Requests over the limit wait in
@@ -33,6 +36,7 @@ func (t *toolActor) Receive(ctx actor.Context) {
 			return
 		}
 		g.waiting = append(g.waiting, msg.who)
+		g.waiters.Add(1)
 	case *releaseSlot:
 		if _, ok := g.running[msg.who.Id]; ok {
 			delete(g.running, msg.who.Id)
@@ -40,6 +44,7 @@ func (t *toolActor) Receive(ctx actor.Context) {
 				next := g.waiting[0]
 				g.waiting[0] = nil
 				g.waiting = g.waiting[1:]
+				g.waiters.Add(-1)
 				g.running[next.Id] = struct{}{}
 				ctx.Send(next, &slotGranted{})
 			}
@@ -48,6 +53,7 @@ func (t *toolActor) Receive(ctx actor.Context) {
 		for i, w := range g.waiting {
 			if w.Equal(msg.who) {
 				g.waiting = append(g.waiting[:i], g.waiting[i+1:]...)
+				g.waiters.Add(-1)
 				return
 			}
 		}

@@ -288,13 +288,13 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, id *tools.Identit
 	}
 	defer s.release()
 	if !msg.IsRequest() {
-		s.conn.DeliverWith(msg, discardStream{}, id)
+		s.conn.DeliverWith(r.Context(), msg, discardStream{}, id)
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
 	st := newPostStream()
 	st.jsonOnly = !protocol.Accepts(r.Header.Values("Accept"), protocol.MediaTypeEventStream)
-	s.conn.DeliverWith(msg, st, id)
+	s.conn.DeliverWith(r.Context(), msg, st, id)
 	h.relay(w, r, st, s, nil)
 }
 
@@ -325,8 +325,9 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, msg *protoc
 	}
 	s := newLegacySession(conn, subject, h.cfg.SessionIdleTimeout, h.endSession)
 	s.notify = notify
+	conn.NameSession(s.id)
 	st := newPostStream()
-	conn.DeliverWith(msg, st, id)
+	conn.DeliverWith(r.Context(), msg, st, id)
 	registered, claimed := false, false
 	h.relay(w, r, st, s, func(first protocol.FrameKind) {
 		if first == protocol.FrameResult {

@@ -76,7 +76,7 @@ func (h *Handler) modernPost(w http.ResponseWriter, r *http.Request, msg *protoc
 	}
 	st := newPostStream()
 	st.jsonOnly, st.ephemeral = !sseOK, true
-	conn.DeliverModern(msg, env, st, id)
+	conn.DeliverModern(r.Context(), msg, env, st, id)
 	h.relayModern(w, r, st, conn.Done())
 	if !st.isClosed() {
 		// The client left before the answer: its request is cancelled, nothing more is sent.

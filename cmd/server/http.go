@@ -10,12 +10,33 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 	"go.uber.org/zap"
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/internal/demo"
 )
+
+// httpSpanName names an HTTP server span "{method} {route}" as the HTTP conventions do, the
+// route being one of the mux's paths; another path is left out, and a method outside HTTP's
+// own is "HTTP", so that a client cannot choose span names.
+func httpSpanName(_ string, r *http.Request) string {
+	method := r.Method
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+	default:
+		return "HTTP"
+	}
+	switch p := r.URL.Path; p {
+	case endpoint, "/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource" + endpoint:
+		return method + " " + p
+	}
+	return method
+}
 
 // endpoint is the path of the MCP endpoint.
 const endpoint = "/mcp"
@@ -129,7 +150,10 @@ func (v staticVerifier) VerifyToken(ctx context.Context, token string) (*toolgra
 // the server first (every call in flight is cancelled and its response ends, sessions end,
 // diagnostics are flushed), then the HTTP server (the listener closes and the last responses
 // finish), each within the shutdown grace.
-func serveHTTP(ctx context.Context, srv *toolgrain.Server, o *options, log *zap.Logger) error {
+//
+// With tracing on, every HTTP request gets an HTTP server span (otelhttp), which the MCP span of
+// each message it carries links to.
+func serveHTTP(ctx context.Context, srv *toolgrain.Server, o *options, tel *telemetry, log *zap.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle(endpoint, srv.Handler())
 	meta := srv.ResourceMetadataHandler()
@@ -141,8 +165,18 @@ func serveHTTP(ctx context.Context, srv *toolgrain.Server, o *options, log *zap.
 		_ = srv.Close()
 		return err
 	}
+	var handler http.Handler = mux
+	if tel.tp != nil {
+		var mp metric.MeterProvider = noop.NewMeterProvider()
+		if tel.mp != nil {
+			mp = tel.mp
+		}
+		handler = otelhttp.NewHandler(mux, "mcp", otelhttp.WithTracerProvider(tel.tp),
+			otelhttp.WithMeterProvider(mp), otelhttp.WithPropagators(tel.prop),
+			otelhttp.WithSpanNameFormatter(httpSpanName))
+	}
 	hs := &http.Server{
-		Handler:           mux,
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,

@@ -29,8 +29,17 @@ type httpBinary struct {
 
 func startHTTPBinary(t *testing.T, args ...string) *httpBinary {
 	t.Helper()
+	return startHTTPBinaryEnv(t, nil, args...)
+}
+
+// startHTTPBinaryEnv is startHTTPBinary with env added to the process's environment.
+func startHTTPBinaryEnv(t *testing.T, env []string, args ...string) *httpBinary {
+	t.Helper()
 	bin := buildServer(t)
 	cmd := exec.Command(bin, append([]string{"--transport", "http", "--addr", "127.0.0.1:0"}, args...)...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	errPipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

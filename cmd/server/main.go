@@ -6,7 +6,7 @@
 //	server [--transport stdio|http] [--addr HOST:PORT] [--auth-token TOKEN]... [--diagnostics-file PATH]
 //	       [--log-level LEVEL] [--max-message-size N] [--max-calls-per-connection N] [--max-calls N]
 //	       [--tool-timeout D] [--shutdown-grace D] [--fixtures conformance] [--task-store memory|bolt:PATH]
-//	       [more HTTP and task flags: see --help]
+//	       [--admin-addr HOST:PORT] [--pprof HOST:PORT] [more HTTP and task flags: see --help]
 //
 // With --fixtures conformance it also serves the fixtures of the official MCP conformance suite:
 // its test_* tools, test:// resources and templates, and test_* prompts.
@@ -27,6 +27,12 @@
 // the token auth-outage makes the verifier fail unexpectedly, with an internal error whose text
 // contains SECRET-internal-detail, to show the auth row of the error model. On SIGINT/SIGTERM it
 // cancels the calls in flight, ends the sessions, stops the listener and exits 0.
+//
+// With --admin-addr it serves /healthz, /readyz, /metrics (Prometheus) and /debug/pprof/ on a
+// listener of their own. OpenTelemetry traces and metrics are configured by the standard OTEL_*
+// environment variables (OTEL_TRACES_EXPORTER=otlp|console|none, OTEL_METRICS_EXPORTER,
+// OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, ...; see otel.go); the console exporters write
+// to stderr over stdio, never to the protocol's stdout.
 package main
 
 import (
@@ -41,6 +47,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -48,6 +56,7 @@ import (
 	"github.com/toolgrain/toolgrain/diagnostics"
 	"github.com/toolgrain/toolgrain/internal/conformance"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/metrics/prom"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -75,6 +84,7 @@ type options struct {
 	toolTimeout     time.Duration
 	shutdownGrace   time.Duration
 	pprofAddr       string
+	adminAddr       string
 	http            httpOptions
 	tasks           taskOptions
 	fixtures        string
@@ -106,6 +116,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.stateTTL, "request-state-ttl", 0, "how long a requestState is accepted (0: 10m)")
 	fs.DurationVar(&o.cacheTTL, "cache-ttl", 0, "ttlMs of the MCP 2026-07-28 results a client may cache: server/discover, the lists, resources/read (0: stale at once)")
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on `HOST:PORT` (a separate listener, for profiling; off by default)")
+	fs.StringVar(&o.adminAddr, "admin-addr", "", "serve /healthz, /readyz, /metrics (Prometheus) and /debug/pprof/ on `HOST:PORT` (a separate listener; off by default)")
 	o.http.register(fs)
 	o.tasks.register(fs)
 	if err := fs.Parse(args); err != nil {
@@ -190,6 +201,38 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		cfg.RequestStateKey = key
 	}
+
+	// Metrics for the admin listener's /metrics, and OpenTelemetry from the OTEL_* variables.
+	var reg *prometheus.Registry
+	var registerer prometheus.Registerer
+	if o.adminAddr != "" {
+		reg = prometheus.NewRegistry()
+		registerer = reg
+		col := prom.New(prom.Options{})
+		reg.MustRegister(col, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		cfg.Metrics = col
+	}
+	console := stdout
+	if o.transport == "stdio" {
+		console = stderr // stdout is the protocol's channel
+	}
+	tel, err := setupTelemetry(ctx, console, registerer)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), o.shutdownGrace)
+		defer cancel()
+		if err := tel.shutdown(sctx); err != nil {
+			log.Warn("telemetry shutdown", zap.Error(err))
+		}
+	}()
+	if tel.tp != nil {
+		cfg.TracerProvider, cfg.Propagator = tel.tp, tel.prop
+	}
+	if tel.mp != nil {
+		cfg.MeterProvider = tel.mp
+	}
 	if o.transport == "http" {
 		cfg.HTTP = o.http.config()
 	}
@@ -217,13 +260,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
+	if o.adminAddr != "" {
+		_, stopAdmin, err := serveAdmin(o.adminAddr, srv, reg, log)
+		if err != nil {
+			_ = srv.Close()
+			return err
+		}
+		defer stopAdmin()
+	}
 	if o.fixtures == "conformance" {
 		triggers.Set(srv)
 		stopWatch := watchResource(srv, conformance.WatchedResource, watchInterval)
 		defer stopWatch()
 	}
 	if o.transport == "http" {
-		return serveHTTP(ctx, srv, o, log)
+		return serveHTTP(ctx, srv, o, tel, log)
 	}
 	log.Info("serving", zap.String("transport", o.transport))
 	serveErr := srv.ServeStdio(ctx, stdin, stdout)

@@ -9,24 +9,36 @@ import (
 	"go.uber.org/zap"
 )
 
-// servePprof serves the runtime profiles of net/http/pprof at http://addr/debug/pprof/ on a
-// listener of their own, never on the MCP endpoint. It returns the address it listens on and a
-// function that closes the listener.
-func servePprof(addr string, log *zap.Logger) (string, func(), error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return "", nil, fmt.Errorf("pprof: %w", err)
-	}
-	mux := http.NewServeMux()
+// handlePprof mounts the runtime profiles of net/http/pprof at /debug/pprof/ on mux.
+func handlePprof(mux *http.ServeMux) {
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux}
-	log.Info("pprof", zap.String("addr", ln.Addr().String()))
+}
+
+// servePprof serves the runtime profiles of net/http/pprof at http://addr/debug/pprof/ on a
+// listener of their own, never on the MCP endpoint. It returns the address it listens on and a
+// function that closes the listener.
+func servePprof(addr string, log *zap.Logger) (string, func(), error) {
+	mux := http.NewServeMux()
+	handlePprof(mux)
+	return serveSide("pprof", addr, mux, log)
+}
+
+// serveSide serves h on a listener of its own at addr, for a side channel of the server
+// (profiles, health, metrics). It returns the address it listens on and a function that closes
+// the listener and waits for the server's goroutine.
+func serveSide(name, addr string, h http.Handler, log *zap.Logger) (string, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("%s: %w", name, err)
+	}
+	srv := &http.Server{Handler: h, ErrorLog: zap.NewStdLog(log.Named(name))}
+	log.Info(name, zap.String("addr", ln.Addr().String()))
 	served := make(chan struct{})
-	// Owned by servePprof's caller: the returned function closes the server and waits for it.
+	// Owned by serveSide's caller: the returned function closes the server and waits for it.
 	go func() {
 		defer close(served)
 		_ = srv.Serve(ln)

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/toolgrain/toolgrain"
+)
+
+// The admin listener (--admin-addr): what an orchestrator and a metrics scraper ask of the
+// server, on a listener apart from the MCP endpoint.
+//
+//	/healthz       200 while the server's actors answer (Server.Live), 503 otherwise
+//	/readyz        200 while it serves below its limits (Server.Ready), 503 otherwise
+//	/metrics       Prometheus: the metrics/prom collector, the Go runtime and the process, and
+//	               OpenTelemetry's metrics when OTEL_METRICS_EXPORTER lists prometheus
+//	/debug/pprof/  the runtime profiles, as --pprof serves them
+
+// liveTimeout bounds one liveness probe.
+const liveTimeout = time.Second
+
+// serveAdmin serves the admin endpoints of srv, with the metrics gathered from reg, at addr.
+// It returns the address it listens on and a function that closes the listener.
+func serveAdmin(addr string, srv *toolgrain.Server, reg prometheus.Gatherer, log *zap.Logger) (string, func(), error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), liveTimeout)
+		defer cancel()
+		probe(w, srv.Live(ctx))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { probe(w, srv.Ready()) })
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: zap.NewStdLog(log.Named("metrics"))}))
+	handlePprof(mux)
+	return serveSide("admin", addr, mux, log)
+}
+
+// probe answers a health probe: 200 "ok", or 503 with the reason.
+func probe(w http.ResponseWriter, err error) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(err.Error() + "\n"))
+		return
+	}
+	_, _ = w.Write([]byte("ok\n"))
+}
