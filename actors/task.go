@@ -77,6 +77,9 @@ type (
 		answers map[string]json.RawMessage
 		reply   chan taskReply // size 1
 	}
+	// taskFinished: task → registry. The task has ended, its handler has returned and its last
+	// record is stored: route nothing more to pid, and stop it.
+	taskFinished struct{ pid *actor.PID }
 	// taskGet: registry → task (tasks/get, routed). Reply with the task's current record if
 	// owner owns it: a running task's latest state is the actor's, which its store may not
 	// have yet.
@@ -127,6 +130,7 @@ type taskActor struct {
 	dirty     bool              // rec changed since the write in flight started
 	retries   int
 	abandoned bool // expired or shut down: nothing more is stored
+	finishing bool // the registry was told the task is done; it stops the actor
 
 	outstanding map[string]protocol.InputRequest // requests for input not yet answered, by key
 	answers     map[string]json.RawMessage       // every answer given, by key
@@ -420,13 +424,17 @@ func (t *taskActor) release(ctx actor.Context) {
 	}
 }
 
-// maybeStop stops the actor once the task has ended, its handler has returned and no write is
+// maybeStop has the actor stopped once the task has ended, its handler has returned and no write is
 // in flight or due.
 func (t *taskActor) maybeStop(ctx actor.Context) {
-	if t.phase != taskEnded || t.handler || t.writing || (t.dirty && !t.abandoned) {
+	if t.finishing || t.phase != taskEnded || t.handler || t.writing || (t.dirty && !t.abandoned) {
 		return
 	}
-	ctx.Stop(ctx.Self())
+	// The registry stops the actor: it may have routed operations here that are still in the
+	// mailbox, and they must be answered. It routes no more once it has this message, and its
+	// poison pill comes after everything it routed.
+	t.finishing = true
+	ctx.Send(ctx.Parent(), &taskFinished{pid: ctx.Self()})
 }
 
 // ask takes a handler's requests for input: answered at once when the client has given every

@@ -287,7 +287,7 @@ const (
 // registryState is the registry's state, kept outside the actor so that a restart (the
 // supervisor restarts a registry that panics) keeps it.
 type registryState struct {
-	running map[string]*actor.PID // task id → task actor
+	running map[string]*actor.PID // task id → task actor, until the task has finished
 	ids     map[string]string     // task actor PID id → task id
 	live    map[string]*liveTask  // every task held, by id
 	owners  map[string]int        // tasks held per owner
@@ -375,6 +375,11 @@ func (r *taskRegistry) Receive(ctx actor.Context) {
 		r.taskEnded(ctx, msg.Who)
 	case *createTask:
 		r.create(ctx, msg.spec)
+	case *taskFinished:
+		if id, ok := st.ids[msg.pid.Id]; ok {
+			delete(st.running, id)
+		}
+		ctx.Poison(msg.pid)
 	case *routeTask:
 		if pid, ok := st.running[msg.id]; ok {
 			ctx.Send(pid, msg.op)
@@ -452,7 +457,7 @@ func (r *taskRegistry) taskEnded(ctx actor.Context, who *actor.PID) {
 }
 
 func (r *taskRegistry) replyIfStopped(ctx actor.Context) {
-	if !r.st.closing || len(r.st.running) > 0 {
+	if !r.st.closing || len(r.st.ids) > 0 {
 		return
 	}
 	for _, w := range r.st.waiters {
