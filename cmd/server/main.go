@@ -86,6 +86,7 @@ type options struct {
 	pprofAddr       string
 	adminAddr       string
 	http            httpOptions
+	cluster         clusterOptions
 	tasks           taskOptions
 	fixtures        string
 	stateKeyFile    string
@@ -118,6 +119,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on `HOST:PORT` (a separate listener, for profiling; off by default)")
 	fs.StringVar(&o.adminAddr, "admin-addr", "", "serve /healthz, /readyz, /metrics (Prometheus) and /debug/pprof/ on `HOST:PORT` (a separate listener; off by default)")
 	o.http.register(fs)
+	o.cluster.register(fs)
 	o.tasks.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -140,6 +142,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if err := o.tasks.check(); err != nil {
 		return nil, err
 	}
+	if err := o.cluster.check(o.transport, o.stateKeyFile); err != nil {
+		return nil, err
+	}
 	if o.fixtures != "" && o.fixtures != "conformance" {
 		return nil, fmt.Errorf("unknown fixture set %q (want conformance)", o.fixtures)
 	}
@@ -153,6 +158,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if err != nil {
 		return err
+	}
+	if o.cluster.local > 0 {
+		return runLocalCluster(ctx, o, args, stderr)
 	}
 	log := newLogger(stderr, o.logLevel)
 	defer func() { _ = log.Sync() }()
@@ -255,6 +263,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		cfg.Resources = conformance.Resources()
 		cfg.ResourceTemplates = conformance.Templates()
 		cfg.Prompts = append(conformance.Prompts(), conformance.ModernPrompts()...)
+	}
+	if o.cluster.addr != "" {
+		node, err := o.cluster.startMember(o.stateKeyFile, log)
+		if err != nil {
+			return err
+		}
+		// Leaves the cluster after serveHTTP (or srv.Close below) has shut the server down.
+		defer node.Close()
+		cfg.Cluster = node
 	}
 	srv, err := toolgrain.NewServer(cfg)
 	if err != nil {
