@@ -173,11 +173,13 @@ func Start(cfg Config) (*Node, error) {
 	rc.MaxRetryCount = 1
 	system := actors.NewSystem(log)
 	cl := pcluster.New(system, pcluster.Configure(name, provider, disthash.New(), rc))
+	// Subscribed before the member starts: its first topology comes during StartMember.
+	n := newNode(cl, cfg.Secret, log)
 	if err := startMember(cl); err != nil {
+		system.EventStream.Unsubscribe(n.sub)
 		return nil, err
 	}
-	n, err := attach(cl, cfg.Secret, log)
-	if err != nil {
+	if err := n.start(); err != nil {
 		cl.Shutdown(false)
 		return nil, err
 	}
@@ -211,28 +213,53 @@ func Attach(cl *pcluster.Cluster, secret []byte, log *zap.Logger) (*Node, error)
 }
 
 func attach(cl *pcluster.Cluster, secret []byte, log *zap.Logger) (*Node, error) {
-	system := cl.ActorSystem
-	addr := system.Address()
-	if addr == "" || addr == "nonhost" {
-		return nil, errors.New("cluster: the actor system has no remote address (start the cluster member first)")
+	n := newNode(cl, secret, log)
+	// The topology may have been published before the subscription: start from the current one.
+	if ms := cl.MemberList.Members(); ms != nil && ms.Len() > 0 {
+		n.mu.Lock()
+		if n.members == nil {
+			n.members = make(map[string]bool, ms.Len())
+			for _, m := range ms.Members() {
+				n.members[m.Address()] = true
+			}
+		}
+		n.mu.Unlock()
 	}
+	if err := n.start(); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// newNode returns a Node of cl following cl's events.
+func newNode(cl *pcluster.Cluster, secret []byte, log *zap.Logger) *Node {
 	n := &Node{
 		log:    log.Named("cluster"),
-		system: system,
+		system: cl.ActorSystem,
 		cl:     cl,
-		addr:   addr,
 		key:    sessionKey(secret),
 		dead:   make(map[string]bool),
 	}
-	n.sub = system.EventStream.Subscribe(n.onEvent)
-	tunnel, err := system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &tunnelActor{node: n} }), tunnelName)
+	n.sub = cl.ActorSystem.EventStream.Subscribe(n.onEvent)
+	return n
+}
+
+// start takes the member's remote address and spawns its tunnel actor, once remote runs.
+func (n *Node) start() error {
+	addr := n.system.Address()
+	if addr == "" || addr == "nonhost" {
+		n.system.EventStream.Unsubscribe(n.sub)
+		return errors.New("cluster: the actor system has no remote address (start the cluster member first)")
+	}
+	n.addr = addr
+	tunnel, err := n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &tunnelActor{node: n} }), tunnelName)
 	if err != nil {
-		system.EventStream.Unsubscribe(n.sub)
-		return nil, fmt.Errorf("cluster: spawn tunnel: %w", err)
+		n.system.EventStream.Unsubscribe(n.sub)
+		return fmt.Errorf("cluster: spawn tunnel: %w", err)
 	}
 	n.tunnel = tunnel
 	n.log.Info("member started", zap.String("address", addr))
-	return n, nil
+	return nil
 }
 
 // System returns the actor system the member runs on; give it to toolgrain.Config.ActorSystem
@@ -319,9 +346,7 @@ func (n *Node) onEvent(ev any) {
 		n.mu.Unlock()
 		n.log.Info("topology", zap.Int("members", len(e.Members)), zap.Int("joined", len(e.Joined)), zap.Int("left", len(e.Left)))
 	case *remote.EndpointTerminatedEvent:
-		if e.Address == n.addr {
-			return
-		}
+		// This member's own address is never looked up: its sessions are served locally.
 		n.mu.Lock()
 		n.dead[e.Address] = true
 		n.mu.Unlock()

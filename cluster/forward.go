@@ -105,8 +105,10 @@ func (n *Node) forward(w http.ResponseWriter, r *http.Request, home string, maxB
 				}
 				w.WriteHeader(int(f.Status))
 			case f.Kind == wire.Kind_KIND_BODY:
-				if _, err := w.Write(f.Body); err != nil {
-					return
+				if len(f.Body) > 0 {
+					if _, err := w.Write(f.Body); err != nil {
+						return
+					}
 				}
 				if err := rc.Flush(); err != nil {
 					return

@@ -180,7 +180,10 @@ func (w *tunnelWriter) FlushError() error {
 	if !w.wrote {
 		w.WriteHeader(http.StatusOK)
 	}
-	w.send()
+	// Sent even when empty: the edge flushes on every BODY, so that a stream's header reaches
+	// its client before the first event, as with a local response.
+	w.sys.Root.Send(w.to, &wire.Envelope{Kind: wire.Kind_KIND_BODY, Body: w.buf})
+	w.buf = nil
 	return nil
 }
 

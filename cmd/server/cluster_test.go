@@ -1,0 +1,568 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Multi-process tests of a cluster: members are processes of the real server binary (built by
+// the test, with -race when the test runs with it) on loopback, reached through a round-robin
+// reverse proxy written here (httputil.ReverseProxy, the next live backend for every request,
+// no stickiness), as behind a plain load balancer.
+//
+// Waits, for a 2-core machine running three race-built members: a member serves within
+// clusterStartWait (protoactor's StartMember sleeps 1 s, the race build starts slowly) and the
+// members see each other within the same bound (the automanaged provider polls every second).
+// Everything after that is bounded far tighter, and the bounds are the point of the test.
+
+// clusterStartWait bounds the start of the members and the forming of the cluster.
+const clusterStartWait = 60 * time.Second
+
+// member is one server process of a test cluster.
+type member struct {
+	i      int
+	cmd    *exec.Cmd
+	base   string // http://127.0.0.1:PORT
+	remote string // the member's remote address, the home named by its sessions' ids
+	log    *syncBuffer
+	exited chan struct{}
+}
+
+// syncBuffer is the stderr of a member, readable while the process writes it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// testCluster is members behind a round-robin proxy.
+type testCluster struct {
+	t       *testing.T
+	members []*member
+	proxy   *httptest.Server
+
+	mu   sync.Mutex
+	live []int // the members the proxy sends to
+	next int
+}
+
+// startCluster starts n members with the given extra flags, waits until every member serves and
+// sees all n, and starts the proxy.
+func startCluster(t *testing.T, n int, extra ...string) *testCluster {
+	t.Helper()
+	bin := buildServer(t)
+	ports, err := freePorts(3 * n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	key := dir + "/key"
+	if err := os.WriteFile(key, bytes.Repeat([]byte("k"), 32), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var health []string
+	for i := 0; i < n; i++ {
+		health = append(health, "127.0.0.1:"+strconv.Itoa(ports[2*n+i]))
+	}
+	c := &testCluster{t: t}
+	for i := 0; i < n; i++ {
+		m := &member{i: i, log: &syncBuffer{}, exited: make(chan struct{}),
+			base:   "http://127.0.0.1:" + strconv.Itoa(ports[i]),
+			remote: "127.0.0.1:" + strconv.Itoa(ports[n+i])}
+		args := append([]string{"--transport", "http", "--addr", strings.TrimPrefix(m.base, "http://"),
+			"--cluster-addr", m.remote, "--cluster-health-port", strconv.Itoa(ports[2*n+i]),
+			"--cluster-member", strings.Join(health, ","), "--request-state-key-file", key,
+			"--fixtures", "conformance", "--log-level", "info"}, extra...)
+		m.cmd = exec.Command(bin, args...)
+		m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
+		if err := m.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Owned by the test: it ends when the process exits, which the cleanup forces.
+		go func() { _ = m.cmd.Wait(); close(m.exited) }()
+		t.Cleanup(func() {
+			_ = m.cmd.Process.Kill()
+			<-m.exited
+			if r := ourRaces(m.log.String()); r != "" {
+				t.Errorf("member %d: data race in Toolgrain code:\n%s", m.i, r)
+			}
+			if t.Failed() {
+				t.Logf("member %d log:\n%s", m.i, tail(m.log.String(), 40))
+			}
+		})
+		c.members = append(c.members, m)
+		c.live = append(c.live, i)
+	}
+	formed := fmt.Sprintf(`"msg":"topology","members":%d`, n)
+	deadline := time.Now().Add(clusterStartWait)
+	for _, m := range c.members {
+		for !strings.Contains(m.log.String(), `"msg":"serving"`) || !strings.Contains(m.log.String(), formed) {
+			select {
+			case <-m.exited:
+				t.Fatalf("member %d exited:\n%s", m.i, m.log.String())
+			case <-time.After(50 * time.Millisecond):
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("member %d not serving in a formed cluster after %v:\n%s", m.i, clusterStartWait, m.log.String())
+			}
+		}
+	}
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			i := c.pick()
+			u, _ := url.Parse(c.members[i].base)
+			pr.SetURL(u)
+			pr.Out.Header.Set("X-Test-Backend", strconv.Itoa(i))
+		},
+		ModifyResponse: func(r *http.Response) error {
+			r.Header.Set("X-Test-Backend", r.Request.Header.Get("X-Test-Backend"))
+			return nil
+		},
+		FlushInterval: -1,
+		ErrorLog:      nil,
+	}
+	c.proxy = httptest.NewServer(proxy)
+	t.Cleanup(c.proxy.Close)
+	return c
+}
+
+// ourRaces returns the race detector's reports in a member's log that involve Toolgrain's code.
+// Reports entirely inside protoactor-go (its remote.BlockList is read and written unguarded at
+// the pinned version) are not this project's to fix, and are left out.
+func ourRaces(log string) string {
+	var out []string
+	for _, block := range strings.Split(log, "==================") {
+		access, _, _ := strings.Cut(block, "created at:") // the two accesses, not where goroutines began
+		if strings.Contains(block, "WARNING: DATA RACE") && strings.Contains(access, "github.com/toolgrain/toolgrain") {
+			out = append(out, block)
+		}
+	}
+	return strings.Join(out, "\n==================\n")
+}
+
+func tail(s string, lines int) string {
+	l := strings.Split(s, "\n")
+	if len(l) > lines {
+		l = l[len(l)-lines:]
+	}
+	return strings.Join(l, "\n")
+}
+
+// pick returns the next live member, round robin.
+func (c *testCluster) pick() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	i := c.live[c.next%len(c.live)]
+	c.next++
+	return i
+}
+
+// drop takes member i out of the proxy's rotation, as a load balancer's health check would.
+func (c *testCluster) drop(i int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, j := range c.live {
+		if j == i {
+			c.live = append(c.live[:k], c.live[k+1:]...)
+			return
+		}
+	}
+}
+
+// request is one HTTP request to the MCP endpoint at base.
+type request struct {
+	method  string
+	session string
+	modern  string // the Mcp-Method of a modern request; "" for a legacy one
+	name    string // Mcp-Name
+	lastID  string
+	body    string
+}
+
+func (c *testCluster) do(ctx context.Context, base string, r request) (*http.Response, error) {
+	method := r.method
+	if method == "" {
+		method = http.MethodPost
+	}
+	req, err := http.NewRequestWithContext(ctx, method, base+"/mcp", strings.NewReader(r.body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if r.session != "" {
+		req.Header.Set("Mcp-Session-Id", r.session)
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	}
+	if r.modern != "" {
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", r.modern)
+		if r.name != "" {
+			req.Header.Set("Mcp-Name", r.name)
+		}
+	}
+	if r.lastID != "" {
+		req.Header.Set("Last-Event-ID", r.lastID)
+	}
+	return http.DefaultClient.Do(req)
+}
+
+// call sends r to base and returns the status, the backend that served it (through the proxy)
+// and the whole body.
+func (c *testCluster) call(base string, r request) (int, string, string) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := c.do(ctx, base, r)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", base, r.body, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatalf("%s %s: read: %v", base, r.body, err)
+	}
+	return resp.StatusCode, resp.Header.Get("X-Test-Backend"), string(data)
+}
+
+// expect sends r to base and checks the status and exact body; it returns the backend.
+func (c *testCluster) expect(base string, r request, status int, body string) string {
+	c.t.Helper()
+	got, backend, data := c.call(base, r)
+	if got != status || data != body {
+		c.t.Fatalf("%s (backend %s) %s:\ngot  %d %s\nwant %d %s", base, backend, r.body, got, data, status, body)
+	}
+	return backend
+}
+
+const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{},"sampling":{}},"clientInfo":{"name":"cluster-test","version":"1"}}}`
+
+// initialize opens a session at base and returns its id and the backend that answered.
+func (c *testCluster) initialize(base string) (string, string) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	resp, err := c.do(ctx, base, request{body: initializeBody})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != 200 || sid == "" || !strings.HasPrefix(string(data), `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25"`) {
+		c.t.Fatalf("initialize: %d %q %s", resp.StatusCode, sid, data)
+	}
+	c.expect(base, request{session: sid, body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`}, 202, "")
+	return sid, resp.Header.Get("X-Test-Backend")
+}
+
+// homeOf decodes the home address a session id names (the test knows the format).
+func homeOf(t *testing.T, sid string) string {
+	t.Helper()
+	first, _, _ := strings.Cut(sid, ".")
+	b, err := base64.RawURLEncoding.DecodeString(first)
+	if err != nil {
+		t.Fatalf("session id %q: %v", sid, err)
+	}
+	return string(b)
+}
+
+// event is one SSE event.
+type event struct{ id, data string }
+
+// events reads SSE events from body until it ends, sending each to out; it closes out.
+func readEvents(body io.Reader, out chan<- event) {
+	defer close(out)
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	var ev event
+	seen := false
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if seen {
+				out <- ev
+			}
+			ev, seen = event{}, false
+		case strings.HasPrefix(line, "id: "):
+			ev.id, seen = line[4:], true
+		case strings.HasPrefix(line, "data: "):
+			ev.data, seen = ev.data+line[6:], true
+		case strings.HasPrefix(line, "data:"):
+			seen = true
+		default:
+			seen = true
+		}
+	}
+}
+
+// stream opens r at base as an SSE stream and returns its events; the stream is closed when
+// the test ends.
+func (c *testCluster) stream(base string, r request) (<-chan event, string, context.CancelFunc) {
+	c.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	resp, err := c.do(ctx, base, r)
+	if err != nil {
+		cancel()
+		c.t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		cancel()
+		c.t.Fatalf("%s: want an SSE stream, got %d %s", r.body, resp.StatusCode, data)
+	}
+	out := make(chan event, 64)
+	done := make(chan struct{})
+	// Owned by the test: it ends when the body ends, which cancel forces.
+	go func() { defer close(done); readEvents(resp.Body, out); resp.Body.Close() }()
+	stop := func() { cancel(); <-done }
+	c.t.Cleanup(stop)
+	return out, resp.Header.Get("X-Test-Backend"), stop
+}
+
+// next returns the next event of a stream within d, or fails.
+func next(t *testing.T, events <-chan event, d time.Duration) event {
+	t.Helper()
+	select {
+	case ev, ok := <-events:
+		if !ok {
+			t.Fatal("stream ended")
+		}
+		return ev
+	case <-time.After(d):
+		t.Fatalf("no event within %v", d)
+	}
+	return event{}
+}
+
+// nextData returns the data of the next event that carries any (the priming event carries none).
+func nextData(t *testing.T, events <-chan event, d time.Duration) event {
+	t.Helper()
+	for {
+		if ev := next(t, events, d); ev.data != "" {
+			return ev
+		}
+	}
+}
+
+// TestClusterLegacySessionOnEveryNode runs one 2025-11-25 session through the round-robin proxy
+// so that every request lands on another member than the one before: initialize, a call,
+// progress, elicitation (the request on one member's stream, the answer posted to another),
+// resumption with Last-Event-ID, DELETE; then modern requests and list-change notifications.
+func TestClusterLegacySessionOnEveryNode(t *testing.T) {
+	c := startCluster(t, 3)
+	p := c.proxy.URL
+	sid, b0 := c.initialize(p)
+	if home := homeOf(t, sid); home != c.members[atoi(b0)].remote {
+		t.Fatalf("session id names home %s; initialize was answered by member %s (%s)", home, b0, c.members[atoi(b0)].remote)
+	}
+	used := map[string]bool{b0: true}
+
+	t.Run("call", func(t *testing.T) {
+		b := c.expect(p, request{session: sid, body: `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"héllo \"there\""}}}`},
+			200, `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"héllo \"there\""}]}}`)
+		used[b] = true
+	})
+
+	t.Run("progress", func(t *testing.T) {
+		events, b, _ := c.stream(p, request{session: sid, body: `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":400},"_meta":{"progressToken":"tok"}}}`})
+		used[b] = true
+		progress := 0
+		for {
+			ev := nextData(t, events, 10*time.Second)
+			if ev.id == "" {
+				t.Fatalf("event without id: %q", ev.data)
+			}
+			if strings.HasPrefix(ev.data, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tok","progress":`) {
+				progress++
+				continue
+			}
+			if want := `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"slept"}]}}`; ev.data != want {
+				t.Fatalf("got %s, want %s", ev.data, want)
+			}
+			break
+		}
+		if progress == 0 {
+			t.Fatal("no progress notification before the result")
+		}
+	})
+
+	t.Run("elicitation", func(t *testing.T) {
+		events, b, _ := c.stream(p, request{session: sid, body: `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"test_elicitation","arguments":{"message":"Who are you?"}}}`})
+		ev := nextData(t, events, 10*time.Second)
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if err := json.Unmarshal([]byte(ev.data), &req); err != nil || req.Method != "elicitation/create" {
+			t.Fatalf("want elicitation/create, got %s", ev.data)
+		}
+		answer := `{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"action":"accept","content":{"username":"ada","email":"ada@example.com"}}}`
+		b2 := c.expect(p, request{session: sid, body: answer}, 202, "")
+		if b2 == b {
+			t.Fatalf("the answer landed on member %s, as the call did", b)
+		}
+		used[b], used[b2] = true, true
+		got := nextData(t, events, 10*time.Second).data
+		if want := `{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"User response: action=accept, content={\"username\":\"ada\",\"email\":\"ada@example.com\"}"}]}}`; got != want {
+			t.Fatalf("got %s, want %s", got, want)
+		}
+	})
+
+	t.Run("resumption", func(t *testing.T) {
+		events, b, _ := c.stream(p, request{session: sid, body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"test_reconnection","arguments":{}}}`})
+		last := ""
+		for ev := range events { // the tool closes the stream mid-call
+			if ev.id != "" {
+				last = ev.id
+			}
+		}
+		if last == "" {
+			t.Fatal("no event id before the stream closed")
+		}
+		resumed, b2, _ := c.stream(p, request{method: http.MethodGet, session: sid, lastID: last})
+		if b2 == b {
+			t.Fatalf("the resuming GET landed on member %s, as the call did", b)
+		}
+		used[b], used[b2] = true, true
+		got := nextData(t, resumed, 10*time.Second).data
+		if want := `{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"Reconnection test completed successfully. If you received this result, the client properly handled the stream resumption."}]}}`; got != want && !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":5,"result":`) {
+			t.Fatalf("got %s, want %s", got, want)
+		}
+	})
+
+	t.Run("forged_session", func(t *testing.T) {
+		forged := sid[:len(sid)-2] + "AA"
+		for _, m := range c.members {
+			c.expect(m.base, request{session: forged, body: `{"jsonrpc":"2.0","id":6,"method":"ping"}`},
+				404, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Not Found: session not found"}}`)
+		}
+	})
+
+	t.Run("modern", func(t *testing.T) {
+		const env = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+		const meta = `"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"toolgrain-demo","version":"0.1.0"}}`
+		for i, m := range c.members {
+			c.expect(m.base, request{modern: "tools/call", name: "echo", body: `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"m` + strconv.Itoa(i) + `"},` + env + `}}`},
+				200, `{"jsonrpc":"2.0","id":7,"result":{"resultType":"complete","content":[{"type":"text","text":"m`+strconv.Itoa(i)+`"}],`+meta+`}}`)
+		}
+		// An input_required round on one member, the retry with its requestState on the next.
+		const tool = "test_input_required_result_elicitation"
+		_, _, first := c.call(c.members[0].base, request{modern: "tools/call", name: tool, body: `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"` + tool + `","arguments":{},` + env + `}}`})
+		var res struct {
+			Result struct {
+				ResultType   string `json:"resultType"`
+				RequestState string `json:"requestState"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(first), &res); err != nil || res.Result.ResultType != "input_required" || res.Result.RequestState == "" {
+			t.Fatalf("want input_required with a requestState, got %s", first)
+		}
+		c.expect(c.members[1].base, request{modern: "tools/call", name: tool, body: `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"` + tool + `","arguments":{},"inputResponses":{"user_name":{"action":"accept","content":{"name":"Ada"}}},"requestState":"` + res.Result.RequestState + `",` + env + `}}`},
+			200, `{"jsonrpc":"2.0","id":9,"result":{"resultType":"complete","content":[{"type":"text","text":"Hello, Ada!"}],`+meta+`}}`)
+	})
+
+	t.Run("notifications_reach_every_member", func(t *testing.T) {
+		// A GET stream for a session homed on each member, opened through the proxy, and a
+		// modern listen stream on each member.
+		type watched struct {
+			name   string
+			events <-chan event
+			want   string
+		}
+		var streams []watched
+		homes := map[string]bool{}
+		for i := 0; i < 3; i++ {
+			s, _ := c.initialize(c.members[i].base)
+			homes[homeOf(t, s)] = true
+			ev, _, _ := c.stream(p, request{method: http.MethodGet, session: s})
+			streams = append(streams, watched{"GET of a session homed on member " + strconv.Itoa(i), ev, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`})
+		}
+		if len(homes) != 3 {
+			t.Fatalf("sessions homed on %d members, want 3", len(homes))
+		}
+		const env = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+		for i, m := range c.members {
+			ev, _, _ := c.stream(m.base, request{modern: "subscriptions/listen", body: `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + env + `}}`})
+			ack := nextData(t, ev, 10*time.Second).data
+			if !strings.Contains(ack, "notifications/subscriptions/acknowledged") {
+				t.Fatalf("listen on member %d: want the acknowledgement first, got %s", i, ack)
+			}
+			streams = append(streams, watched{"listen stream on member " + strconv.Itoa(i), ev, `"method":"notifications/tools/list_changed"`})
+		}
+		// Opening a GET stream is asynchronous on the home; give the streams a moment to attach.
+		time.Sleep(200 * time.Millisecond)
+		start := time.Now()
+		c.expect(c.members[2].base, request{session: sid, body: `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"test_trigger_tool_change","arguments":{}}}`},
+			200, `{"jsonrpc":"2.0","id":10,"result":{"content":[{"type":"text","text":"tool list changed"}]}}`)
+		for _, s := range streams {
+			got := nextData(t, s.events, 5*time.Second).data
+			if !strings.Contains(got, s.want) {
+				t.Fatalf("%s: got %s, want %s", s.name, got, s.want)
+			}
+		}
+		t.Logf("a list change on member %s reached %d streams on 3 members in %v", homeOf(t, sid), len(streams), time.Since(start))
+	})
+
+	t.Run("delete", func(t *testing.T) {
+		c.expect(p, request{method: http.MethodDelete, session: sid}, 204, "")
+		for _, m := range c.members {
+			c.expect(m.base, request{session: sid, body: `{"jsonrpc":"2.0","id":11,"method":"ping"}`},
+				404, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Not Found: session not found"}}`)
+		}
+	})
+	if len(used) != 3 {
+		t.Fatalf("the session's requests landed on %d members, want 3", len(used))
+	}
+}
+
+func atoi(s string) int {
+	i, _ := strconv.Atoi(s)
+	return i
+}
+
+// dialable reports whether something listens at base.
+func dialable(base string) bool {
+	c, err := net.DialTimeout("tcp", strings.TrimPrefix(base, "http://"), time.Second)
+	if err == nil {
+		c.Close()
+	}
+	return err == nil
+}
+
+var _ = syscall.SIGKILL
+var _ = atomic.Int64{}
