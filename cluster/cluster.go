@@ -312,8 +312,23 @@ func (n *Node) SetDeliver(fn func(method, uri string)) { n.deliver.Store(&fn) }
 
 // Relay tells every other member of a list change or resource update made on this one (the
 // engine's actors.Config.Relay). It never blocks; members that join later are not told.
+//
+// It sends to each member's "eventstream" actor, as MemberList.BroadcastEvent does, but over
+// this Node's own copy of the topology: BroadcastEvent reads the member list without its lock
+// at the pinned protoactor-go version (a data race with every topology update).
 func (n *Node) Relay(method, uri string) {
-	n.cl.MemberList.BroadcastEvent(&wire.Envelope{Kind: wire.Kind_KIND_NOTIFY, Text: method, Uri: uri}, false)
+	msg := &wire.Envelope{Kind: wire.Kind_KIND_NOTIFY, Text: method, Uri: uri}
+	n.mu.Lock()
+	to := make([]string, 0, len(n.members))
+	for a := range n.members {
+		if a != n.addr && !n.dead[a] {
+			to = append(to, a)
+		}
+	}
+	n.mu.Unlock()
+	for _, a := range to {
+		n.system.Root.Send(actor.NewPID(a, "eventstream"), msg)
+	}
 }
 
 // alive reports whether the member at addr can serve: it is in the member list (or none was

@@ -42,6 +42,7 @@ type member struct {
 	i      int
 	cmd    *exec.Cmd
 	base   string // http://127.0.0.1:PORT
+	admin  string // http://127.0.0.1:PORT of --admin-addr
 	remote string // the member's remote address, the home named by its sessions' ids
 	log    *syncBuffer
 	exited chan struct{}
@@ -81,7 +82,7 @@ type testCluster struct {
 func startCluster(t *testing.T, n int, extra ...string) *testCluster {
 	t.Helper()
 	bin := buildServer(t)
-	ports, err := freePorts(3 * n)
+	ports, err := freePorts(4 * n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,10 +99,12 @@ func startCluster(t *testing.T, n int, extra ...string) *testCluster {
 	for i := 0; i < n; i++ {
 		m := &member{i: i, log: &syncBuffer{}, exited: make(chan struct{}),
 			base:   "http://127.0.0.1:" + strconv.Itoa(ports[i]),
-			remote: "127.0.0.1:" + strconv.Itoa(ports[n+i])}
+			remote: "127.0.0.1:" + strconv.Itoa(ports[n+i]),
+			admin:  "http://127.0.0.1:" + strconv.Itoa(ports[3*n+i])}
 		args := append([]string{"--transport", "http", "--addr", strings.TrimPrefix(m.base, "http://"),
 			"--cluster-addr", m.remote, "--cluster-health-port", strconv.Itoa(ports[2*n+i]),
 			"--cluster-member", strings.Join(health, ","), "--request-state-key-file", key,
+			"--admin-addr", strings.TrimPrefix(m.admin, "http://"),
 			"--fixtures", "conformance", "--log-level", "info"}, extra...)
 		m.cmd = exec.Command(bin, args...)
 		m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
@@ -535,7 +538,7 @@ func TestClusterLegacySessionOnEveryNode(t *testing.T) {
 				t.Fatalf("%s: got %s, want %s", s.name, got, s.want)
 			}
 		}
-		t.Logf("a list change on member %s reached %d streams on 3 members in %v", homeOf(t, sid), len(streams), time.Since(start))
+		t.Logf("a list change on member 2 reached %d streams on 3 members in %v", len(streams), time.Since(start))
 	})
 
 	t.Run("delete", func(t *testing.T) {
@@ -564,5 +567,193 @@ func dialable(base string) bool {
 	return err == nil
 }
 
-var _ = syscall.SIGKILL
-var _ = atomic.Int64{}
+// goroutines returns the go_goroutines of a member's /metrics, with no idle HTTP connection
+// of this test process open to it.
+func goroutines(t *testing.T, m *member) int {
+	t.Helper()
+	http.DefaultClient.CloseIdleConnections()
+	resp, err := http.Get(m.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "go_goroutines "); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatalf("go_goroutines %q", v)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no go_goroutines in %s/metrics", m.admin)
+	return 0
+}
+
+// outcome is how one call in flight ended.
+type outcome struct {
+	home, entry int
+	id          int
+	status      int
+	body        string
+	err         error
+	at          time.Time
+}
+
+// TestClusterMemberKilled runs calls on sessions homed on every member, entering through every
+// member, then kills one member with SIGKILL while they run. Calls homed and entering on the
+// survivors are answered exactly once, unaffected; calls on sessions homed on the dead member end
+// with 404 (the session is gone; the client initializes again) and calls that entered through it
+// with a transport error, both within a bound; its sessions answer 404 on every survivor at once
+// afterwards; the survivors keep serving through the proxy, and their goroutines return to what
+// they were before the calls.
+func TestClusterMemberKilled(t *testing.T) {
+	testMemberLost(t, syscall.SIGKILL, 2*time.Second)
+}
+
+// TestClusterMemberHung is TestClusterMemberKilled with SIGSTOP: the member's TCP connections stay
+// open, so its loss is seen by the automanaged health check (a 2 s HTTP timeout after a 1 s
+// poll) rather than by the broken connection: the bound is 6 s.
+func TestClusterMemberHung(t *testing.T) {
+	testMemberLost(t, syscall.SIGSTOP, 6*time.Second)
+}
+
+func testMemberLost(t *testing.T, sig syscall.Signal, bound time.Duration) {
+	c := startCluster(t, 3)
+	const victim = 2
+	sessions := make([]string, 3)
+	for i, m := range c.members {
+		sessions[i], _ = c.initialize(m.base)
+		if homeOf(t, sessions[i]) != m.remote {
+			t.Fatalf("session initialized on member %d is homed on %s", i, homeOf(t, sessions[i]))
+		}
+	}
+	// Warm the paths between every pair, then take the survivors' goroutine baseline.
+	for h := range c.members {
+		for _, m := range c.members {
+			c.expect(m.base, request{session: sessions[h], body: `{"jsonrpc":"2.0","id":0,"method":"ping"}`}, 200, `{"jsonrpc":"2.0","id":0,"result":{}}`)
+		}
+	}
+	baseline := map[int]int{0: goroutines(t, c.members[0]), 1: goroutines(t, c.members[1])}
+
+	const perPair = 3
+	var (
+		mu       sync.Mutex
+		outcomes []outcome
+		wg       sync.WaitGroup
+		id       atomic.Int64
+	)
+	for h := range c.members {
+		for e, m := range c.members {
+			for k := 0; k < perPair; k++ {
+				n := int(id.Add(1))
+				body := `{"jsonrpc":"2.0","id":` + strconv.Itoa(n) + `,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":1500}}}`
+				wg.Add(1)
+				// Owned by the test, which waits for it; the client's timeout bounds it.
+				go func(h, e int, base string) {
+					defer wg.Done()
+					o := outcome{home: h, entry: e, id: n}
+					// A hung member never answers what entered through it: the client gives up.
+					limit := 20 * time.Second
+					if e == victim && sig == syscall.SIGSTOP {
+						limit = 5 * time.Second
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), limit)
+					defer cancel()
+					resp, err := c.do(ctx, base, request{session: sessions[h], body: body})
+					if err == nil {
+						var data []byte
+						data, err = io.ReadAll(resp.Body)
+						resp.Body.Close()
+						o.status, o.body = resp.StatusCode, string(data)
+					}
+					o.err, o.at = err, time.Now()
+					mu.Lock()
+					outcomes = append(outcomes, o)
+					mu.Unlock()
+				}(h, e, m.base)
+			}
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // the calls are running on their homes
+	lost := time.Now()
+	if err := c.members[victim].cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	if sig == syscall.SIGSTOP {
+		t.Cleanup(func() { _ = c.members[victim].cmd.Process.Signal(syscall.SIGCONT) })
+	}
+	c.drop(victim)
+	wg.Wait()
+
+	if len(outcomes) != 9*perPair {
+		t.Fatalf("%d outcomes, want %d", len(outcomes), 9*perPair)
+	}
+	var worstGone time.Duration
+	for _, o := range outcomes {
+		switch {
+		case o.entry == victim:
+			if sig == syscall.SIGKILL && o.err == nil {
+				t.Errorf("call %d entered through the killed member: got %d %s, want a transport error", o.id, o.status, o.body)
+			}
+			if sig == syscall.SIGSTOP && o.err == nil && o.status == 200 {
+				// A hung member may have answered before it stopped; the call then ran once.
+				if want := `{"jsonrpc":"2.0","id":` + strconv.Itoa(o.id) + `,"result":{"content":[{"type":"text","text":"slept"}]}}`; o.body != want {
+					t.Errorf("call %d: got %s, want %s", o.id, o.body, want)
+				}
+			}
+		case o.home == victim:
+			want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Not Found: session not found"}}`
+			if o.err != nil || o.status != 404 || o.body != want {
+				t.Errorf("call %d homed on the lost member, entering member %d: got %d %q %v, want 404 %s", o.id, o.entry, o.status, o.body, o.err, want)
+			}
+			if d := o.at.Sub(lost); d > worstGone {
+				worstGone = d
+			}
+		default:
+			want := `{"jsonrpc":"2.0","id":` + strconv.Itoa(o.id) + `,"result":{"content":[{"type":"text","text":"slept"}]}}`
+			if o.err != nil || o.status != 200 || o.body != want {
+				t.Errorf("call %d on the survivors (home %d, entry %d): got %d %q %v, want 200 %s", o.id, o.home, o.entry, o.status, o.body, o.err, want)
+			}
+		}
+	}
+	t.Logf("calls homed on the lost member ended with 404 at most %v after the signal (bound %v)", worstGone, bound)
+	if worstGone > bound {
+		t.Errorf("a call homed on the lost member took %v after the signal to end, bound %v", worstGone, bound)
+	}
+
+	// Its sessions answer 404 at once on every survivor.
+	for _, e := range []int{0, 1} {
+		start := time.Now()
+		c.expect(c.members[e].base, request{session: sessions[victim], body: `{"jsonrpc":"2.0","id":99,"method":"ping"}`},
+			404, `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Not Found: session not found"}}`)
+		if d := time.Since(start); d > 500*time.Millisecond {
+			t.Errorf("the 404 for a session of the lost member took %v on member %d", d, e)
+		}
+	}
+	// The survivors keep serving their sessions through the proxy, each call answered once.
+	for k := 0; k < 20; k++ {
+		h := k % 2
+		n := 1000 + k
+		c.expect(c.proxy.URL, request{session: sessions[h], body: `{"jsonrpc":"2.0","id":` + strconv.Itoa(n) + `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"after"}}}`},
+			200, `{"jsonrpc":"2.0","id":`+strconv.Itoa(n)+`,"result":{"content":[{"type":"text","text":"after"}]}}`)
+	}
+	// Nothing is left running on the survivors for the calls, streams and forwards that ended.
+	for _, e := range []int{0, 1} {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			g := goroutines(t, c.members[e])
+			if g <= baseline[e]+2 {
+				t.Logf("member %d: %d goroutines, %d before the calls", e, g, baseline[e])
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("member %d: %d goroutines 10 s after the calls, %d before", e, g, baseline[e])
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+}
