@@ -109,7 +109,7 @@ type Node struct {
 
 	mu      sync.Mutex
 	members map[string]bool // addresses in the last topology; nil before the first
-	dead    map[string]bool // addresses whose remote endpoint terminated since they joined
+	dead    map[string]time.Time // addresses whose remote endpoint terminated, and when
 	closed  bool
 
 	// homes counts the goroutines serving forwarded requests on this member; Close waits.
@@ -238,7 +238,7 @@ func newNode(cl *pcluster.Cluster, secret []byte, log *zap.Logger) *Node {
 		system: cl.ActorSystem,
 		cl:     cl,
 		key:    sessionKey(secret),
-		dead:   make(map[string]bool),
+		dead:   make(map[string]time.Time),
 	}
 	n.sub = cl.ActorSystem.EventStream.Subscribe(n.onEvent)
 	return n
@@ -321,7 +321,7 @@ func (n *Node) Relay(method, uri string) {
 	n.mu.Lock()
 	to := make([]string, 0, len(n.members))
 	for a := range n.members {
-		if a != n.addr && !n.dead[a] {
+		if a != n.addr && !n.unreachable(a) {
 			to = append(to, a)
 		}
 	}
@@ -336,10 +336,21 @@ func (n *Node) Relay(method, uri string) {
 func (n *Node) alive(addr string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.dead[addr] {
+	if n.unreachable(addr) {
 		return false
 	}
 	return n.members == nil || n.members[addr]
+}
+
+// deadHold is how long a member whose remote connection terminated is taken for gone while it
+// is still in the member list. A dead member leaves the list within that time (the provider's
+// poll and timeout); one that stays in it had a passing fault, and is tried again.
+const deadHold = 5 * time.Second
+
+// unreachable reports whether addr's remote connection terminated within deadHold. n.mu is held.
+func (n *Node) unreachable(addr string) bool {
+	at, ok := n.dead[addr]
+	return ok && time.Since(at) < deadHold
 }
 
 // onEvent follows the topology and terminated endpoints, and takes other members' notifications.
@@ -355,17 +366,18 @@ func (n *Node) onEvent(ev any) {
 		for _, m := range e.Joined {
 			delete(n.dead, m.Address())
 		}
-		for _, m := range e.Left {
-			n.dead[m.Address()] = true
-		}
 		n.mu.Unlock()
 		n.log.Info("topology", zap.Int("members", len(e.Members)), zap.Int("joined", len(e.Joined)), zap.Int("left", len(e.Left)))
 	case *remote.EndpointTerminatedEvent:
 		// This member's own address is never looked up: its sessions are served locally.
 		n.mu.Lock()
-		n.dead[e.Address] = true
+		n.dead[e.Address] = time.Now()
 		n.mu.Unlock()
 		n.log.Info("member unreachable", zap.String("address", e.Address))
+	case *remote.EndpointConnectedEvent:
+		n.mu.Lock()
+		delete(n.dead, e.Address)
+		n.mu.Unlock()
 	case *wire.Envelope:
 		if e.Kind == wire.Kind_KIND_NOTIFY {
 			if fn := n.deliver.Load(); fn != nil {

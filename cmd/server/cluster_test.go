@@ -71,6 +71,7 @@ type testCluster struct {
 	t       *testing.T
 	members []*member
 	proxy   *httptest.Server
+	token   string // the bearer token of every request; "" for none
 
 	mu   sync.Mutex
 	live []int // the members the proxy sends to
@@ -222,6 +223,9 @@ func (c *testCluster) do(ctx context.Context, base string, r request) (*http.Res
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	if method == http.MethodPost {
 		req.Header.Set("Content-Type", "application/json")
 	}
