@@ -108,7 +108,7 @@ type Node struct {
 	deliver atomic.Pointer[func(method, uri string)]
 
 	mu      sync.Mutex
-	members map[string]bool // addresses in the last topology; nil before the first
+	members map[string]bool      // addresses in the last topology; nil before the first
 	dead    map[string]time.Time // addresses whose remote endpoint terminated, and when
 	closed  bool
 
