@@ -205,7 +205,7 @@ func (r *requestActor) runOnActor(ctx actor.Context, target *actor.PID) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	r.timer = time.AfterFunc(r.actorTimeout, func() { root.Send(self, &callTimedOut{}) })
 	call := &tools.ActorCall{
-		ID:        self.Id,
+		ID:        callID(self),
 		Tool:      r.tool.Name(),
 		Arguments: r.args,
 		Meta:      r.meta,
@@ -295,7 +295,17 @@ func (r *requestActor) cancelActor(ctx actor.Context, cause error) {
 	if cause == nil {
 		cause = errors.New("call ended")
 	}
-	ctx.Send(r.target, &tools.ActorCancel{ID: ctx.Self().Id, Cause: cause})
+	ctx.Send(r.target, &tools.ActorCancel{ID: callID(ctx.Self()), Cause: cause})
+}
+
+// callID is the ActorCall.ID of the call of the request actor self: its id, unique in its actor
+// system; on a system with remote (a cluster member), prefixed with the system's address, so
+// that it is unique across the cluster, where a tool actor may serve the calls of every member.
+func callID(self *actor.PID) string {
+	if self.Address == "" || self.Address == "nonhost" {
+		return self.Id
+	}
+	return self.Address + "/" + self.Id
 }
 
 // unwatch stops watching the tool's actor, whose call is over. A stopped watcher stays on the

@@ -180,7 +180,8 @@ func (h *ActorHandler) check() error {
 // ReplyTo. Nothing in it may be mutated; the actor may keep it after replying.
 type ActorCall struct {
 	// ID identifies the call; the [*ActorCancel] for it carries the same ID. It is unique in
-	// the actor system while the call runs (it is the id of the server's request actor).
+	// the actor system while the call runs (it is the id of the server's request actor); on a
+	// cluster member it is prefixed with the member's address, unique in the cluster.
 	ID string
 	// Tool is the name of the tool being called.
 	Tool string

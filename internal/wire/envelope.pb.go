@@ -44,25 +44,46 @@ const (
 	// NOTIFY: member -> every other member's event stream (MemberList.BroadcastEvent). A list
 	// change or resource update: method, uri in text and uri.
 	Kind_KIND_NOTIFY Kind = 5
+	// The contract of actor-backed tools (tools.ActorCall and its replies) across members:
+	// TOOL_CALL: serving member's request actor -> worker's tool actor (call_*, identity_*).
+	Kind_KIND_TOOL_CALL Kind = 6
+	// TOOL_RESULT: tool actor -> request actor (result_*).
+	Kind_KIND_TOOL_RESULT Kind = 7
+	// TOOL_ERROR: tool actor -> request actor; the error's text in text.
+	Kind_KIND_TOOL_ERROR Kind = 8
+	// TOOL_PROGRESS: tool actor -> request actor (progress_*; the message in text).
+	Kind_KIND_TOOL_PROGRESS Kind = 9
+	// TOOL_CANCEL: request actor -> tool actor; the call's id in call_id, the cause in text.
+	Kind_KIND_TOOL_CANCEL Kind = 10
 )
 
 // Enum value maps for Kind.
 var (
 	Kind_name = map[int32]string{
-		0: "KIND_UNSPECIFIED",
-		1: "KIND_REQUEST",
-		2: "KIND_HEAD",
-		3: "KIND_BODY",
-		4: "KIND_END",
-		5: "KIND_NOTIFY",
+		0:  "KIND_UNSPECIFIED",
+		1:  "KIND_REQUEST",
+		2:  "KIND_HEAD",
+		3:  "KIND_BODY",
+		4:  "KIND_END",
+		5:  "KIND_NOTIFY",
+		6:  "KIND_TOOL_CALL",
+		7:  "KIND_TOOL_RESULT",
+		8:  "KIND_TOOL_ERROR",
+		9:  "KIND_TOOL_PROGRESS",
+		10: "KIND_TOOL_CANCEL",
 	}
 	Kind_value = map[string]int32{
-		"KIND_UNSPECIFIED": 0,
-		"KIND_REQUEST":     1,
-		"KIND_HEAD":        2,
-		"KIND_BODY":        3,
-		"KIND_END":         4,
-		"KIND_NOTIFY":      5,
+		"KIND_UNSPECIFIED":   0,
+		"KIND_REQUEST":       1,
+		"KIND_HEAD":          2,
+		"KIND_BODY":          3,
+		"KIND_END":           4,
+		"KIND_NOTIFY":        5,
+		"KIND_TOOL_CALL":     6,
+		"KIND_TOOL_RESULT":   7,
+		"KIND_TOOL_ERROR":    8,
+		"KIND_TOOL_PROGRESS": 9,
+		"KIND_TOOL_CANCEL":   10,
 	}
 )
 
@@ -162,10 +183,29 @@ type Envelope struct {
 	Status       int32     `protobuf:"varint,10,opt,name=status,proto3" json:"status,omitempty"`
 	Body         []byte    `protobuf:"bytes,11,opt,name=body,proto3" json:"body,omitempty"`
 	// NOTIFY: the notification method; uri its resource, if any.
-	Text          string `protobuf:"bytes,12,opt,name=text,proto3" json:"text,omitempty"`
-	Uri           string `protobuf:"bytes,13,opt,name=uri,proto3" json:"uri,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Text string `protobuf:"bytes,12,opt,name=text,proto3" json:"text,omitempty"`
+	Uri  string `protobuf:"bytes,13,opt,name=uri,proto3" json:"uri,omitempty"`
+	// Tool calls. JSON travels as bytes, byte for byte.
+	CallId               string   `protobuf:"bytes,14,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	CallTool             string   `protobuf:"bytes,15,opt,name=call_tool,json=callTool,proto3" json:"call_tool,omitempty"`
+	CallArguments        []byte   `protobuf:"bytes,16,opt,name=call_arguments,json=callArguments,proto3" json:"call_arguments,omitempty"`
+	CallMeta             []byte   `protobuf:"bytes,17,opt,name=call_meta,json=callMeta,proto3" json:"call_meta,omitempty"`
+	CallDeadlineUnixNano int64    `protobuf:"varint,18,opt,name=call_deadline_unix_nano,json=callDeadlineUnixNano,proto3" json:"call_deadline_unix_nano,omitempty"` // 0: no deadline
+	CallProgress         bool     `protobuf:"varint,19,opt,name=call_progress,json=callProgress,proto3" json:"call_progress,omitempty"`
+	HasIdentity          bool     `protobuf:"varint,20,opt,name=has_identity,json=hasIdentity,proto3" json:"has_identity,omitempty"`
+	IdentitySubject      string   `protobuf:"bytes,21,opt,name=identity_subject,json=identitySubject,proto3" json:"identity_subject,omitempty"`
+	IdentityScopes       []string `protobuf:"bytes,22,rep,name=identity_scopes,json=identityScopes,proto3" json:"identity_scopes,omitempty"`
+	IdentityExtra        []byte   `protobuf:"bytes,23,opt,name=identity_extra,json=identityExtra,proto3" json:"identity_extra,omitempty"` // JSON of Identity.Extra
+	HasResult            bool     `protobuf:"varint,24,opt,name=has_result,json=hasResult,proto3" json:"has_result,omitempty"`
+	ResultContent        []byte   `protobuf:"bytes,25,opt,name=result_content,json=resultContent,proto3" json:"result_content,omitempty"` // the JSON array of content blocks
+	ResultStructured     []byte   `protobuf:"bytes,26,opt,name=result_structured,json=resultStructured,proto3" json:"result_structured,omitempty"`
+	ResultIsError        bool     `protobuf:"varint,27,opt,name=result_is_error,json=resultIsError,proto3" json:"result_is_error,omitempty"`
+	ResultMeta           []byte   `protobuf:"bytes,28,opt,name=result_meta,json=resultMeta,proto3" json:"result_meta,omitempty"`
+	Progress             float64  `protobuf:"fixed64,29,opt,name=progress,proto3" json:"progress,omitempty"`
+	HasTotal             bool     `protobuf:"varint,30,opt,name=has_total,json=hasTotal,proto3" json:"has_total,omitempty"`
+	ProgressTotal        float64  `protobuf:"fixed64,31,opt,name=progress_total,json=progressTotal,proto3" json:"progress_total,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *Envelope) Reset() {
@@ -289,6 +329,132 @@ func (x *Envelope) GetUri() string {
 	return ""
 }
 
+func (x *Envelope) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *Envelope) GetCallTool() string {
+	if x != nil {
+		return x.CallTool
+	}
+	return ""
+}
+
+func (x *Envelope) GetCallArguments() []byte {
+	if x != nil {
+		return x.CallArguments
+	}
+	return nil
+}
+
+func (x *Envelope) GetCallMeta() []byte {
+	if x != nil {
+		return x.CallMeta
+	}
+	return nil
+}
+
+func (x *Envelope) GetCallDeadlineUnixNano() int64 {
+	if x != nil {
+		return x.CallDeadlineUnixNano
+	}
+	return 0
+}
+
+func (x *Envelope) GetCallProgress() bool {
+	if x != nil {
+		return x.CallProgress
+	}
+	return false
+}
+
+func (x *Envelope) GetHasIdentity() bool {
+	if x != nil {
+		return x.HasIdentity
+	}
+	return false
+}
+
+func (x *Envelope) GetIdentitySubject() string {
+	if x != nil {
+		return x.IdentitySubject
+	}
+	return ""
+}
+
+func (x *Envelope) GetIdentityScopes() []string {
+	if x != nil {
+		return x.IdentityScopes
+	}
+	return nil
+}
+
+func (x *Envelope) GetIdentityExtra() []byte {
+	if x != nil {
+		return x.IdentityExtra
+	}
+	return nil
+}
+
+func (x *Envelope) GetHasResult() bool {
+	if x != nil {
+		return x.HasResult
+	}
+	return false
+}
+
+func (x *Envelope) GetResultContent() []byte {
+	if x != nil {
+		return x.ResultContent
+	}
+	return nil
+}
+
+func (x *Envelope) GetResultStructured() []byte {
+	if x != nil {
+		return x.ResultStructured
+	}
+	return nil
+}
+
+func (x *Envelope) GetResultIsError() bool {
+	if x != nil {
+		return x.ResultIsError
+	}
+	return false
+}
+
+func (x *Envelope) GetResultMeta() []byte {
+	if x != nil {
+		return x.ResultMeta
+	}
+	return nil
+}
+
+func (x *Envelope) GetProgress() float64 {
+	if x != nil {
+		return x.Progress
+	}
+	return 0
+}
+
+func (x *Envelope) GetHasTotal() bool {
+	if x != nil {
+		return x.HasTotal
+	}
+	return false
+}
+
+func (x *Envelope) GetProgressTotal() float64 {
+	if x != nil {
+		return x.ProgressTotal
+	}
+	return 0
+}
+
 var File_envelope_proto protoreflect.FileDescriptor
 
 const file_envelope_proto_rawDesc = "" +
@@ -296,7 +462,7 @@ const file_envelope_proto_rawDesc = "" +
 	"\x0eenvelope.proto\x12\x11toolgrain.wire.v1\"4\n" +
 	"\x06Header\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
-	"\x06values\x18\x02 \x03(\tR\x06values\"\x82\x03\n" +
+	"\x06values\x18\x02 \x03(\tR\x06values\"\x92\b\n" +
 	"\bEnvelope\x12+\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x17.toolgrain.wire.v1.KindR\x04kind\x12#\n" +
 	"\rreply_address\x18\x02 \x01(\tR\freplyAddress\x12\x19\n" +
@@ -313,14 +479,40 @@ const file_envelope_proto_rawDesc = "" +
 	" \x01(\x05R\x06status\x12\x12\n" +
 	"\x04body\x18\v \x01(\fR\x04body\x12\x12\n" +
 	"\x04text\x18\f \x01(\tR\x04text\x12\x10\n" +
-	"\x03uri\x18\r \x01(\tR\x03uri*k\n" +
+	"\x03uri\x18\r \x01(\tR\x03uri\x12\x17\n" +
+	"\acall_id\x18\x0e \x01(\tR\x06callId\x12\x1b\n" +
+	"\tcall_tool\x18\x0f \x01(\tR\bcallTool\x12%\n" +
+	"\x0ecall_arguments\x18\x10 \x01(\fR\rcallArguments\x12\x1b\n" +
+	"\tcall_meta\x18\x11 \x01(\fR\bcallMeta\x125\n" +
+	"\x17call_deadline_unix_nano\x18\x12 \x01(\x03R\x14callDeadlineUnixNano\x12#\n" +
+	"\rcall_progress\x18\x13 \x01(\bR\fcallProgress\x12!\n" +
+	"\fhas_identity\x18\x14 \x01(\bR\vhasIdentity\x12)\n" +
+	"\x10identity_subject\x18\x15 \x01(\tR\x0fidentitySubject\x12'\n" +
+	"\x0fidentity_scopes\x18\x16 \x03(\tR\x0eidentityScopes\x12%\n" +
+	"\x0eidentity_extra\x18\x17 \x01(\fR\ridentityExtra\x12\x1d\n" +
+	"\n" +
+	"has_result\x18\x18 \x01(\bR\thasResult\x12%\n" +
+	"\x0eresult_content\x18\x19 \x01(\fR\rresultContent\x12+\n" +
+	"\x11result_structured\x18\x1a \x01(\fR\x10resultStructured\x12&\n" +
+	"\x0fresult_is_error\x18\x1b \x01(\bR\rresultIsError\x12\x1f\n" +
+	"\vresult_meta\x18\x1c \x01(\fR\n" +
+	"resultMeta\x12\x1a\n" +
+	"\bprogress\x18\x1d \x01(\x01R\bprogress\x12\x1b\n" +
+	"\thas_total\x18\x1e \x01(\bR\bhasTotal\x12%\n" +
+	"\x0eprogress_total\x18\x1f \x01(\x01R\rprogressTotal*\xd8\x01\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fKIND_REQUEST\x10\x01\x12\r\n" +
 	"\tKIND_HEAD\x10\x02\x12\r\n" +
 	"\tKIND_BODY\x10\x03\x12\f\n" +
 	"\bKIND_END\x10\x04\x12\x0f\n" +
-	"\vKIND_NOTIFY\x10\x05B.Z,github.com/toolgrain/toolgrain/internal/wireb\x06proto3"
+	"\vKIND_NOTIFY\x10\x05\x12\x12\n" +
+	"\x0eKIND_TOOL_CALL\x10\x06\x12\x14\n" +
+	"\x10KIND_TOOL_RESULT\x10\a\x12\x13\n" +
+	"\x0fKIND_TOOL_ERROR\x10\b\x12\x16\n" +
+	"\x12KIND_TOOL_PROGRESS\x10\t\x12\x14\n" +
+	"\x10KIND_TOOL_CANCEL\x10\n" +
+	"B.Z,github.com/toolgrain/toolgrain/internal/wireb\x06proto3"
 
 var (
 	file_envelope_proto_rawDescOnce sync.Once
