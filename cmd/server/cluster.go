@@ -35,6 +35,8 @@ type clusterOptions struct {
 	tlsKey     string
 	tlsCA      string
 	refresh    time.Duration
+	worker     bool
+	remoteTool string
 }
 
 func (o *clusterOptions) register(fs *flag.FlagSet) {
@@ -48,12 +50,14 @@ func (o *clusterOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.tlsKey, "cluster-tls-key", "", "cluster: the key `PATH` (PEM) of --cluster-tls-cert")
 	fs.StringVar(&o.tlsCA, "cluster-tls-ca", "", "cluster: the CA certificates `PATH` (PEM) that sign the members' certificates")
 	fs.DurationVar(&o.refresh, "cluster-refresh", 0, "cluster: how often the automanaged provider polls the members (0: 1s)")
+	fs.BoolVar(&o.worker, "cluster-worker", false, "cluster: host the demonstration worker actor that runs the remote_sleep tool's calls")
+	fs.StringVar(&o.remoteTool, "cluster-remote-tools", "", "cluster: serve the tool remote_sleep, whose calls run on the worker of the member at remote address `HOST:PORT`")
 }
 
 func (o *clusterOptions) check(transport, stateKeyFile string) error {
 	if o.local == 0 && o.addr == "" {
-		if len(o.members) > 0 || o.healthPort != 0 || o.secretFile != "" || o.tlsCert != "" {
-			return errors.New("--cluster-member, --cluster-health-port, --cluster-secret-file and --cluster-tls-* need --cluster-addr")
+		if len(o.members) > 0 || o.healthPort != 0 || o.secretFile != "" || o.tlsCert != "" || o.worker || o.remoteTool != "" {
+			return errors.New("--cluster-member, --cluster-health-port, --cluster-secret-file, --cluster-tls-*, --cluster-worker and --cluster-remote-tools need --cluster-addr")
 		}
 		return nil
 	}

@@ -82,6 +82,13 @@ type testCluster struct {
 // sees all n, and starts the proxy.
 func startCluster(t *testing.T, n int, extra ...string) *testCluster {
 	t.Helper()
+	return startClusterWith(t, n, func(int, []string) []string { return extra })
+}
+
+// startClusterWith is startCluster with flags per member: flags(i, remotes) are member i's, where
+// remotes are the members' remote addresses.
+func startClusterWith(t *testing.T, n int, flags func(i int, remotes []string) []string) *testCluster {
+	t.Helper()
 	bin := buildServer(t)
 	ports, err := freePorts(4 * n)
 	if err != nil {
@@ -92,9 +99,10 @@ func startCluster(t *testing.T, n int, extra ...string) *testCluster {
 	if err := os.WriteFile(key, bytes.Repeat([]byte("k"), 32), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var health []string
+	var health, remotes []string
 	for i := 0; i < n; i++ {
 		health = append(health, "127.0.0.1:"+strconv.Itoa(ports[2*n+i]))
+		remotes = append(remotes, "127.0.0.1:"+strconv.Itoa(ports[n+i]))
 	}
 	c := &testCluster{t: t}
 	for i := 0; i < n; i++ {
@@ -106,7 +114,7 @@ func startCluster(t *testing.T, n int, extra ...string) *testCluster {
 			"--cluster-addr", m.remote, "--cluster-health-port", strconv.Itoa(ports[2*n+i]),
 			"--cluster-member", strings.Join(health, ","), "--request-state-key-file", key,
 			"--admin-addr", strings.TrimPrefix(m.admin, "http://"),
-			"--fixtures", "conformance", "--log-level", "info"}, extra...)
+			"--fixtures", "conformance", "--log-level", "info"}, flags(i, remotes)...)
 		m.cmd = exec.Command(bin, args...)
 		m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
 		if err := m.cmd.Start(); err != nil {

@@ -272,6 +272,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		// Leaves the cluster after serveHTTP (or srv.Close below) has shut the server down.
 		defer node.Close()
 		cfg.Cluster = node
+		if o.cluster.worker {
+			stopWorker, err := startWorker(node, log)
+			if err != nil {
+				return err
+			}
+			defer stopWorker()
+		}
+		if o.cluster.remoteTool != "" {
+			cfg.Tools = append(cfg.Tools, remoteSleepTool(node, o.cluster.remoteTool))
+		}
 	}
 	srv, err := toolgrain.NewServer(cfg)
 	if err != nil {
