@@ -116,6 +116,8 @@ type Node struct {
 	homes sync.WaitGroup
 	stats struct {
 		forwarded, served atomic.Int64
+		headed            atomic.Int64 // forwards whose answer began
+		headNanos         atomic.Int64 // their total time from the request to the answer's head
 	}
 }
 
@@ -296,6 +298,10 @@ type Stats struct {
 	Forwarded int64
 	// Served counts the forwarded requests this member served as the home.
 	Served int64
+	// ForwardMean is the mean time from receiving a forwarded request to the start of the
+	// home's answer, over the forwards whose answer began: the cost of the hop plus the home's
+	// time to the first byte (a call's run, for a JSON answer).
+	ForwardMean time.Duration
 }
 
 // Stats returns the member's counters.
@@ -303,7 +309,11 @@ func (n *Node) Stats() Stats {
 	n.mu.Lock()
 	m := len(n.members)
 	n.mu.Unlock()
-	return Stats{Members: m, Forwarded: n.stats.forwarded.Load(), Served: n.stats.served.Load()}
+	st := Stats{Members: m, Forwarded: n.stats.forwarded.Load(), Served: n.stats.served.Load()}
+	if h := n.stats.headed.Load(); h > 0 {
+		st.ForwardMean = time.Duration(n.stats.headNanos.Load() / h)
+	}
+	return st
 }
 
 // SetDeliver sets the function that tells this member's clients of a list change or resource

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
@@ -81,7 +82,7 @@ func (n *Node) forward(w http.ResponseWriter, r *http.Request, home string, maxB
 	n.stats.forwarded.Add(1)
 
 	rc := http.NewResponseController(w)
-	headed := false
+	headed, start := false, time.Now()
 	for {
 		select {
 		case <-r.Context().Done():
@@ -99,6 +100,8 @@ func (n *Node) forward(w http.ResponseWriter, r *http.Request, home string, maxB
 				return
 			case f.Kind == wire.Kind_KIND_HEAD:
 				headed = true
+				n.stats.headed.Add(1)
+				n.stats.headNanos.Add(int64(time.Since(start)))
 				hd := w.Header()
 				for _, h := range f.Headers {
 					hd[h.Name] = h.Values

@@ -563,6 +563,33 @@ func TestClusterLegacySessionOnEveryNode(t *testing.T) {
 	if len(used) != 3 {
 		t.Fatalf("the session's requests landed on %d members, want 3", len(used))
 	}
+
+	// Each member's view of the cluster: all three members, and the forwarding counted.
+	var forwarded, served int64
+	for i, m := range c.members {
+		resp, err := http.Get(m.admin + "/cluster")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var view struct {
+			Address   string   `json:"address"`
+			Members   []string `json:"members"`
+			Forwarded int64    `json:"forwarded"`
+			Served    int64    `json:"served"`
+			MeanUS    float64  `json:"forward_mean_us"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&view)
+		resp.Body.Close()
+		if err != nil || view.Address != m.remote || len(view.Members) != 3 {
+			t.Fatalf("member %d /cluster: %+v %v, want address %s and 3 members", i, view, err, m.remote)
+		}
+		t.Logf("member %d: forwarded %d, served %d for others, mean time to the answer's head %.0f µs", i, view.Forwarded, view.Served, view.MeanUS)
+		forwarded += view.Forwarded
+		served += view.Served
+	}
+	if forwarded == 0 || forwarded != served {
+		t.Fatalf("forwarded %d requests, served %d forwarded ones: want equal and not 0", forwarded, served)
+	}
 }
 
 func atoi(s string) int {

@@ -288,7 +288,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	if o.adminAddr != "" {
-		_, stopAdmin, err := serveAdmin(o.adminAddr, srv, reg, log)
+		_, stopAdmin, err := serveAdmin(o.adminAddr, srv, cfg.Cluster, reg, log)
 		if err != nil {
 			_ = srv.Close()
 			return err
