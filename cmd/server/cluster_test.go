@@ -68,7 +68,7 @@ func (b *syncBuffer) String() string {
 
 // testCluster is members behind a round-robin proxy.
 type testCluster struct {
-	t       *testing.T
+	t       testing.TB
 	members []*member
 	proxy   *httptest.Server
 	token   string // the bearer token of every request; "" for none
@@ -80,14 +80,14 @@ type testCluster struct {
 
 // startCluster starts n members with the given extra flags, waits until every member serves and
 // sees all n, and starts the proxy.
-func startCluster(t *testing.T, n int, extra ...string) *testCluster {
+func startCluster(t testing.TB, n int, extra ...string) *testCluster {
 	t.Helper()
 	return startClusterWith(t, n, func(int, []string) []string { return extra })
 }
 
 // startClusterWith is startCluster with flags per member: flags(i, remotes) are member i's, where
 // remotes are the members' remote addresses.
-func startClusterWith(t *testing.T, n int, flags func(i int, remotes []string) []string) *testCluster {
+func startClusterWith(t testing.TB, n int, flags func(i int, remotes []string) []string) *testCluster {
 	t.Helper()
 	bin := buildServer(t)
 	ports, err := freePorts(4 * n)
@@ -222,6 +222,10 @@ type request struct {
 }
 
 func (c *testCluster) do(ctx context.Context, base string, r request) (*http.Response, error) {
+	return c.doWith(ctx, http.DefaultClient, base, r)
+}
+
+func (c *testCluster) doWith(ctx context.Context, client *http.Client, base string, r request) (*http.Response, error) {
 	method := r.method
 	if method == "" {
 		method = http.MethodPost
@@ -251,7 +255,7 @@ func (c *testCluster) do(ctx context.Context, base string, r request) (*http.Res
 	if r.lastID != "" {
 		req.Header.Set("Last-Event-ID", r.lastID)
 	}
-	return http.DefaultClient.Do(req)
+	return client.Do(req)
 }
 
 // call sends r to base and returns the status, the backend that served it (through the proxy)
