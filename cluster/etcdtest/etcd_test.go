@@ -13,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
 	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/remote"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 
@@ -61,15 +65,27 @@ type member struct {
 	node *cluster.Node
 	srv  *toolgrain.Server
 	http *httptest.Server
+	host *pcluster.Cluster // the host's cluster, for a member made with Attach
 }
 
-func startMember(t *testing.T, etcdURL string, secret []byte) *member {
+// startMember starts a member: with cluster.Start, or, when host, as a host does that runs
+// its own protoactor cluster and plugs the engine into it with cluster.Attach.
+func startMember(t *testing.T, etcdURL string, secret []byte, host bool) *member {
 	t.Helper()
 	provider, err := etcd.NewWithConfig("/toolgrain-test", clientv3.Config{Endpoints: []string{etcdURL}, DialTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	node, err := cluster.Start(cluster.Config{Addr: "127.0.0.1:" + strconv.Itoa(freePort(t)), Provider: provider, Secret: secret})
+	var node *cluster.Node
+	var hostCluster *pcluster.Cluster
+	if host {
+		system := actor.NewActorSystem()
+		hostCluster = pcluster.New(system, pcluster.Configure("toolgrain", provider, disthash.New(), remote.Configure("127.0.0.1", freePort(t))))
+		hostCluster.StartMember()
+		node, err = cluster.Attach(hostCluster, secret, nil)
+	} else {
+		node, err = cluster.Start(cluster.Config{Addr: "127.0.0.1:" + strconv.Itoa(freePort(t)), Provider: provider, Secret: secret})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +103,7 @@ func startMember(t *testing.T, etcdURL string, secret []byte) *member {
 		node.Close()
 		t.Fatal(err)
 	}
-	m := &member{node: node, srv: srv, http: httptest.NewServer(srv.Handler())}
+	m := &member{node: node, srv: srv, http: httptest.NewServer(srv.Handler()), host: hostCluster}
 	return m
 }
 
@@ -95,6 +111,9 @@ func (m *member) stop() {
 	m.http.Close()
 	_ = m.srv.Close()
 	m.node.Close()
+	if m.host != nil {
+		m.host.Shutdown(true) // the host's own cluster, which Close leaves running
+	}
 }
 
 func post(t *testing.T, base, sid, body string) (int, string, string) {
@@ -119,10 +138,20 @@ func post(t *testing.T, base, sid, body string) (int, string, string) {
 // session opened on one member is served through the other; when its home leaves, the other
 // answers 404 for it once etcd no longer lists the home.
 func TestClusterOnEtcd(t *testing.T) {
+	testTwoMembers(t, false)
+}
+
+// TestHostClusterAttach is TestClusterOnEtcd with the second member a host that runs its own
+// protoactor cluster and plugs the engine into it (cluster.Attach, toolgrain.Config.Cluster).
+func TestHostClusterAttach(t *testing.T) {
+	testTwoMembers(t, true)
+}
+
+func testTwoMembers(t *testing.T, hostB bool) {
 	etcdURL := startEtcd(t)
 	secret := bytes.Repeat([]byte("s"), 32)
-	a := startMember(t, etcdURL, secret)
-	b := startMember(t, etcdURL, secret)
+	a := startMember(t, etcdURL, secret, false)
+	b := startMember(t, etcdURL, secret, hostB)
 	defer b.stop()
 
 	deadline := time.Now().Add(20 * time.Second)
