@@ -117,6 +117,7 @@ type Node struct {
 	stats struct {
 		forwarded, served atomic.Int64
 		headed            atomic.Int64 // forwards whose answer began
+		streams, homes    atomic.Int64 // live stream actors (edge) and home actors
 		headNanos         atomic.Int64 // their total time from the request to the answer's head
 	}
 }
@@ -298,6 +299,10 @@ type Stats struct {
 	Forwarded int64
 	// Served counts the forwarded requests this member served as the home.
 	Served int64
+	// Streams is the number of live stream actors: requests this member is forwarding now.
+	Streams int64
+	// Homes is the number of live home actors: forwarded requests this member serves now.
+	Homes int64
 	// ForwardMean is the mean time from receiving a forwarded request to the start of the
 	// home's answer, over the forwards whose answer began: the cost of the hop plus the home's
 	// time to the first byte (a call's run, for a JSON answer).
@@ -309,7 +314,8 @@ func (n *Node) Stats() Stats {
 	n.mu.Lock()
 	m := len(n.members)
 	n.mu.Unlock()
-	st := Stats{Members: m, Forwarded: n.stats.forwarded.Load(), Served: n.stats.served.Load()}
+	st := Stats{Members: m, Forwarded: n.stats.forwarded.Load(), Served: n.stats.served.Load(),
+		Streams: n.stats.streams.Load(), Homes: n.stats.homes.Load()}
 	if h := n.stats.headed.Load(); h > 0 {
 		st.ForwardMean = time.Duration(n.stats.headNanos.Load() / h)
 	}

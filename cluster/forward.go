@@ -76,7 +76,7 @@ func (n *Node) forward(w http.ResponseWriter, r *http.Request, home string, maxB
 	q := newFrameQueue()
 	root := n.system.Root
 	pid := root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-		return &streamActor{home: actor.NewPID(home, tunnelName), req: env, q: q}
+		return &streamActor{node: n, home: actor.NewPID(home, tunnelName), req: env, q: q}
 	}))
 	defer root.Stop(pid)
 	n.stats.forwarded.Add(1)
@@ -129,6 +129,7 @@ func (n *Node) forward(w http.ResponseWriter, r *http.Request, home string, maxB
 // it when the response is complete or the client left; the home's request actor, which watches
 // it, then ends the request there.
 type streamActor struct {
+	node    *Node
 	home    *actor.PID
 	req     *wire.Envelope
 	q       *frameQueue
@@ -139,6 +140,7 @@ type streamActor struct {
 func (s *streamActor) Receive(c actor.Context) {
 	switch m := c.Message().(type) {
 	case *actor.Started:
+		s.node.stats.streams.Add(1)
 		c.Watch(s.home)
 		s.req.ReplyAddress, s.req.ReplyId = c.Self().Address, c.Self().Id
 		c.Send(s.home, s.req)
@@ -148,6 +150,8 @@ func (s *streamActor) Receive(c actor.Context) {
 		if s.handler != nil {
 			c.Unwatch(s.handler)
 		}
+	case *actor.Stopped:
+		s.node.stats.streams.Add(-1)
 	case *actor.Terminated:
 		if !s.ended {
 			s.ended = true

@@ -50,6 +50,7 @@ type homeActor struct {
 func (h *homeActor) Receive(c actor.Context) {
 	switch c.Message().(type) {
 	case *actor.Started:
+		h.node.stats.homes.Add(1)
 		h.stream = actor.NewPID(h.req.ReplyAddress, h.req.ReplyId)
 		c.Watch(h.stream)
 		h.start(c)
@@ -60,6 +61,8 @@ func (h *homeActor) Receive(c actor.Context) {
 		if !h.streamGone {
 			c.Unwatch(h.stream)
 		}
+	case *actor.Stopped:
+		h.node.stats.homes.Add(-1)
 	case *actor.Terminated:
 		h.streamGone = true
 		h.cancel()

@@ -56,8 +56,10 @@ func clusterView(w http.ResponseWriter, srv *toolgrain.Server, node *cluster.Nod
 		Sessions  int      `json:"sessions"`
 		Forwarded int64    `json:"forwarded"`
 		Served    int64    `json:"served"`
+		Streams   int64    `json:"forwarding_now"`
+		Homes     int64    `json:"serving_forwarded_now"`
 		HopMeanUS float64  `json:"forward_mean_us"`
-	}{node.Address(), members, srv.Sessions(), st.Forwarded, st.Served, st.ForwardMean.Seconds() * 1e6}
+	}{node.Address(), members, srv.Sessions(), st.Forwarded, st.Served, st.Streams, st.Homes, st.ForwardMean.Seconds() * 1e6}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	_ = json.NewEncoder(w).Encode(view)

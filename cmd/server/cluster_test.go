@@ -571,21 +571,9 @@ func TestClusterLegacySessionOnEveryNode(t *testing.T) {
 	// Each member's view of the cluster: all three members, and the forwarding counted.
 	var forwarded, served int64
 	for i, m := range c.members {
-		resp, err := http.Get(m.admin + "/cluster")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var view struct {
-			Address   string   `json:"address"`
-			Members   []string `json:"members"`
-			Forwarded int64    `json:"forwarded"`
-			Served    int64    `json:"served"`
-			MeanUS    float64  `json:"forward_mean_us"`
-		}
-		err = json.NewDecoder(resp.Body).Decode(&view)
-		resp.Body.Close()
-		if err != nil || view.Address != m.remote || len(view.Members) != 3 {
-			t.Fatalf("member %d /cluster: %+v %v, want address %s and 3 members", i, view, err, m.remote)
+		view := memberView(t, m)
+		if view.Address != m.remote || len(view.Members) != 3 {
+			t.Fatalf("member %d /cluster: %+v, want address %s and 3 members", i, view, m.remote)
 		}
 		t.Logf("member %d: forwarded %d, served %d for others, mean time to the answer's head %.0f µs", i, view.Forwarded, view.Served, view.MeanUS)
 		forwarded += view.Forwarded
@@ -594,6 +582,32 @@ func TestClusterLegacySessionOnEveryNode(t *testing.T) {
 	if forwarded == 0 || forwarded != served {
 		t.Fatalf("forwarded %d requests, served %d forwarded ones: want equal and not 0", forwarded, served)
 	}
+}
+
+// view is a member's /cluster.
+type view struct {
+	Address   string   `json:"address"`
+	Members   []string `json:"members"`
+	Forwarded int64    `json:"forwarded"`
+	Served    int64    `json:"served"`
+	Streams   int64    `json:"forwarding_now"`
+	Homes     int64    `json:"serving_forwarded_now"`
+	MeanUS    float64  `json:"forward_mean_us"`
+}
+
+// memberView reads a member's /cluster.
+func memberView(t *testing.T, m *member) view {
+	t.Helper()
+	resp, err := http.Get(m.admin + "/cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v view
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		t.Fatalf("member %d /cluster: %v", m.i, err)
+	}
+	return v
 }
 
 func atoi(s string) int {
@@ -783,17 +797,19 @@ func testMemberLost(t *testing.T, sig syscall.Signal, bound time.Duration) {
 		c.expect(c.proxy.URL, request{session: sessions[h], body: `{"jsonrpc":"2.0","id":` + strconv.Itoa(n) + `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"after"}}}`},
 			200, `{"jsonrpc":"2.0","id":`+strconv.Itoa(n)+`,"result":{"content":[{"type":"text","text":"after"}]}}`)
 	}
-	// Nothing is left running on the survivors for the calls, streams and forwards that ended.
+	// Nothing is left running on the survivors for the calls, streams and forwards that ended:
+	// no stream or home actor, and the goroutines of before.
 	for _, e := range []int{0, 1} {
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			g := goroutines(t, c.members[e])
-			if g <= baseline[e]+2 {
+			v := memberView(t, c.members[e])
+			if g <= baseline[e]+2 && v.Streams == 0 && v.Homes == 0 {
 				t.Logf("member %d: %d goroutines, %d before the calls", e, g, baseline[e])
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Errorf("member %d: %d goroutines 10 s after the calls, %d before", e, g, baseline[e])
+				t.Errorf("member %d: %d goroutines 10 s after the calls, %d before; %d stream and %d home actors", e, g, baseline[e], v.Streams, v.Homes)
 				break
 			}
 			time.Sleep(200 * time.Millisecond)
