@@ -59,6 +59,11 @@ const DefaultRefresh = time.Second
 // MinSecretSize is the least length of [Config].Secret, in bytes.
 const MinSecretSize = 32
 
+// MaxRemoteMessage is the largest gRPC message (a batch of envelopes) a member started with
+// [Start] receives from another. A host that uses [Attach] should raise its remote's limit
+// (grpc.MaxRecvMsgSize in remote.WithServerOptions) above its servers' MaxMessageSize too.
+const MaxRemoteMessage = 1 << 30
+
 // tunnelName is the name of every member's tunnel actor, the receiver of forwarded requests.
 const tunnelName = "toolgrain-tunnel"
 
@@ -163,7 +168,13 @@ func Start(cfg Config) (*Node, error) {
 	}
 	// A dead member's connection is noticed by gRPC keepalive even when its TCP stays open.
 	dial := []grpc.DialOption{grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 3 * time.Second, PermitWithoutStream: true})}
-	serve := []grpc.ServerOption{grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true})}
+	// A forwarded request carries a whole HTTP body (up to the server's MaxMessageSize, 4 MiB by
+	// default), and the endpoint writer batches messages: gRPC's 4 MB receive limit would drop
+	// such batches and break the connection. Members are trusted peers (loopback or TLS).
+	serve := []grpc.ServerOption{
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+		grpc.MaxRecvMsgSize(MaxRemoteMessage),
+	}
 	if cfg.TLS != nil {
 		dial = append(dial, grpc.WithTransportCredentials(credentials.NewTLS(cfg.TLS)))
 		serve = append(serve, grpc.Creds(credentials.NewTLS(cfg.TLS)))

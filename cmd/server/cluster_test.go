@@ -484,6 +484,19 @@ func TestClusterLegacySessionOnEveryNode(t *testing.T) {
 		}
 	})
 
+	t.Run("large", func(t *testing.T) {
+		// A body near the 4 MiB message limit, and an answer as large, cross between members.
+		text := strings.Repeat("a", 3<<20)
+		other := c.members[(atoi(b0)+1)%3].base // not the home: the request is forwarded
+		c.expect(other, request{session: sid, body: `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + text + `"}}}`},
+			200, `{"jsonrpc":"2.0","id":12,"result":{"content":[{"type":"text","text":"`+text+`"}]}}`)
+		// Past the limit: the home answers 413, as one server does.
+		status, _, body := c.call(other, request{session: sid, body: `{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + text + text + `"}}}`})
+		if status != 413 || !strings.Contains(body, "message exceeds the limit of 4194304 bytes") {
+			t.Fatalf("got %d %s, want 413 and the limit", status, body)
+		}
+	})
+
 	t.Run("forged_session", func(t *testing.T) {
 		forged := sid[:len(sid)-2] + "AA"
 		for _, m := range c.members {
