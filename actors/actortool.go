@@ -60,7 +60,7 @@ func (e *Engine) prepareEmbedding() error {
 func checkActorTools(set *tools.Set, system *actor.ActorSystem) error {
 	for _, t := range set.List() {
 		h, ok := t.Def().Handler.(*tools.ActorHandler)
-		if ok && h.PID() != nil && h.System() != system {
+		if ok && h.System() != nil && h.System() != system {
 			return fmt.Errorf("tool %q: its actor lives on another actor system than the server's; set the server's ActorSystem to it", t.Name())
 		}
 	}
@@ -152,8 +152,9 @@ func (a *actorTools) target(t *tools.Compiled) *actor.PID {
 	if !ok {
 		return nil
 	}
-	if pid := h.PID(); pid != nil {
-		return pid
+	if h.Props() == nil {
+		// A PID, or the pick's choice; nil (no actor) runs Handle, which fails with ErrNoActor.
+		return h.Target()
 	}
 	a.mu.RLock()
 	defer a.mu.RUnlock()

@@ -51,7 +51,7 @@ func (o *clusterOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.tlsCA, "cluster-tls-ca", "", "cluster: the CA certificates `PATH` (PEM) that sign the members' certificates")
 	fs.DurationVar(&o.refresh, "cluster-refresh", 0, "cluster: how often the automanaged provider polls the members (0: 1s)")
 	fs.BoolVar(&o.worker, "cluster-worker", false, "cluster: host the demonstration worker actor that runs the remote_sleep tool's calls")
-	fs.StringVar(&o.remoteTool, "cluster-remote-tools", "", "cluster: serve the tool remote_sleep, whose calls run on the worker of the member at remote address `HOST:PORT`")
+	fs.StringVar(&o.remoteTool, "cluster-remote-tools", "", "cluster: serve the tool remote_sleep, whose calls run on the workers of the members at remote addresses `HOST:PORT[,...]`, round robin over those alive")
 }
 
 func (o *clusterOptions) check(transport, stateKeyFile string) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -104,5 +105,43 @@ func waitLog(t *testing.T, m *member, s string, d time.Duration) {
 			t.Fatalf("member %d: no %q in its log within %v:\n%s", m.i, s, d, tail(m.log.String(), 30))
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestClusterRemoteWorkersChosen runs remote_sleep on two worker members (1 and 2) for member 0:
+// calls alternate between them; when worker 2 is killed, the calls that follow all run on
+// worker 1 and succeed.
+func TestClusterRemoteWorkersChosen(t *testing.T) {
+	c := startClusterWith(t, 3, func(i int, remotes []string) []string {
+		if i == 0 {
+			return []string{"--cluster-remote-tools", remotes[1] + "," + remotes[2]}
+		}
+		return []string{"--cluster-worker"}
+	})
+	sid, _ := c.initialize(c.members[0].base)
+	call := func(id int) {
+		t.Helper()
+		n := strconv.Itoa(id)
+		c.expect(c.members[0].base, request{session: sid, body: `{"jsonrpc":"2.0","id":` + n + `,"method":"tools/call","params":{"name":"remote_sleep","arguments":{"ms":` + n + `}}}`},
+			200, `{"jsonrpc":"2.0","id":`+n+`,"result":{"content":[{"type":"text","text":"slept remotely"}]}}`)
+	}
+	for id := 1; id <= 4; id++ {
+		call(id)
+	}
+	for _, w := range []int{1, 2} {
+		if got := strings.Count(c.members[w].log.String(), `"msg":"worker call"`); got != 2 {
+			t.Fatalf("worker %d ran %d calls, want 2 of 4", w, got)
+		}
+	}
+	if err := c.members[2].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-c.members[2].exited
+	time.Sleep(200 * time.Millisecond) // member 0 sees the connection to it break (measured 10–20 ms)
+	for id := 5; id <= 8; id++ {
+		call(id)
+	}
+	if got := strings.Count(c.members[1].log.String(), `"msg":"worker call"`); got != 6 {
+		t.Fatalf("worker 1 ran %d calls, want 6: the 4 after worker 2 died, and 2 before", got)
 	}
 }

@@ -280,7 +280,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			defer stopWorker()
 		}
 		if o.cluster.remoteTool != "" {
-			cfg.Tools = append(cfg.Tools, remoteSleepTool(node, o.cluster.remoteTool))
+			cfg.Tools = append(cfg.Tools, remoteSleepTool(node, strings.Split(o.cluster.remoteTool, ",")))
 		}
 	}
 	srv, err := toolgrain.NewServer(cfg)

@@ -15,19 +15,20 @@ import (
 
 // The demonstration of tools on other members: a member started with --cluster-worker runs the
 // actor workerName, which serves the tool remote_sleep; a member started with
-// --cluster-remote-tools ADDR serves remote_sleep by sending its calls (tools.ActorCall) to that
-// actor on the member whose remote address is ADDR.
+// --cluster-remote-tools ADDR,... serves remote_sleep by sending its calls (tools.ActorCall) to
+// that actor on the members whose remote addresses are listed, round robin over those alive.
 
 // workerName is the name of the demonstration worker actor.
 const workerName = "toolgrain-worker"
 
-// remoteSleepTool is the tool whose calls run on the worker member.
-func remoteSleepTool(node *cluster.Node, workerAddr string) tools.Tool {
+// remoteSleepTool is the tool whose calls run on the worker members at workerAddrs, round robin
+// over those alive.
+func remoteSleepTool(node *cluster.Node, workerAddrs []string) tools.Tool {
 	return tools.Tool{
 		Name:        "remote_sleep",
 		Description: "Waits ms milliseconds on a worker member of the cluster, honouring cancellation; text `slept remotely`.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer","minimum":0,"maximum":600000}},"required":["ms"]}`),
-		Handler:     tools.NewActorHandler(node.System(), actor.NewPID(workerAddr, workerName)),
+		Handler:     tools.NewActorPickHandler(node.System(), node.Picker(workerName, workerAddrs...)),
 		Timeout:     10 * time.Minute,
 	}
 }
