@@ -7,6 +7,7 @@
 //	       [--log-level LEVEL] [--max-message-size N] [--max-calls-per-connection N] [--max-calls N]
 //	       [--tool-timeout D] [--shutdown-grace D] [--fixtures conformance] [--task-store memory|bolt:PATH]
 //	       [--admin-addr HOST:PORT] [--pprof HOST:PORT] [more HTTP and task flags: see --help]
+//	       [--cluster-local N | --cluster-addr HOST:PORT --cluster-member HOST:PORT,... --cluster-health-port PORT ...]
 //
 // With --fixtures conformance it also serves the fixtures of the official MCP conformance suite:
 // its test_* tools, test:// resources and templates, and test_* prompts.
@@ -27,6 +28,11 @@
 // the token auth-outage makes the verifier fail unexpectedly, with an internal error whose text
 // contains SECRET-internal-detail, to show the auth row of the error model. On SIGINT/SIGTERM it
 // cancels the calls in flight, ends the sessions, stops the listener and exits 0.
+//
+// With --cluster-local N (HTTP) it starts N member processes of one cluster on loopback, serving
+// /mcp on the --addr port and the N-1 after it; with --cluster-addr it is one member of a fixed
+// fleet. Any member serves any request: a legacy session's requests are forwarded to the member
+// that holds it (see package cluster, and the README's "Running a cluster").
 //
 // With --admin-addr it serves /healthz, /readyz, /metrics (Prometheus) and /debug/pprof/ on a
 // listener of their own. OpenTelemetry traces and metrics are configured by the standard OTEL_*
