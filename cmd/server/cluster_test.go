@@ -742,7 +742,7 @@ func testMemberLost(t *testing.T, spec clusterSpec, lose func(*testing.T, *testC
 	}
 	baseline := map[int]int{0: goroutines(t, c.members[0]), 1: goroutines(t, c.members[1])}
 
-	const perPair = 3
+	const perPair = 8 // 72 calls in flight when the member is lost
 	var (
 		mu       sync.Mutex
 		outcomes []outcome
