@@ -145,3 +145,69 @@ func TestClusterRemoteWorkersChosen(t *testing.T) {
 		t.Fatalf("worker 1 ran %d calls, want 6: the 4 after worker 2 died, and 2 before", got)
 	}
 }
+
+// TestClusterRemoteWorkerHung stops the worker (SIGSTOP) while a call runs on it: its TCP
+// connections stay open, so the loss is seen when the membership provider drops the member
+// (a 2 s health-check timeout after a 1 s poll); the call then ends with "Tool execution failed",
+// never a hang, within 6 s.
+func TestClusterRemoteWorkerHung(t *testing.T) {
+	diag := t.TempDir() + "/diag.jsonl"
+	c := startClusterWith(t, 3, func(i int, remotes []string) []string {
+		f := []string{"--diagnostics-file", diag}
+		if i == 2 {
+			return append(f, "--cluster-worker")
+		}
+		return append(f, "--cluster-remote-tools", remotes[2])
+	})
+	sid, _ := c.initialize(c.members[0].base)
+	type answer struct {
+		status int
+		body   string
+		at     time.Time
+	}
+	got := make(chan answer, 1)
+	// Owned by the test, which receives its answer; the call's timeout bounds it.
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		a := answer{}
+		resp, err := c.do(ctx, c.members[0].base, request{session: sid, body: `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"remote_sleep","arguments":{"ms":60000}}}`})
+		if err == nil {
+			data, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			a.status, a.body = resp.StatusCode, string(data)
+		}
+		a.at = time.Now()
+		got <- a
+	}()
+	waitLog(t, c.members[2], `"ms":60000`, 10*time.Second)
+	stopped := time.Now()
+	if err := c.members[2].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.members[2].cmd.Process.Signal(syscall.SIGCONT) })
+	select {
+	case a := <-got:
+		if want := `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"Tool execution failed"}],"isError":true}}`; a.status != 200 || a.body != want {
+			t.Fatalf("got %d %s, want 200 %s", a.status, a.body, want)
+		}
+		t.Logf("the call on the hung worker failed %v after SIGSTOP", a.at.Sub(stopped))
+		if d := a.at.Sub(stopped); d > 6*time.Second {
+			t.Errorf("the call took %v to fail, bound 6 s", d)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the call on the hung worker did not end within 15 s")
+	}
+	// The report is written by the diagnostics actor after the answer: wait for it.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		data, _ := os.ReadFile(diag)
+		if strings.Contains(string(data), `actor `+c.members[2].remote+`/toolgrain-worker is not running (address terminated)`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no report naming the hung worker %s:\n%s", c.members[2].remote, data)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
