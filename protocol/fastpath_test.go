@@ -1,6 +1,7 @@
 package protocol_test
 
 import (
+	"encoding/json"
 	"mime"
 	"strconv"
 	"strings"
@@ -60,4 +61,26 @@ func BenchmarkAccepts(b *testing.B) {
 		protocol.Accepts(accept, protocol.MediaTypeJSON)
 		protocol.Accepts(accept, protocol.MediaTypeEventStream)
 	}
+}
+
+// FuzzMetaProgressToken: MetaProgressToken answers as decoding into a RequestMeta does.
+func FuzzMetaProgressToken(f *testing.F) {
+	for _, s := range []string{
+		`{"progressToken":1}`, `{"progressToken":"a","x":{"progressToken":2}}`, `{"ProgressToken":3}`,
+		`{"progressToken":1,"progressToken":"b"}`, `{"progress\u0054oken":4}`, `{"progreſſToken":5}`,
+		`null`, `[]`, `{"progressToken":null}`, ` { "progressToken" : 7 } `, `{"a":`, `"s"`, ``,
+		`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":"t"}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, meta string) {
+		var m protocol.RequestMeta
+		var want json.RawMessage
+		if json.Unmarshal([]byte(meta), &m) == nil {
+			want = m.ProgressToken
+		}
+		if got := protocol.MetaProgressToken(json.RawMessage(meta)); string(got) != string(want) {
+			t.Fatalf("MetaProgressToken(%q) = %q, encoding/json says %q", meta, got, want)
+		}
+	})
 }
