@@ -41,12 +41,12 @@ type connectionActor struct {
 	initialized bool
 	version     string
 
-	inflight  map[string]*flight // by id key; only calls not yet cancelled
-	children  map[string]*flight // by request actor PID id; every request actor alive
+	inflight map[string]*flight // by id key; only calls not yet cancelled
+	children map[string]*flight // by request actor PID id; every request actor alive
 	// reqProps spawns the connection's request actors, each from nextSpec, which the connection
 	// sets just before the spawn (see spawnRequest).
-	reqProps *actor.Props
-	nextSpec *callSpec
+	reqProps  *actor.Props
+	nextSpec  *callSpec
 	closing   bool
 	finishing bool        // the input ended cleanly: stop once nothing is in flight
 	finishBy  *time.Timer // sends finishExpired when the grace of finishing is over
