@@ -18,7 +18,7 @@ func DecodeCallToolParams(params json.RawMessage) (CallToolParams, error) {
 	var p CallToolParams
 	data := params
 	if !json.Valid(data) {
-		return p, json.Unmarshal(data, &p) // the error json.Unmarshal gives
+		return slowCallToolParams(params) // the error json.Unmarshal gives
 	}
 	i := skipSpace(data, 0)
 	switch data[i] {
@@ -26,7 +26,7 @@ func DecodeCallToolParams(params json.RawMessage) (CallToolParams, error) {
 	case 'n': // null leaves p unchanged
 		return p, nil
 	default:
-		return p, json.Unmarshal(data, &p) // an UnmarshalTypeError
+		return slowCallToolParams(params) // an UnmarshalTypeError
 	}
 	i = skipSpace(data, i+1)
 	for data[i] != '}' {
@@ -67,7 +67,8 @@ func DecodeCallToolParams(params json.RawMessage) (CallToolParams, error) {
 	return p, nil
 }
 
-// slowCallToolParams is json.Unmarshal, for the spellings the fast path leaves to it.
+// slowCallToolParams is json.Unmarshal, for the spellings the fast path leaves to it. (Its own
+// function, so that the fast path's result does not escape to the heap.)
 func slowCallToolParams(params json.RawMessage) (CallToolParams, error) {
 	var p CallToolParams
 	err := json.Unmarshal(params, &p)
