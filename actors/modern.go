@@ -119,7 +119,7 @@ func (in *inbound) classify() {
 	}
 	if protocol.HasEnvelope(m.Params) || protocol.IsModernOnlyMethod(m.Method) {
 		in.modern = true
-		in.env, in.envErr = protocol.ReadEnvelope(m.Params)
+		in.env, in.envErr = m.Envelope()
 	}
 }
 

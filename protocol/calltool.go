@@ -15,11 +15,25 @@ import (
 // spelling that json.Unmarshal would match case-insensitively falls back to
 // it.
 func DecodeCallToolParams(params json.RawMessage) (CallToolParams, error) {
-	var p CallToolParams
-	data := params
-	if !json.Valid(data) {
+	if !json.Valid(params) {
 		return slowCallToolParams(params) // the error json.Unmarshal gives
 	}
+	return decodeValidCallToolParams(params)
+}
+
+// CallToolParams is [DecodeCallToolParams] of m's params, which it need not check again when
+// [Decode] read m.
+func (m *Message) CallToolParams() (CallToolParams, error) {
+	if !m.valid {
+		return DecodeCallToolParams(m.Params)
+	}
+	return decodeValidCallToolParams(m.Params)
+}
+
+// decodeValidCallToolParams is DecodeCallToolParams of params that json.Valid accepted.
+func decodeValidCallToolParams(params json.RawMessage) (CallToolParams, error) {
+	var p CallToolParams
+	data := params
 	i := skipSpace(data, 0)
 	switch data[i] {
 	case '{':

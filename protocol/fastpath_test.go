@@ -2,7 +2,9 @@ package protocol_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"mime"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -81,6 +83,34 @@ func FuzzMetaProgressToken(f *testing.F) {
 		}
 		if got := protocol.MetaProgressToken(json.RawMessage(meta)); string(got) != string(want) {
 			t.Fatalf("MetaProgressToken(%q) = %q, encoding/json says %q", meta, got, want)
+		}
+	})
+}
+
+// FuzzMessageParams: what a decoded message's CallToolParams and Envelope give, without
+// checking its params again, is what DecodeCallToolParams and ReadEnvelope give.
+func FuzzMessageParams(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"echo","arguments":{"text":"hi"}}`, `null`, `[]`, `{"name":1}`, `{"Name":"x"}`,
+		`{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":""}}`, `"s"`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, params string) {
+		m, werr := protocol.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + params + `}`))
+		if werr != nil || m.Params == nil {
+			return
+		}
+		got, gerr := m.CallToolParams()
+		want, werr2 := protocol.DecodeCallToolParams(m.Params)
+		if !reflect.DeepEqual(got, want) || fmt.Sprint(gerr) != fmt.Sprint(werr2) {
+			t.Fatalf("%s: CallToolParams %+v, %v; DecodeCallToolParams %+v, %v", params, got, gerr, want, werr2)
+		}
+		genv, gwerr := m.Envelope()
+		wenv, wwerr := protocol.ReadEnvelope(m.Params)
+		if !reflect.DeepEqual(genv, wenv) || !reflect.DeepEqual(gwerr, wwerr) {
+			t.Fatalf("%s: Envelope %+v, %v; ReadEnvelope %+v, %v", params, genv, gwerr, wenv, wwerr)
 		}
 	})
 }

@@ -918,6 +918,11 @@ type ElicitationCompleteParams struct {
 // the rest of _meta, which in the modern era holds the client's whole envelope.
 func MetaProgressToken(meta json.RawMessage) json.RawMessage {
 	p := trimSpace(meta)
+	if !mayNameProgressToken(p) {
+		// No member name of p can be progressToken for encoding/json, valid JSON or not:
+		// whatever it is, decoding it leaves the token unset (or fails).
+		return nil
+	}
 	if len(p) == 0 || p[0] != '{' || !json.Valid(p) {
 		return slowProgressToken(meta)
 	}
@@ -948,6 +953,34 @@ func slowProgressToken(meta json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return m.ProgressToken
+}
+
+// mayNameProgressToken reports whether b holds "progresstoken" in any ASCII case, an escape or
+// a byte that is not ASCII: the ways a member name can match the progressToken field.
+func mayNameProgressToken(b []byte) bool {
+	const name = "progresstoken"
+	for i, c := range b {
+		switch {
+		case c == '\\' || c >= 0x80:
+			return true
+		case c|0x20 == 'p' && i+len(name) <= len(b) && foldsTo(b[i:i+len(name)], name):
+			return true
+		}
+	}
+	return false
+}
+
+// foldsTo reports whether b, lowered in ASCII, is lower (which is in lower case).
+func foldsTo(b []byte, lower string) bool {
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func hasNonASCII(b []byte) bool {
