@@ -24,8 +24,8 @@ func DecodeCallToolParams(params json.RawMessage) (CallToolParams, error) {
 // CallToolParams is [DecodeCallToolParams] of m's params, which it need not check again when
 // [Decode] read m.
 func (m *Message) CallToolParams() (CallToolParams, error) {
-	if !m.valid {
-		return DecodeCallToolParams(m.Params)
+	if !m.valid || len(m.Params) == 0 {
+		return DecodeCallToolParams(m.Params) // absent params are json.Unmarshal's error
 	}
 	return decodeValidCallToolParams(m.Params)
 }

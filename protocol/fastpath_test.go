@@ -93,13 +93,17 @@ func FuzzMessageParams(f *testing.F) {
 	for _, s := range []string{
 		`{"name":"echo","arguments":{"text":"hi"}}`, `null`, `[]`, `{"name":1}`, `{"Name":"x"}`,
 		`{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`,
-		`{"_meta":{"io.modelcontextprotocol/protocolVersion":""}}`, `"s"`,
+		`{"_meta":{"io.modelcontextprotocol/protocolVersion":""}}`, `"s"`, ``,
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, params string) {
-		m, werr := protocol.Decode([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + params + `}`))
-		if werr != nil || m.Params == nil {
+		line := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + params + `}`
+		if params == "" {
+			line = `{"jsonrpc":"2.0","id":1,"method":"tools/call"}` // no params at all
+		}
+		m, werr := protocol.Decode([]byte(line))
+		if werr != nil {
 			return
 		}
 		got, gerr := m.CallToolParams()
