@@ -631,3 +631,76 @@ func attrKey(set attribute.Set) string {
 	slices.Sort(parts)
 	return strings.Join(parts, " ")
 }
+
+// TestTraceTask: a task's run has its own span, toolgrain.task, under the span of the tools/call
+// that made the task (which has ended by then); the handler's context carries it, and it ends
+// with the task's status: completed, failed (an error status, no text), or cancelled.
+func TestTraceTask(t *testing.T) {
+	var tr *spans
+	seen := make(chan context.Context, 1)
+	okTool := tools.Tool{Name: "ok", InputSchema: []byte(`{"type":"object"}`), TaskSupport: tools.TaskRequired,
+		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
+			seen <- ctx
+			return tools.TextResult("ok"), nil
+		})}
+	failTool := tools.Tool{Name: "bad", InputSchema: []byte(`{"type":"object"}`), TaskSupport: tools.TaskRequired,
+		Handler: tools.HandlerFunc(func(context.Context, *tools.Request) (*tools.Result, error) {
+			return nil, errors.New("SECRET-internal-detail")
+		})}
+	cfg := func() toolgrain.Config {
+		return toolgrain.Config{Tools: []tools.Tool{okTool, failTool, waitTool("wait", tools.TaskRequired, nil)},
+			TracerProvider: tr.tp, OnError: func(error, *toolgrain.ToolErrorDetails) {}}
+	}
+	onBoth(t, func() toolgrain.Config { tr = newSpans(t); return cfg() }, func(t *testing.T, c *taskConn) {
+		taskSpan := func(id string) sdktrace.ReadOnlySpan {
+			t.Helper()
+			for _, sp := range tr.named("toolgrain.task") {
+				if attrsOf(sp)["toolgrain.task.id"] == id {
+					return sp
+				}
+			}
+			t.Fatalf("no span of task %s", id)
+			return nil
+		}
+		id := c.start("ok", `{}`)
+		if got := c.await(id); got.Result["status"] != "completed" {
+			t.Fatalf("ok: %s", got.raw)
+		}
+		sp := taskSpan(id)
+		calls := tr.named("tools/call ok")
+		if len(calls) != 1 || sp.Parent().SpanID() != calls[0].SpanContext().SpanID() || sp.SpanContext().TraceID() != calls[0].SpanContext().TraceID() {
+			t.Errorf("the task's span is not under its tools/call's span (%d of those)", len(calls))
+		}
+		if got, want := attrsOf(sp), map[string]string{"gen_ai.tool.name": "ok", "toolgrain.task.id": id, "toolgrain.task.status": "completed"}; !maps.Equal(got, want) {
+			t.Errorf("attributes %v, want %v", got, want)
+		}
+		if sp.SpanKind() != trace.SpanKindInternal || sp.Status().Code != codes.Unset {
+			t.Errorf("kind %v status %v", sp.SpanKind(), sp.Status())
+		}
+		if got := trace.SpanContextFromContext(<-seen); got.SpanID() != sp.SpanContext().SpanID() {
+			t.Errorf("the handler's context carries span %v, want the task's %v", got.SpanID(), sp.SpanContext().SpanID())
+		}
+
+		id = c.start("bad", `{}`)
+		if got := c.await(id); got.Result["status"] != "failed" && !strings.Contains(got.raw, "Tool execution failed") {
+			t.Fatalf("bad: %s", got.raw)
+		}
+		sp = taskSpan(id)
+		if st := attrsOf(sp)["toolgrain.task.status"]; sp.Status().Code != codes.Error || sp.Status().Description != "" || st != "failed" {
+			t.Errorf("failed task's span: status %v, task status %q", sp.Status(), st)
+		}
+		if strings.Contains(spanText(sp), "SECRET") {
+			t.Errorf("the original error reached the span: %s", spanText(sp))
+		}
+
+		id = c.start("wait", `{"ms":600000}`)
+		c.request("tasks/cancel", `"taskId":"`+id+`"`, tasksCaps)
+		if got := c.await(id); got.Result["status"] != "cancelled" {
+			t.Fatalf("wait: %s", got.raw)
+		}
+		got := attrsOf(taskSpan(id))
+		if got["toolgrain.task.status"] != "cancelled" || got["toolgrain.request.cancelled"] != "true" || got["toolgrain.request.cancel_cause"] != "task_cancelled" {
+			t.Errorf("cancelled task's span: %v", got)
+		}
+	})
+}

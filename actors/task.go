@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toolgrain/toolgrain/cancel"
@@ -41,6 +42,9 @@ type taskSpec struct {
 	answers map[string]json.RawMessage
 	state   []byte
 	replyTo *actor.PID // the request actor, answered taskCreated or taskRefused
+	// parent is the span context of the tools/call that asked for the task, when it is traced:
+	// the parent of the task's run span.
+	parent trace.SpanContext
 
 	id      string // set by the registry
 	created time.Time
@@ -124,6 +128,7 @@ type taskActor struct {
 	handler  bool // the handler goroutine has not returned
 	acquired bool // holds (or waits for) a slot of the tool's admission actor
 	peer     *taskPeer
+	span     trace.Span // the run's span, from the handler's start to the task's end; nil untraced
 
 	rec       *taskstore.Record // the latest state
 	writing   bool              // a write is in flight
@@ -196,6 +201,7 @@ func (t *taskActor) Receive(ctx actor.Context) {
 	case *stopTask:
 		t.cancel(ctx, cancel.ErrShutdown)
 	case *actor.Stopped:
+		t.endTaskSpan("", true, nil) // stopped before it ended: a panic in the actor
 		if t.timer != nil {
 			t.timer.Stop()
 		}
@@ -303,6 +309,9 @@ func (t *taskActor) run(ctx actor.Context) {
 		t.timer = time.AfterFunc(d, func() { root.Send(self, &callTimedOut{}) })
 	}
 	t.hctx = hctx
+	if t.span = t.eng.tel.startTask(t.parent, t.tool.Name(), t.id); t.span != nil {
+		hctx = trace.ContextWithSpan(hctx, t.span)
+	}
 	hctx = tools.WithIdentity(client.WithPeer(hctx, t.peer), t.identity)
 	t.handler = true
 	t.eng.runHandler(ctx, t.tool, hctx, &tools.Request{Tool: t.tool.Name(), Arguments: t.args, Meta: t.meta})
@@ -372,6 +381,7 @@ func (t *taskActor) end(ctx actor.Context, status taskstore.Status, message stri
 		return false
 	}
 	t.phase = taskEnded
+	t.endTaskSpan(string(status), status == taskstore.Failed, nil)
 	r := t.next(time.Now())
 	r.Status, r.StatusMessage, r.InputRequests, r.Result, r.Error = status, message, nil, result, errJSON
 	t.store(ctx, r)
@@ -387,10 +397,12 @@ func (t *taskActor) endSilenced(ctx actor.Context) {
 	}
 	t.phase = taskEnded
 	if errors.Is(t.call.Cause(), cancel.ErrTaskCancelled) {
+		t.endTaskSpan(string(taskstore.Cancelled), false, t.call.Cause())
 		r := t.next(time.Now())
 		r.Status, r.StatusMessage, r.InputRequests = taskstore.Cancelled, taskCancelledText, nil
 		t.store(ctx, r)
 	} else {
+		t.endTaskSpan("", false, t.call.Cause())
 		t.abandoned = true
 	}
 	t.release(ctx)

@@ -109,6 +109,7 @@ func (r *requestActor) askTask(ctx actor.Context, answers map[string]json.RawMes
 		eng: r.eng, tool: r.tool, toolPID: r.toolPID, args: r.args, meta: r.meta, reqID: r.id,
 		caps: env.Capabilities, info: r.peer.ClientInfo(), identity: r.identity,
 		owner: r.task.owner, ttl: r.task.ttl, answers: answers, state: state, replyTo: ctx.Self(),
+		parent: r.rec().spanContext(),
 	}})
 }
 

@@ -58,6 +58,9 @@ const (
 	attrCancelled   = "toolgrain.request.cancelled"    // bool: the request was silenced, nothing was sent
 	attrCancelCause = "toolgrain.request.cancel_cause" // client, connection_closed, shutdown
 	attrOutcome     = "toolgrain.tool.outcome"         // a tools/call's metrics.Outcome
+	// Attributes of a task's span.
+	attrTaskID     = "toolgrain.task.id"     // the task's id
+	attrTaskStatus = "toolgrain.task.status" // completed, failed or cancelled
 	// Attributes of the engine's metrics.
 	attrLimitScope = "toolgrain.limit.scope" // connection or server
 	attrQueue      = "toolgrain.queue"       // connection, diagnostics or tool
@@ -67,6 +70,8 @@ const (
 	spanWaitSlot  = "toolgrain.wait_slot"  // waiting for a run slot of a tool with MaxConcurrency
 	spanHandler   = "toolgrain.handler"    // the handler, on its goroutine
 	spanActorCall = "toolgrain.actor_call" // the call of an actor-backed tool, to its reply
+	// The span of a task's run (the tasks extension), from its handler's start to its end.
+	spanTask = "toolgrain.task"
 )
 
 // instrumentationName names the tracer and the meter.

@@ -356,8 +356,54 @@ func causeName(c cancel.Cause) string {
 		return "connection_closed"
 	case cancel.ErrShutdown:
 		return "shutdown"
+	case cancel.ErrTaskCancelled:
+		return "task_cancelled"
+	case cancel.ErrTaskExpired:
+		return "task_expired"
 	}
 	return "other"
+}
+
+// spanContext is the context of the request's span; invalid when the request is not traced.
+func (s *served) spanContext() trace.SpanContext {
+	if s == nil || s.span == nil {
+		return trace.SpanContext{}
+	}
+	return s.span.SpanContext()
+}
+
+// startTask starts the span of a task's run, under the span of the tools/call that asked for
+// the task (parent), which has ended by then: a task outlives the request that made it. Nil
+// when the engine does not trace.
+func (t *telemetry) startTask(parent trace.SpanContext, tool, id string) trace.Span {
+	if t == nil || t.tracer == nil {
+		return nil
+	}
+	ctx := trace.ContextWithSpanContext(context.Background(), parent)
+	_, sp := t.tracer.Start(ctx, spanTask, internalKind, trace.WithAttributes(
+		attribute.String(semToolName, tool), attribute.String(attrTaskID, id)))
+	return sp
+}
+
+// endTaskSpan ends the span of a task's run, if it is open, with the task's final status
+// ("" when none is stored: it expired, was shut down, or its actor stopped first): an error
+// status when failed, the cause when it was cancelled, expired or shut down.
+func (t *taskActor) endTaskSpan(status string, failed bool, cause error) {
+	sp := t.span
+	if sp == nil {
+		return
+	}
+	t.span = nil
+	if status != "" {
+		sp.SetAttributes(attribute.String(attrTaskStatus, status))
+	}
+	if c, ok := cause.(cancel.Cause); ok {
+		sp.SetAttributes(attribute.Bool(attrCancelled, true), attribute.String(attrCancelCause, causeName(c)))
+	}
+	if failed {
+		sp.SetStatus(codes.Error, "")
+	}
+	sp.End()
 }
 
 // tracedStream is the answer stream of a traced request: the first response frame through it
