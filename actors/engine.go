@@ -154,8 +154,10 @@ type Engine struct {
 
 	sealer     *mrtr.Sealer // seals and opens the requestState of modern requests
 	serverMeta []byte       // the serverInfo member of every modern result's _meta
-	listeners  listeners    // the open subscriptions/listen streams of every connection
-	tasks      *taskService // the tasks extension; nil when disabled (tasks.go)
+	// plainAnn annotates every modern result that carries no cache hint; shared, never changed.
+	plainAnn  *protocol.Annotation
+	listeners listeners    // the open subscriptions/listen streams of every connection
+	tasks     *taskService // the tasks extension; nil when disabled (tasks.go)
 
 	tel         *telemetry   // OpenTelemetry; nil when it records nothing
 	slotWaiters atomic.Int64 // calls waiting for a run slot of a tool with MaxConcurrency
@@ -225,6 +227,7 @@ func Start(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, log: cfg.Logger, conns: make(map[*Connection]struct{}), pool: newWorkerPool(), logLevel: level,
 		sealer: sealer, serverMeta: protocol.MetaMembers(cfg.ServerInfo)}
+	e.plainAnn = &protocol.Annotation{Meta: e.serverMeta}
 	e.listeners.init()
 	e.dispatcher = poolDispatcher{pool: e.pool}
 	e.system = cfg.System
