@@ -118,3 +118,37 @@ func FuzzMessageParams(f *testing.F) {
 		}
 	})
 }
+
+// TestEncodeResultWithMatchesAnnotate: a tools/call result encoded with an annotation is the
+// result encoded alone, then annotated.
+func TestEncodeResultWithMatchesAnnotate(t *testing.T) {
+	results := []*protocol.CallToolResult{
+		{Content: []protocol.Content{protocol.TextContent("hi")}},
+		{Content: []protocol.Content{protocol.TextContent(strings.Repeat("x", 2000))}, IsError: true},
+		{Content: []protocol.Content{}, StructuredContent: json.RawMessage(`{"a":1}`), Meta: json.RawMessage(`{"k":"v"}`)},
+	}
+	anns := []*protocol.Annotation{
+		{}, {ResultType: "input_required"}, {Meta: []byte(`"io.modelcontextprotocol/serverInfo":{"name":"s"}`)},
+		{Cache: &protocol.CacheHint{TTLMs: 5, Scope: protocol.CachePrivate}, Meta: []byte(`"x":1`)},
+	}
+	for _, r := range results {
+		for _, a := range anns {
+			plain, err := protocol.EncodeResult(protocol.NewIntID(7), r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := len(`{"jsonrpc":"2.0","id":7,"result":`)
+			obj, err := a.Annotate(plain[start : len(plain)-1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := string(plain[:start]) + string(obj) + "}"
+			for _, give := range []any{r, *r} {
+				got, err := protocol.EncodeResultWith(protocol.NewIntID(7), give, a)
+				if err != nil || string(got) != want {
+					t.Errorf("EncodeResultWith = %s, %v\nwant %s", got, err, want)
+				}
+			}
+		}
+	}
+}
