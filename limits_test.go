@@ -236,7 +236,17 @@ func TestSlowConsumerPausesReading(t *testing.T) {
 		t.Fatal(err)
 	}
 	req2, resp2 := ping("2")
-	p.write(t, req2) // read by the server, which then finds the backlog over the mark
+	req3, resp3 := ping("3")
+	// From here on the answer is over the mark until the client reads it all, so the server
+	// pauses before its next read: before req2 if its check comes after the answer is queued,
+	// or after req2. Either way it cannot read req3 while paused. The writes block until the
+	// server reads them: io.Pipe has no buffer.
+	written := make(chan struct{})
+	go func() {
+		defer close(written)
+		_, _ = io.WriteString(p.inW, req2+"\n")
+		_, _ = io.WriteString(p.inW, req3+"\n")
+	}()
 	deadline := time.Now().Add(watchdog)
 	for srv.Stats().OutputPauses == 0 {
 		if time.Now().After(deadline) {
@@ -244,13 +254,7 @@ func TestSlowConsumerPausesReading(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	req3, resp3 := ping("3")
-	written := make(chan struct{})
-	go func() { // blocks until the server reads again: io.Pipe has no buffer
-		defer close(written)
-		_, _ = io.WriteString(p.inW, req3+"\n")
-	}()
-	// The server stays paused until the client reads, so this cannot have been read yet.
+	// The server stays paused until the client reads, so req3 cannot have been read yet.
 	select {
 	case <-written:
 		t.Fatal("the server read a message while its output backlog was over the mark")

@@ -61,6 +61,46 @@ func BenchmarkServeStdioEcho(b *testing.B) {
 	conn.stop(b)
 }
 
+// BenchmarkServeStdioEchoModern is BenchmarkServeStdioEcho in the modern era: no handshake,
+// the envelope in every call's _meta, as mcpbench --era modern sends it.
+func BenchmarkServeStdioEchoModern(b *testing.B) {
+	srv := newBenchServer(b)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	out := bufio.NewReader(outR)
+	done := make(chan error, 1)
+	// Owned by the benchmark: closing its input below ends it, and the benchmark waits for it.
+	go func() { done <- srv.ServeStdio(context.Background(), inR, outW) }()
+	var line []byte
+	b.ReportAllocs()
+	id := 0
+	for b.Loop() {
+		id++
+		line = append(line[:0], `{"jsonrpc":"2.0","id":`...)
+		line = strconv.AppendInt(line, int64(id), 10)
+		line = append(line, `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`+"\n"...)
+		if _, err := inW.Write(line); err != nil {
+			b.Fatal(err)
+		}
+		resp, err := out.ReadSlice('\n')
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !bytes.Contains(resp, []byte(`"hello"`)) {
+			b.Fatalf("unexpected response %s", resp)
+		}
+	}
+	b.StopTimer()
+	_ = inW.Close()
+	// Owned by the benchmark: it ends when the output pipe closes, below.
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	_ = srv.Close()
+	_ = outW.Close()
+}
+
 // benchStdio is one initialized stdio connection to a server, over pipes, for benchmarks.
 type benchStdio struct {
 	srv  *toolgrain.Server

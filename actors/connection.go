@@ -41,8 +41,12 @@ type connectionActor struct {
 	initialized bool
 	version     string
 
-	inflight  map[string]*flight // by id key; only calls not yet cancelled
-	children  map[string]*flight // by request actor PID id; every request actor alive
+	inflight map[string]*flight // by id key; only calls not yet cancelled
+	children map[string]*flight // by request actor PID id; every request actor alive
+	// reqProps spawns the connection's request actors, each from nextSpec, which the connection
+	// sets just before the spawn (see spawnRequest).
+	reqProps  *actor.Props
+	nextSpec  *callSpec
 	closing   bool
 	finishing bool        // the input ended cleanly: stop once nothing is in flight
 	finishBy  *time.Timer // sends finishExpired when the grace of finishing is over
@@ -385,8 +389,24 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 	}
 	spec.identity = caller
 	spec.peer.taskable = plan != nil && plan.deferred
-	f.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newRequestActor(spec) }, actor.WithDispatcher(c.eng.dispatcher)))
+	f.pid = c.spawnRequest(ctx, spec)
 	c.children[f.pid.Id] = f
+}
+
+// spawnRequest spawns the request actor of spec. One Props serves all the connection's
+// request actors: protoactor calls its producer inside Spawn, on this actor's goroutine, and
+// never again for a request actor, which HandleFailure stops rather than restarts; so the
+// producer takes the spec the connection has just set.
+func (c *connectionActor) spawnRequest(ctx actor.Context, spec *callSpec) *actor.PID {
+	if c.reqProps == nil {
+		c.reqProps = actor.PropsFromProducer(func() actor.Actor {
+			spec := c.nextSpec
+			c.nextSpec = nil
+			return newRequestActor(spec)
+		}, actor.WithDispatcher(c.eng.dispatcher), actor.WithMailbox(actor.UnboundedLockfree()))
+	}
+	c.nextSpec = spec
+	return ctx.Spawn(c.reqProps)
 }
 
 func (c *connectionActor) childEnded(ctx actor.Context, who *actor.PID) {

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	cmap "github.com/orcaman/concurrent-map"
 	"go.uber.org/zap"
 	"go.uber.org/zap/exp/zapslog"
 	"go.uber.org/zap/zapcore"
@@ -159,8 +160,10 @@ type Engine struct {
 
 	sealer     *mrtr.Sealer // seals and opens the requestState of modern requests
 	serverMeta []byte       // the serverInfo member of every modern result's _meta
-	listeners  listeners    // the open subscriptions/listen streams of every connection
-	tasks      *taskService // the tasks extension; nil when disabled (tasks.go)
+	// plainAnn annotates every modern result that carries no cache hint; shared, never changed.
+	plainAnn  *protocol.Annotation
+	listeners listeners    // the open subscriptions/listen streams of every connection
+	tasks     *taskService // the tasks extension; nil when disabled (tasks.go)
 
 	tel         *telemetry   // OpenTelemetry; nil when it records nothing
 	slotWaiters atomic.Int64 // calls waiting for a run slot of a tool with MaxConcurrency
@@ -230,6 +233,7 @@ func Start(cfg Config) (*Engine, error) {
 	}
 	e := &Engine{cfg: cfg, log: cfg.Logger, conns: make(map[*Connection]struct{}), pool: newWorkerPool(), logLevel: level,
 		sealer: sealer, serverMeta: protocol.MetaMembers(cfg.ServerInfo)}
+	e.plainAnn = &protocol.Annotation{Meta: e.serverMeta}
 	e.listeners.init()
 	e.dispatcher = poolDispatcher{pool: e.pool}
 	e.system = cfg.System
@@ -290,12 +294,37 @@ func NewSystem(log *zap.Logger) *actor.ActorSystem {
 			core = c
 		}
 	}
-	return actor.NewActorSystem(
+	system := actor.NewActorSystem(
 		actor.WithLoggerFactory(func(s *actor.ActorSystem) *slog.Logger {
 			return slog.New(zapslog.NewHandler(core, zapslog.WithName("protoactor"))).With("system", s.ID)
 		}),
 		actor.WithDeadLetterRequestLogging(false),
 	)
+	shrinkRegistry(system.ProcessRegistry.LocalPIDs)
+	return system
+}
+
+// registryBuckets is how many buckets of 32 locked maps the process registry spreads actors
+// over: protoactor makes 1,024 of them (32,768 maps, 2 MiB of heap held for the life of the
+// process and scanned by every garbage collection); 512 maps are still far more locks than
+// there are cores to contend for them.
+const registryBuckets = 16
+
+// shrinkRegistry replaces the buckets of a new actor system's registry with registryBuckets
+// of them, keeping what is registered already. It runs before anything is spawned: nothing
+// else reads the registry yet.
+func shrinkRegistry(m *actor.SliceMap) {
+	buckets := make([]cmap.ConcurrentMap, registryBuckets)
+	for i := range buckets {
+		buckets[i] = cmap.New()
+	}
+	old := m.LocalPIDs
+	m.LocalPIDs = buckets
+	for _, b := range old {
+		for id, p := range b.Items() {
+			m.GetBucket(id).Set(id, p)
+		}
+	}
 }
 
 // Occupancy is what an engine holds at one moment.

@@ -30,7 +30,7 @@ func (in *inbound) decode() {
 	msg := in.msg
 	switch {
 	case msg.Method == protocol.MethodToolsCall && !msg.ID.IsZero():
-		p, err := protocol.DecodeCallToolParams(msg.Params)
+		p, err := msg.CallToolParams()
 		in.call = callParams{msg: msg, params: p, err: err}
 	case msg.Method == protocol.MethodCancelled && msg.ID.IsZero():
 		in.call = callParams{msg: msg}
@@ -43,7 +43,7 @@ func (c *connectionActor) callParams(m *protocol.Message) (protocol.CallToolPara
 	if d := c.decoded; d != nil && d.msg == m {
 		return d.params, d.err
 	}
-	return protocol.DecodeCallToolParams(m.Params)
+	return m.CallToolParams()
 }
 
 // cancelledParams returns the params of the cancellation m, decoding them unless the transport

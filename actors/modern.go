@@ -33,12 +33,13 @@ func (e *Engine) annotation(m *modernReq, cacheable bool) *protocol.Annotation {
 	if m == nil {
 		return nil
 	}
-	a := &protocol.Annotation{Meta: e.serverMeta}
-	if cacheable {
-		a.Cache = &protocol.CacheHint{TTLMs: e.cfg.CacheTTL.Milliseconds(), Scope: protocol.CachePublic}
-		if m.private {
-			a.Cache.Scope = protocol.CachePrivate
-		}
+	if !cacheable {
+		return e.plainAnn
+	}
+	a := &protocol.Annotation{Meta: e.serverMeta,
+		Cache: &protocol.CacheHint{TTLMs: e.cfg.CacheTTL.Milliseconds(), Scope: protocol.CachePublic}}
+	if m.private {
+		a.Cache.Scope = protocol.CachePrivate
 	}
 	return a
 }
@@ -119,7 +120,7 @@ func (in *inbound) classify() {
 	}
 	if protocol.HasEnvelope(m.Params) || protocol.IsModernOnlyMethod(m.Method) {
 		in.modern = true
-		in.env, in.envErr = protocol.ReadEnvelope(m.Params)
+		in.env, in.envErr = m.Envelope()
 	}
 }
 

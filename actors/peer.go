@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"golang.org/x/time/rate"
 
 	"github.com/toolgrain/toolgrain/cancel"
 	"github.com/toolgrain/toolgrain/client"
@@ -75,10 +76,9 @@ type callPeer struct {
 	// taskable: the call may become a task when its handler asks (client.StartTask).
 	taskable bool
 
-	mu     sync.Mutex
-	tokens float64
-	refill time.Time
-	state  []byte // the handler's state (client.SetState)
+	mu       sync.Mutex
+	logLimit *rate.Limiter // made at the call's first log message
+	state    []byte        // the handler's state (client.SetState)
 }
 
 var (
@@ -87,7 +87,7 @@ var (
 )
 
 func newCallPeer(conn *connState, call *cancel.Call, s Stream) *callPeer {
-	return &callPeer{conn: conn, call: call, stream: s, tokens: logBurst}
+	return &callPeer{conn: conn, call: call, stream: s}
 }
 
 // newPeer returns the peer of a call the connection actor is starting, in the era of the
@@ -188,20 +188,16 @@ func (p *callPeer) CloseStream() error {
 
 var _ client.StreamCloser = (*callPeer)(nil)
 
-// takeLogToken is a token bucket: logBurst tokens, refilled at logRate per second.
+// takeLogToken takes a token from the call's log limiter: logBurst at once, then logRate per
+// second. The limiter is made at the first message, so a call that logs nothing pays nothing.
 func (p *callPeer) takeLogToken() bool {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := time.Now()
-	if !p.refill.IsZero() {
-		p.tokens = min(logBurst, p.tokens+now.Sub(p.refill).Seconds()*logRate)
+	if p.logLimit == nil {
+		p.logLimit = rate.NewLimiter(logRate, logBurst)
 	}
-	p.refill = now
-	if p.tokens < 1 {
-		return false
-	}
-	p.tokens--
-	return true
+	lim := p.logLimit
+	p.mu.Unlock()
+	return lim.Allow()
 }
 
 // Request asks the client for one input. In a legacy session it sends the client a request and
@@ -303,23 +299,17 @@ func (p *callPeer) send(ctx context.Context, keys []string, reqs map[string]clie
 const progressBurst = 10
 
 // progressSender returns the tools.ProgressFunc of a call: it sends on the call's stream while
-// the call runs, a burst of progressBurst notifications and then one per interval (a token
-// bucket); a report over the limit is dropped, except one that reaches its total.
+// the call runs, a burst of progressBurst notifications and then one per interval (a
+// rate.Limiter); a report over the limit is dropped, except one that reaches its total.
 // tools.ReportProgress serialises its calls and checks monotonicity.
 func progressSender(s Stream, call *cancel.Call, token json.RawMessage, interval time.Duration) tools.ProgressFunc {
-	tokens, last := float64(progressBurst), time.Time{}
+	var lim *rate.Limiter
+	if interval > 0 {
+		lim = rate.NewLimiter(rate.Every(interval), progressBurst)
+	}
 	return func(progress float64, total *float64, message string) error {
-		now := time.Now()
-		if interval > 0 {
-			if !last.IsZero() {
-				tokens = min(progressBurst, tokens+float64(now.Sub(last))/float64(interval))
-			}
-			last = now
-			final := total != nil && progress >= *total
-			if tokens < 1 && !final {
-				return nil // rate-limited: a later report carries the news
-			}
-			tokens = max(tokens-1, 0)
+		if lim != nil && !lim.Allow() && (total == nil || progress < *total) {
+			return nil // rate-limited: a later report carries the news
 		}
 		frame, err := protocol.EncodeNotification(protocol.MethodProgress, &protocol.ProgressParams{
 			ProgressToken: token, Progress: progress, Total: total, Message: message,

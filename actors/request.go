@@ -312,12 +312,12 @@ func progressToken(meta json.RawMessage) json.RawMessage {
 	if len(meta) == 0 {
 		return nil
 	}
-	var m protocol.RequestMeta
-	if json.Unmarshal(meta, &m) != nil || len(m.ProgressToken) == 0 {
+	tok := protocol.MetaProgressToken(meta)
+	if len(tok) == 0 {
 		return nil
 	}
-	if _, err := protocol.ParseID(m.ProgressToken); err != nil {
+	if _, err := protocol.ParseID(tok); err != nil {
 		return nil // a token must be a string or an integer
 	}
-	return m.ProgressToken
+	return tok
 }

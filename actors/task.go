@@ -217,10 +217,11 @@ func (t *taskActor) Receive(ctx actor.Context) {
 }
 
 // stored takes the outcome of a write: the first one creates the task (or refuses it); every
-// successful one is announced to the listen streams that follow the task.
+// later successful one is announced to the listen streams that follow the task.
 func (t *taskActor) stored(ctx actor.Context, msg *taskStored) {
 	t.writing = false
-	if t.phase == taskCreating {
+	created := t.phase == taskCreating
+	if created {
 		if msg.err != nil {
 			t.eng.reportStoreError("create a task", msg.err)
 			ctx.Send(t.replyTo, &taskRefused{err: protocol.ErrInternal()})
@@ -242,9 +243,13 @@ func (t *taskActor) stored(ctx actor.Context, msg *taskStored) {
 			t.timer = time.AfterFunc(time.Duration(t.retries)*time.Second, func() { root.Send(self, &retryStore{}) })
 			return
 		}
-	case msg.err == nil:
+	case msg.err == nil && !created:
 		t.retries = 0
 		t.eng.notifyTask(msg.rec)
+	case msg.err == nil:
+		// No one follows the first record: its id is only known from the answer just sent, and
+		// a listen request that names it must not get it after that answer, as if it were news.
+		t.retries = 0
 	}
 	if t.dirty && !t.abandoned {
 		t.dirty = false

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 )
 
 // Annotation is what a modern result carries besides its own members: resultType (first), the
@@ -40,6 +41,26 @@ func MetaMembers(server Implementation) []byte {
 // EncodeResultWith is [EncodeResult] with the members of a modern result added to result, which
 // must encode as a JSON object. A nil a is EncodeResult.
 func EncodeResultWith(id ID, result any, a *Annotation) ([]byte, error) {
+	if r := callToolResultOf(result); r != nil && a != nil && !id.IsZero() {
+		// The common case, a tools/call result: encoded once into a scratch buffer, then
+		// annotated into the frame, rather than framed, then copied into a second frame.
+		bp := scratchBuffers.Get().(*[]byte)
+		obj, err := r.appendJSON((*bp)[:0])
+		defer func() {
+			if cap(obj) <= 64<<10 { // a rare large result is not kept
+				*bp = obj[:0]
+				scratchBuffers.Put(bp)
+			}
+		}()
+		if err != nil {
+			return nil, fmt.Errorf("protocol: encode result: %w", err)
+		}
+		const envelope = len(`{"jsonrpc":"2.0","id":,"result":}`)
+		b := make([]byte, 0, envelope+len(id.raw)+len(obj)+64+len(a.Meta))
+		b = appendResultPrefix(b, id)
+		b = a.appendTo(b, obj)
+		return append(b, '}'), nil
+	}
 	frame, err := EncodeResult(id, result)
 	if err != nil || a == nil {
 		return frame, err
@@ -53,6 +74,20 @@ func EncodeResultWith(id ID, result any, a *Annotation) ([]byte, error) {
 	b = append(b, frame[:start]...)
 	b = a.appendTo(b, obj)
 	return append(b, '}'), nil
+}
+
+// scratchBuffers hold the encoded results EncodeResultWith annotates.
+var scratchBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// callToolResultOf returns result as a *CallToolResult when it is one, or nil.
+func callToolResultOf(result any) *CallToolResult {
+	switch v := result.(type) {
+	case CallToolResult:
+		return &v
+	case *CallToolResult:
+		return v
+	}
+	return nil
 }
 
 // Annotate returns the JSON object obj with the members of a added, as [EncodeResultWith] adds

@@ -15,18 +15,32 @@ import (
 // spelling that json.Unmarshal would match case-insensitively falls back to
 // it.
 func DecodeCallToolParams(params json.RawMessage) (CallToolParams, error) {
+	if !json.Valid(params) {
+		return slowCallToolParams(params) // the error json.Unmarshal gives
+	}
+	return decodeValidCallToolParams(params)
+}
+
+// CallToolParams is [DecodeCallToolParams] of m's params, which it need not check again when
+// [Decode] read m.
+func (m *Message) CallToolParams() (CallToolParams, error) {
+	if !m.valid || len(m.Params) == 0 {
+		return DecodeCallToolParams(m.Params) // absent params are json.Unmarshal's error
+	}
+	return decodeValidCallToolParams(m.Params)
+}
+
+// decodeValidCallToolParams is DecodeCallToolParams of params that json.Valid accepted.
+func decodeValidCallToolParams(params json.RawMessage) (CallToolParams, error) {
 	var p CallToolParams
 	data := params
-	if !json.Valid(data) {
-		return p, json.Unmarshal(data, &p) // the error json.Unmarshal gives
-	}
 	i := skipSpace(data, 0)
 	switch data[i] {
 	case '{':
 	case 'n': // null leaves p unchanged
 		return p, nil
 	default:
-		return p, json.Unmarshal(data, &p) // an UnmarshalTypeError
+		return slowCallToolParams(params) // an UnmarshalTypeError
 	}
 	i = skipSpace(data, i+1)
 	for data[i] != '}' {
@@ -67,7 +81,8 @@ func DecodeCallToolParams(params json.RawMessage) (CallToolParams, error) {
 	return p, nil
 }
 
-// slowCallToolParams is json.Unmarshal, for the spellings the fast path leaves to it.
+// slowCallToolParams is json.Unmarshal, for the spellings the fast path leaves to it. (Its own
+// function, so that the fast path's result does not escape to the heap.)
 func slowCallToolParams(params json.RawMessage) (CallToolParams, error) {
 	var p CallToolParams
 	err := json.Unmarshal(params, &p)

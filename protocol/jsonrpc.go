@@ -137,6 +137,8 @@ type Message struct {
 	Params json.RawMessage // nil when absent
 	Result json.RawMessage // responses only
 	Error  *WireError      // responses only
+
+	valid bool // read by Decode, which checked the whole message: its parts are valid JSON
 }
 
 // IsRequest reports whether m is a request: a method and an id.
@@ -240,7 +242,7 @@ func Decode(data []byte) (*Message, *WireError) {
 		}
 	}
 
-	var m Message
+	m := Message{valid: true}
 	idNull := false
 	if id != nil {
 		if isNull(id) {

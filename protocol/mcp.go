@@ -1,8 +1,10 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 )
 
 // MCP method names (2025-11-25).
@@ -907,4 +909,85 @@ const MethodElicitationComplete = "notifications/elicitation/complete"
 // ElicitationCompleteParams are the params of [MethodElicitationComplete].
 type ElicitationCompleteParams struct {
 	ElicitationID string `json:"elicitationId"`
+}
+
+// MetaProgressToken returns the progressToken member of a request's _meta (meta, as a tool
+// call carries it): its JSON text, or nil when meta is absent, null, not a JSON object, or has
+// no token. It answers as decoding meta into a [RequestMeta] with encoding/json does (which
+// also matches member names that only differ in case, the last one winning), without decoding
+// the rest of _meta, which in the modern era holds the client's whole envelope.
+func MetaProgressToken(meta json.RawMessage) json.RawMessage {
+	p := trimSpace(meta)
+	if !mayNameProgressToken(p) {
+		// No member name of p can be progressToken for encoding/json, valid JSON or not:
+		// whatever it is, decoding it leaves the token unset (or fails).
+		return nil
+	}
+	if len(p) == 0 || p[0] != '{' || !json.Valid(p) {
+		return slowProgressToken(meta)
+	}
+	var tok []byte
+	plain := true
+	eachMember(p, func(key, val []byte) {
+		k := key[1 : len(key)-1]
+		switch {
+		case string(k) == "progressToken":
+			tok = val
+		case len(k) == len("progressToken") && strings.EqualFold(string(k), "progressToken"),
+			bytes.IndexByte(key, '\\') >= 0, hasNonASCII(k):
+			plain = false // a name encoding/json may fold onto the field: let it decide
+		}
+	})
+	if !plain {
+		return slowProgressToken(meta)
+	}
+	if len(tok) == 0 {
+		return nil
+	}
+	return tok
+}
+
+func slowProgressToken(meta json.RawMessage) json.RawMessage {
+	var m RequestMeta
+	if json.Unmarshal(meta, &m) != nil {
+		return nil
+	}
+	return m.ProgressToken
+}
+
+// mayNameProgressToken reports whether b holds "progresstoken" in any ASCII case, an escape or
+// a byte that is not ASCII: the ways a member name can match the progressToken field.
+func mayNameProgressToken(b []byte) bool {
+	const name = "progresstoken"
+	for i, c := range b {
+		switch {
+		case c == '\\' || c >= 0x80:
+			return true
+		case c|0x20 == 'p' && i+len(name) <= len(b) && foldsTo(b[i:i+len(name)], name):
+			return true
+		}
+	}
+	return false
+}
+
+// foldsTo reports whether b, lowered in ASCII, is lower (which is in lower case).
+func foldsTo(b []byte, lower string) bool {
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func hasNonASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return true
+		}
+	}
+	return false
 }

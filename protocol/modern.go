@@ -140,11 +140,21 @@ func HasEnvelope(params json.RawMessage) bool {
 // log level is not one of [LogLevels]. It does not check that the version is served; see
 // [CheckVersion].
 func ReadEnvelope(params json.RawMessage) (*Envelope, *WireError) {
+	return readEnvelope(params, false)
+}
+
+// Envelope is [ReadEnvelope] of m's params, which it need not check again when [Decode] read m.
+func (m *Message) Envelope() (*Envelope, *WireError) {
+	return readEnvelope(m.Params, m.valid)
+}
+
+// readEnvelope is ReadEnvelope; valid says that params is known to be valid JSON.
+func readEnvelope(params json.RawMessage, valid bool) (*Envelope, *WireError) {
 	p := trimSpace(params)
 	if len(p) == 0 || isNull(p) {
 		return nil, ErrInvalidParams("a %s request needs params with _meta", ModernVersion)
 	}
-	if p[0] != '{' || !json.Valid(p) {
+	if p[0] != '{' || (!valid && !json.Valid(p)) {
 		return nil, ErrInvalidParams("params must be an object")
 	}
 	// One walk over the members of params and of _meta, by the scanner the decoder uses: a

@@ -73,8 +73,20 @@ func Accepts(accept []string, mediaType string) bool {
 	}
 	typ, _, _ := strings.Cut(mediaType, "/")
 	for _, header := range accept {
-		for _, r := range strings.Split(header, ",") {
-			mt, params, err := mime.ParseMediaType(strings.TrimSpace(r))
+		for rest := header; rest != ""; {
+			var r string
+			r, rest, _ = strings.Cut(rest, ",")
+			r = strings.TrimSpace(r)
+			if !strings.Contains(r, ";") {
+				// No parameters: what mime.ParseMediaType would do comes down to an ASCII
+				// case-insensitive comparison (it lowercases the range, and a range that
+				// matches holds only token characters), without its allocations.
+				if asciiEqualFold(r, mediaType) || r == "*/*" || (len(r) == len(typ)+2 && asciiEqualFold(r[:len(typ)], typ) && r[len(typ):] == "/*") {
+					return true
+				}
+				continue
+			}
+			mt, params, err := mime.ParseMediaType(r)
 			if err != nil {
 				continue
 			}
@@ -89,6 +101,27 @@ func Accepts(accept []string, mediaType string) bool {
 		}
 	}
 	return false
+}
+
+// asciiEqualFold reports whether s and t are equal under ASCII case folding. (strings.EqualFold
+// also folds other letters, such as the Kelvin sign, which mime.ParseMediaType refuses.)
+func asciiEqualFold(s, t string) bool {
+	if len(s) != len(t) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		a, b := s[i], t[i]
+		if 'A' <= a && a <= 'Z' {
+			a += 'a' - 'A'
+		}
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if a != b {
+			return false
+		}
+	}
+	return true
 }
 
 // AppendSSE appends frame to dst as one server-sent event of type "message", the event type

@@ -49,7 +49,7 @@ func (h *Handler) modernPost(w http.ResponseWriter, r *http.Request, msg *protoc
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	env, werr := protocol.ReadEnvelope(msg.Params)
+	env, werr := msg.Envelope()
 	if werr == nil {
 		werr = checkHeaders(r, msg, env)
 	}

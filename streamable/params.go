@@ -110,7 +110,7 @@ func bodyValue(typ string, body json.RawMessage) (text string, n int64, ok bool)
 // arguments ([checkParamHeaders]), for the tool it names as the engine serves it now. Params
 // that do not decode and a tool the engine does not serve are left to the engine to answer.
 func (h *Handler) checkToolParams(r *http.Request, msg *protocol.Message) *protocol.WireError {
-	p, err := protocol.DecodeCallToolParams(msg.Params)
+	p, err := msg.CallToolParams()
 	if err != nil {
 		return nil
 	}

@@ -27,6 +27,8 @@ func BenchmarkValidateInput(b *testing.B) {
 	}{
 		{"three_properties/valid", threePropertySchema, `{"query":"weather in Paris","limit":10,"mode":"fast"}`},
 		{"three_properties/invalid", threePropertySchema, `{"query":"","limit":1000,"mode":"slow","extra":true}`},
+		{"flat/valid", `{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":100},"mode":{"enum":["fast","full"]}},"required":["query"],"additionalProperties":false}`, `{"query":"weather in Paris","limit":10,"mode":"fast"}`},
+		{"flat/invalid", `{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":100},"mode":{"enum":["fast","full"]}},"required":["query"],"additionalProperties":false}`, `{"query":"","limit":1000,"mode":"slow","extra":true}`},
 		{"object_only/valid", `{"type":"object"}`, `{"query":"weather in Paris","limit":10,"mode":"fast"}`},
 		{"no_schema/absent", ``, ``},
 	}

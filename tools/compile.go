@@ -148,20 +148,23 @@ func compileTool(def *Tool) (*Compiled, []error) {
 			}
 		}
 		c.input.sch = sch
+		if sch != nil {
+			c.input.flat = newSchema(c.input.root, sch, c.def.InputSchema).flat
+		}
 	}
 	if c.def.OutputSchema != nil {
 		sch, err := compileSchema(c.def.OutputSchema, SchemaOutput, true)
 		if err != nil {
 			errs = append(errs, &ToolSchemaError{Tool: def.Name, Kind: SchemaOutput, Err: err})
 		}
-		c.output = &schema{root: "structuredContent", sch: sch}
+		c.output = newSchema("structuredContent", sch, c.def.OutputSchema)
 	}
 	if c.def.MetaSchema != nil {
 		sch, err := compileSchema(c.def.MetaSchema, SchemaMetadata, false)
 		if err != nil {
 			errs = append(errs, &ToolSchemaError{Tool: def.Name, Kind: SchemaMetadata, Err: err})
 		}
-		c.meta = &schema{root: "_meta", sch: sch}
+		c.meta = newSchema("_meta", sch, c.def.MetaSchema)
 	}
 	if len(errs) > 0 {
 		return nil, errs

@@ -17,8 +17,13 @@ func decodeValue(raw []byte) (any, bool) {
 	if !json.Valid(raw) {
 		return nil, false
 	}
+	return decodeValid(raw), true
+}
+
+// decodeValid is decodeValue for raw that json.Valid accepted.
+func decodeValid(raw []byte) any {
 	d := valueDecoder{data: raw}
-	return d.value(), true
+	return d.value()
 }
 
 // valueDecoder walks JSON already checked by json.Valid, so it needs no error checks.

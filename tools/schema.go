@@ -14,6 +14,19 @@ import (
 type schema struct {
 	root string             // name of the validated value in feedback: "arguments", "_meta", ...
 	sch  *jsonschema.Schema // nil when the schema accepts any object: only object-ness is checked
+	// flat is the schema's fast path (see flatSchema), nil when it has none.
+	flat *flatSchema
+}
+
+// newSchema returns the schema named root, compiled as sch from its document raw.
+func newSchema(root string, sch *jsonschema.Schema, raw []byte) *schema {
+	s := &schema{root: root, sch: sch}
+	if sch != nil {
+		if doc, ok := decodeValue(raw); ok {
+			s.flat = compileFlat(doc)
+		}
+	}
+	return s
 }
 
 // schemaURL names each kind of schema inside its own compiler. Every schema gets a compiler of
@@ -177,11 +190,13 @@ func (s *schema) validate(raw []byte) string {
 		}
 		return ""
 	}
-	v, ok := decodeValue(raw)
-	if !ok {
+	if !json.Valid(raw) {
 		return s.root + ": must be valid JSON"
 	}
-	return s.validateValue(v)
+	if s.flat != nil && s.flat.accepts(raw) {
+		return ""
+	}
+	return s.validateValue(decodeValid(raw))
 }
 
 // validateValue checks a decoded value (from jsonschema.UnmarshalJSON) against s.

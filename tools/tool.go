@@ -166,7 +166,13 @@ type Result struct {
 
 // TextResult returns a result with one text content block.
 func TextResult(text string) *Result {
-	return &Result{Content: []protocol.Content{protocol.TextContent(text)}}
+	r := &struct {
+		Result
+		content [1]protocol.Content
+	}{}
+	r.content[0] = protocol.TextContent(text)
+	r.Content = r.content[:] // one allocation for the result and its block
+	return &r.Result
 }
 
 // ErrorResult returns an explicit public error result: IsError is set and text is its one
