@@ -65,8 +65,9 @@ const (
 //
 // The HTTP contract (POST, GET and DELETE on one endpoint, sessions and their ids, JSON and
 // resumable SSE answers, the standalone stream, statuses, Host and Origin checks, bearer auth)
-// is written in the doc of [streamable.Handler].
-func (s *Server) Handler() http.Handler { return s.http }
+// is written in the doc of [streamable.Handler]. With [Config].Cluster the handler is that
+// transport behind the cluster's forwarding (see package cluster).
+func (s *Server) Handler() http.Handler { return s.handler }
 
 // ResourceMetadataHandler serves the OAuth 2.0 protected-resource metadata (RFC 9728) of the
 // endpoint when [HTTPConfig].Auth is set, and 404 otherwise. Mount it at

@@ -107,6 +107,7 @@ package toolgrain
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -118,6 +119,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/cluster"
 	"github.com/toolgrain/toolgrain/diagnostics"
 	"github.com/toolgrain/toolgrain/metrics"
 	"github.com/toolgrain/toolgrain/prompts"
@@ -169,6 +171,14 @@ type Config struct {
 	// stops exactly those actors and leaves the system and the host's actors running. Tools
 	// backed by the host's actors (tools.NewActorHandler) need the server on their system.
 	ActorSystem *actor.ActorSystem
+
+	// Cluster makes the server a member of a cluster (package cluster): new legacy sessions get
+	// ids that name this member, [Server.Handler] forwards the requests of sessions homed on
+	// other members to them and serves the ones they forward here, and list changes and
+	// resource updates reach every member's clients. Nil ActorSystem then means the cluster's
+	// system. Give every member the same RequestStateKey so that any member accepts a
+	// requestState another minted. Nil means a single server.
+	Cluster *cluster.Node
 
 	// Metrics receives the server's measurements: calls by tool and outcome, calls in flight,
 	// cancellations, late responses suppressed, diagnostics reports dropped and latency. Nil
@@ -292,9 +302,10 @@ const DefaultMaxOutputBacklog = 16 << 20
 
 // Server is an MCP server. Its methods are safe for concurrent use.
 type Server struct {
-	cfg  Config
-	eng  *actors.Engine
-	http *streamable.Handler
+	cfg     Config
+	eng     *actors.Engine
+	http    *streamable.Handler
+	handler http.Handler // http, or its cluster wrapper
 
 	outputPauses atomic.Uint64 // times a connection stopped reading for a slow consumer
 }
@@ -332,7 +343,16 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.MaxOutputBacklog == 0 {
 		cfg.MaxOutputBacklog = DefaultMaxOutputBacklog
 	}
+	var relay func(method, uri string)
+	if cfg.Cluster != nil {
+		if cfg.ActorSystem == nil {
+			cfg.ActorSystem = cfg.Cluster.System()
+		}
+		relay = cfg.Cluster.Relay
+		cfg.HTTP.NewSessionID = cfg.Cluster.NewSessionID
+	}
 	eng, err := actors.Start(actors.Config{
+		Relay:            relay,
 		System:           cfg.ActorSystem,
 		Tools:            set,
 		ServerInfo:       protocol.Implementation{Name: cfg.Name, Title: cfg.Title, Version: cfg.Version},
@@ -377,7 +397,12 @@ func NewServer(cfg Config) (*Server, error) {
 		_ = eng.Shutdown(context.Background())
 		return nil, err
 	}
-	return &Server{cfg: cfg, eng: eng, http: h}, nil
+	srv := &Server{cfg: cfg, eng: eng, http: h, handler: h}
+	if cfg.Cluster != nil {
+		cfg.Cluster.SetDeliver(eng.Deliver)
+		srv.handler = cfg.Cluster.Wrap(h, cfg.MaxMessageSize)
+	}
+	return srv, nil
 }
 
 // RootPID returns the server's top-level actor on its actor system: every actor of the server

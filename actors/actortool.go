@@ -60,7 +60,7 @@ func (e *Engine) prepareEmbedding() error {
 func checkActorTools(set *tools.Set, system *actor.ActorSystem) error {
 	for _, t := range set.List() {
 		h, ok := t.Def().Handler.(*tools.ActorHandler)
-		if ok && h.PID() != nil && h.System() != system {
+		if ok && h.System() != nil && h.System() != system {
 			return fmt.Errorf("tool %q: its actor lives on another actor system than the server's; set the server's ActorSystem to it", t.Name())
 		}
 	}
@@ -152,8 +152,9 @@ func (a *actorTools) target(t *tools.Compiled) *actor.PID {
 	if !ok {
 		return nil
 	}
-	if pid := h.PID(); pid != nil {
-		return pid
+	if h.Props() == nil {
+		// A PID, or the pick's choice; nil (no actor) runs Handle, which fails with ErrNoActor.
+		return h.Target()
 	}
 	a.mu.RLock()
 	defer a.mu.RUnlock()
@@ -205,7 +206,7 @@ func (r *requestActor) runOnActor(ctx actor.Context, target *actor.PID) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	r.timer = time.AfterFunc(r.actorTimeout, func() { root.Send(self, &callTimedOut{}) })
 	call := &tools.ActorCall{
-		ID:        self.Id,
+		ID:        callID(self),
 		Tool:      r.tool.Name(),
 		Arguments: r.args,
 		Meta:      r.meta,
@@ -295,7 +296,17 @@ func (r *requestActor) cancelActor(ctx actor.Context, cause error) {
 	if cause == nil {
 		cause = errors.New("call ended")
 	}
-	ctx.Send(r.target, &tools.ActorCancel{ID: ctx.Self().Id, Cause: cause})
+	ctx.Send(r.target, &tools.ActorCancel{ID: callID(ctx.Self()), Cause: cause})
+}
+
+// callID is the ActorCall.ID of the call of the request actor self: its id, unique in its actor
+// system; on a system with remote (a cluster member), prefixed with the system's address, so
+// that it is unique across the cluster, where a tool actor may serve the calls of every member.
+func callID(self *actor.PID) string {
+	if self.Address == "" || self.Address == "nonhost" {
+		return self.Id
+	}
+	return self.Address + "/" + self.Id
 }
 
 // unwatch stops watching the tool's actor, whose call is over. A stopped watcher stays on the

@@ -55,6 +55,12 @@ var ErrClosed = errors.New("engine closed")
 
 // Config configures an [Engine]. The zero value of every field but Tools is usable.
 type Config struct {
+	// Relay, when set, is called with every list change (method
+	// notifications/{tools,resources,prompts}/list_changed, uri "") and resource update (method
+	// notifications/resources/updated and its uri) that happens on this engine, after its own
+	// connections were told, so that other engines (the members of a cluster) can tell theirs
+	// with [Engine.Deliver]. It must not block. Nil means none.
+	Relay func(method, uri string)
 	// System is the actor system to spawn the engine's actors on. Nil means the engine makes its
 	// own and shuts it down in [Engine.Shutdown]; a given system is left running.
 	System *actor.ActorSystem

@@ -181,9 +181,39 @@ func (e *Engine) ElicitationComplete(id string) {
 	e.broadcast(&elicitationCompleted{id: id})
 }
 
+// Deliver tells this engine's connections and listen streams of a list change or resource
+// update that happened on another engine (see [Config].Relay): method is one of the
+// notifications/.../list_changed methods, with uri "", or notifications/resources/updated with
+// the resource's uri. Any other method is ignored. It is not relayed again, and never blocks.
+func (e *Engine) Deliver(method, uri string) {
+	switch method {
+	case protocol.MethodToolsListChanged, protocol.MethodResourcesListChanged, protocol.MethodPromptsListChanged:
+		e.send(&listChanged{method: method})
+	case protocol.MethodResourcesUpdated:
+		if uri != "" {
+			e.send(&resourceUpdated{uri: uri})
+		}
+	}
+}
+
 // broadcast sends msg to every open connection actor, and a list change or a resource update
-// to every listen stream that asked for it. It never blocks.
+// to every listen stream that asked for it, then relays the latter to [Config].Relay. It never
+// blocks.
 func (e *Engine) broadcast(msg any) {
+	e.send(msg)
+	if e.cfg.Relay == nil {
+		return
+	}
+	switch m := msg.(type) {
+	case *listChanged:
+		e.cfg.Relay(m.method, "")
+	case *resourceUpdated:
+		e.cfg.Relay(protocol.MethodResourcesUpdated, m.uri)
+	}
+}
+
+// send is broadcast without the relay.
+func (e *Engine) send(msg any) {
 	switch m := msg.(type) {
 	case *listChanged:
 		e.notifyListeners(m.method, "")

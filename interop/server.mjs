@@ -1,6 +1,8 @@
 // Starting the Toolgrain server binary for the interoperability tests.
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
+import http from 'node:http';
+import net from 'node:net';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -41,7 +43,13 @@ export function withWatchdog(promise, what) {
 // startHTTPServer runs the binary with --transport http on a free loopback port and resolves
 // once it serves (it reads the address from the info-level "serving" log line, so args must not
 // raise the log level above info). stop() sends SIGTERM and resolves with the exit code.
+//
+// With TOOLGRAIN_CLUSTER=N in the environment it starts a local cluster of N members instead
+// (--cluster-local N) and resolves with the URL of a round-robin reverse proxy in front of them,
+// which sends every request to the next member: every suite then runs against the cluster.
 export async function startHTTPServer(args = []) {
+  const members = Number(process.env.TOOLGRAIN_CLUSTER || 0);
+  if (members > 0) return startCluster(members, args);
   const proc = spawn(serverBinary(), ['--transport', 'http', '--addr', '127.0.0.1:0', ...args], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -115,4 +123,83 @@ export async function assertNoChildProcesses(graceMs = 3000) {
     left = childProcesses();
   }
   assert.deepEqual(left ?? [], [], 'server processes left behind');
+}
+
+// consecutivePorts resolves with the first of n consecutive loopback ports free now.
+async function consecutivePorts(n) {
+  const free = (port) => new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const base = 20000 + Math.floor(Math.random() * 20000);
+    let ok = true;
+    for (let i = 0; i < n && ok; i++) ok = await free(base + i);
+    if (ok) return base;
+  }
+  throw new Error('no consecutive free ports');
+}
+
+// startCluster runs the binary with --cluster-local n and a round-robin proxy in front of the
+// members; it resolves once every member serves in a formed cluster.
+async function startCluster(n, args) {
+  const base = await consecutivePorts(n);
+  const proc = spawn(serverBinary(), ['--transport', 'http', '--cluster-local', String(n), '--addr', `127.0.0.1:${base}`, ...args], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const stderr = [];
+  const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve(code ?? signal)));
+  await withWatchdog(new Promise((resolve, reject) => {
+    let buf = '';
+    let serving = 0;
+    let formed = 0;
+    proc.stderr.setEncoding('utf8');
+    proc.stderr.on('data', (chunk) => {
+      buf += chunk;
+      let nl;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        stderr.push(line);
+        try {
+          const rec = JSON.parse(line);
+          if (rec.msg === 'serving') serving++;
+          if (rec.msg === 'topology' && rec.members === n) formed++;
+          if (serving >= n && formed >= n) resolve();
+        } catch { /* not a log line */ }
+      }
+    });
+    proc.on('exit', (code) => reject(new Error(`cluster exited with ${code} before serving:\n${stderr.join('\n')}`)));
+  }), 'cluster start').catch((err) => {
+    proc.kill('SIGKILL');
+    throw err;
+  });
+  const agent = new http.Agent({ keepAlive: true });
+  let next = 0;
+  const proxy = http.createServer((req, res) => {
+    const port = base + (next++ % n);
+    const out = http.request({ host: '127.0.0.1', port, method: req.method, path: req.url, headers: req.headers, agent }, (back) => {
+      res.writeHead(back.statusCode, back.headers);
+      back.pipe(res);
+    });
+    out.on('error', () => {
+      if (!res.headersSent) res.writeHead(502);
+      res.end();
+    });
+    res.on('close', () => out.destroy());
+    req.pipe(out);
+  });
+  await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  return {
+    url: new URL(`http://127.0.0.1:${proxy.address().port}/mcp`),
+    stderr,
+    async stop() {
+      proxy.closeAllConnections();
+      proxy.close();
+      agent.destroy();
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
+      return withWatchdog(exited, 'cluster exit');
+    },
+  };
 }

@@ -90,6 +90,11 @@ type Config struct {
 	// gets a comment line, which keeps a long subscriptions/listen stream open through proxies
 	// that close idle connections. 0 means DefaultKeepAlive; negative means never.
 	KeepAlive time.Duration
+
+	// NewSessionID mints the Mcp-Session-Id of each new legacy session. It must return a value
+	// protocol.ValidSessionID accepts, unique and unguessable. Nil means protocol.NewSessionID
+	// (128 random bits); a cluster sets it to ids that name their home node (package cluster).
+	NewSessionID func() string
 }
 
 // Options are what a [Handler] takes from the server it belongs to rather than from [Config].
@@ -323,7 +328,7 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, msg *protoc
 		writeError(w, http.StatusInternalServerError, protocol.ErrInternal())
 		return
 	}
-	s := newLegacySession(conn, subject, h.cfg.SessionIdleTimeout, h.endSession)
+	s := newLegacySession(h.newSessionID(), conn, subject, h.cfg.SessionIdleTimeout, h.endSession)
 	s.notify = notify
 	conn.NameSession(s.id)
 	st := newPostStream()
@@ -440,6 +445,14 @@ func (h *Handler) acquire(w http.ResponseWriter, sid string, id *tools.Identity)
 		return nil
 	}
 	return s
+}
+
+// newSessionID mints the id of a new legacy session.
+func (h *Handler) newSessionID() string {
+	if h.cfg.NewSessionID != nil {
+		return h.cfg.NewSessionID()
+	}
+	return protocol.NewSessionID()
 }
 
 // register enters an initialized session in the table, where it keeps the place its initialize

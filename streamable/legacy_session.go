@@ -135,11 +135,11 @@ type legacySession struct {
 	getOpen   bool // the standalone GET stream is open
 }
 
-// newLegacySession returns a session with one request in progress (the initialize POST that
-// opens it). end is what idle expiry calls.
-func newLegacySession(conn *actors.Connection, subject string, idle time.Duration, end func(*legacySession)) *legacySession {
+// newLegacySession returns the session id with one request in progress (the initialize POST
+// that opens it). end is what idle expiry calls.
+func newLegacySession(id string, conn *actors.Connection, subject string, idle time.Duration, end func(*legacySession)) *legacySession {
 	s := &legacySession{
-		id:      protocol.NewSessionID(),
+		id:      id,
 		conn:    conn,
 		subject: subject,
 		idle:    idle,

@@ -67,6 +67,7 @@ type ActorHandler struct {
 	system *actor.ActorSystem
 	pid    *actor.PID
 	props  *actor.Props
+	pick   func() *actor.PID
 }
 
 var _ Handler = (*ActorHandler)(nil)
@@ -89,7 +90,29 @@ func NewActorPropsHandler(props *actor.Props) *ActorHandler {
 	return &ActorHandler{props: props}
 }
 
-// System returns the actor system given to [NewActorHandler], or nil.
+// NewActorPickHandler returns a handler whose calls each go to the actor pick returns for it,
+// on the actor system system: for a tool whose actors are several, for example workers on some
+// members of a cluster, one chosen per call. pick must be safe for concurrent use and must not
+// block; a nil PID means no actor can take the call, which then fails unexpectedly with
+// [ErrNoActor]. The contract and its outcomes are those of [ActorHandler] with the chosen actor.
+func NewActorPickHandler(system *actor.ActorSystem, pick func() *actor.PID) *ActorHandler {
+	return &ActorHandler{system: system, pick: pick}
+}
+
+// ErrNoActor is the failure of a call of a [NewActorPickHandler] tool for which the pick
+// function named no actor.
+var ErrNoActor = errors.New("tools: no actor to take the call")
+
+// Target returns the actor for the next call: the PID given to [NewActorHandler], the choice of
+// the function given to [NewActorPickHandler] (which may be nil), or nil for Props.
+func (h *ActorHandler) Target() *actor.PID {
+	if h.pick != nil {
+		return h.pick()
+	}
+	return h.pid
+}
+
+// System returns the actor system given to [NewActorHandler] or [NewActorPickHandler], or nil.
 func (h *ActorHandler) System() *actor.ActorSystem { return h.system }
 
 // PID returns the actor given to [NewActorHandler], or nil.
@@ -108,11 +131,16 @@ var errPropsOutsideServer = errors.New("tools: an actor-backed tool defined by P
 // When ctx ends first, or no reply came in time, the actor gets an [*ActorCancel]; for ctx,
 // Handle returns ctx.Err(). The call's Progress is false.
 //
-// Handle blocks until then. It works only for a handler made by [NewActorHandler]; a server
+// Handle blocks until then. It works only for a handler made by [NewActorHandler] or
+// [NewActorPickHandler] (then it fails with [ErrNoActor] when no actor is picked); a server
 // does not use it.
 func (h *ActorHandler) Handle(ctx context.Context, req *Request) (*Result, error) {
-	if h.pid == nil || h.system == nil {
+	if h.props != nil || h.system == nil {
 		return nil, errPropsOutsideServer
+	}
+	pid := h.Target()
+	if pid == nil {
+		return nil, ErrNoActor
 	}
 	timeout := DefaultActorTimeout
 	var deadline time.Time
@@ -130,7 +158,7 @@ func (h *ActorHandler) Handle(ctx context.Context, req *Request) (*Result, error
 	if req != nil {
 		call.Tool, call.Arguments, call.Meta = req.Tool, req.Arguments, req.Meta
 	}
-	h.system.Root.RequestWithCustomSender(h.pid, call, f.PID())
+	h.system.Root.RequestWithCustomSender(pid, call, f.PID())
 
 	type outcome struct {
 		msg any
@@ -147,17 +175,17 @@ func (h *ActorHandler) Handle(ctx context.Context, req *Request) (*Result, error
 	case o := <-done:
 		switch {
 		case errors.Is(o.err, actor.ErrDeadLetter):
-			return nil, &ActorStoppedError{Tool: call.Tool, PID: h.pid, Reason: "dead letter"}
+			return nil, &ActorStoppedError{Tool: call.Tool, PID: pid, Reason: "dead letter"}
 		case errors.Is(o.err, actor.ErrTimeout):
-			err := fmt.Errorf("tool %q: actor %s: no reply within %s", call.Tool, pidString(h.pid), timeout)
-			h.system.Root.Send(h.pid, &ActorCancel{ID: call.ID, Cause: err})
+			err := fmt.Errorf("tool %q: actor %s: no reply within %s", call.Tool, pidString(pid), timeout)
+			h.system.Root.Send(pid, &ActorCancel{ID: call.ID, Cause: err})
 			return nil, err
 		case o.err != nil:
 			return nil, o.err
 		}
 		return ReadActorReply(call.Tool, o.msg)
 	case <-ctx.Done():
-		h.system.Root.Send(h.pid, &ActorCancel{ID: call.ID, Cause: context.Cause(ctx)})
+		h.system.Root.Send(pid, &ActorCancel{ID: call.ID, Cause: context.Cause(ctx)})
 		h.system.Root.Send(f.PID(), &ActorCancel{ID: call.ID}) // completes the future
 		<-done
 		return nil, ctx.Err()
@@ -167,7 +195,7 @@ func (h *ActorHandler) Handle(ctx context.Context, req *Request) (*Result, error
 // check reports a handler that cannot work, for [Compile].
 func (h *ActorHandler) check() error {
 	switch {
-	case h.props == nil && h.pid == nil:
+	case h.props == nil && h.pid == nil && h.pick == nil:
 		return errors.New("actor handler: no PID and no Props")
 	case h.props == nil && h.system == nil:
 		return errors.New("actor handler: nil actor system")
@@ -180,7 +208,8 @@ func (h *ActorHandler) check() error {
 // ReplyTo. Nothing in it may be mutated; the actor may keep it after replying.
 type ActorCall struct {
 	// ID identifies the call; the [*ActorCancel] for it carries the same ID. It is unique in
-	// the actor system while the call runs (it is the id of the server's request actor).
+	// the actor system while the call runs (it is the id of the server's request actor); on a
+	// cluster member it is prefixed with the member's address, unique in the cluster.
 	ID string
 	// Tool is the name of the tool being called.
 	Tool string

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"sort"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgrain/toolgrain"
+	"github.com/toolgrain/toolgrain/cluster"
 )
 
 // The admin listener (--admin-addr): what an orchestrator and a metrics scraper ask of the
@@ -26,7 +29,7 @@ const liveTimeout = time.Second
 
 // serveAdmin serves the admin endpoints of srv, with the metrics gathered from reg, at addr.
 // It returns the address it listens on and a function that closes the listener.
-func serveAdmin(addr string, srv *toolgrain.Server, reg prometheus.Gatherer, log *zap.Logger) (string, func(), error) {
+func serveAdmin(addr string, srv *toolgrain.Server, node *cluster.Node, reg prometheus.Gatherer, log *zap.Logger) (string, func(), error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), liveTimeout)
@@ -35,8 +38,31 @@ func serveAdmin(addr string, srv *toolgrain.Server, reg prometheus.Gatherer, log
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { probe(w, srv.Ready()) })
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: zap.NewStdLog(log.Named("metrics"))}))
+	if node != nil {
+		mux.HandleFunc("/cluster", func(w http.ResponseWriter, _ *http.Request) { clusterView(w, srv, node) })
+	}
 	handlePprof(mux)
 	return serveSide("admin", addr, mux, log)
+}
+
+// clusterView answers /cluster: this member's view of the cluster, as JSON.
+func clusterView(w http.ResponseWriter, srv *toolgrain.Server, node *cluster.Node) {
+	st := node.Stats()
+	members := node.Members()
+	sort.Strings(members)
+	view := struct {
+		Address   string   `json:"address"`
+		Members   []string `json:"members"`
+		Sessions  int      `json:"sessions"`
+		Forwarded int64    `json:"forwarded"`
+		Served    int64    `json:"served"`
+		Streams   int64    `json:"forwarding_now"`
+		Homes     int64    `json:"serving_forwarded_now"`
+		HopMeanUS float64  `json:"forward_mean_us"`
+	}{node.Address(), members, srv.Sessions(), st.Forwarded, st.Served, st.Streams, st.Homes, st.ForwardMean.Seconds() * 1e6}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(view)
 }
 
 // probe answers a health probe: 200 "ok", or 503 with the reason.

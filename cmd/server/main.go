@@ -7,6 +7,7 @@
 //	       [--log-level LEVEL] [--max-message-size N] [--max-calls-per-connection N] [--max-calls N]
 //	       [--tool-timeout D] [--shutdown-grace D] [--fixtures conformance] [--task-store memory|bolt:PATH]
 //	       [--admin-addr HOST:PORT] [--pprof HOST:PORT] [more HTTP and task flags: see --help]
+//	       [--cluster-local N | --cluster-addr HOST:PORT --cluster-member HOST:PORT,... --cluster-health-port PORT ...]
 //
 // With --fixtures conformance it also serves the fixtures of the official MCP conformance suite:
 // its test_* tools, test:// resources and templates, and test_* prompts.
@@ -27,6 +28,11 @@
 // the token auth-outage makes the verifier fail unexpectedly, with an internal error whose text
 // contains SECRET-internal-detail, to show the auth row of the error model. On SIGINT/SIGTERM it
 // cancels the calls in flight, ends the sessions, stops the listener and exits 0.
+//
+// With --cluster-local N (HTTP) it starts N member processes of one cluster on loopback, serving
+// /mcp on the --addr port and the N-1 after it; with --cluster-addr it is one member of a fixed
+// fleet. Any member serves any request: a legacy session's requests are forwarded to the member
+// that holds it (see package cluster, and the README's "Running a cluster").
 //
 // With --admin-addr it serves /healthz, /readyz, /metrics (Prometheus) and /debug/pprof/ on a
 // listener of their own. OpenTelemetry traces and metrics are configured by the standard OTEL_*
@@ -87,6 +93,7 @@ type options struct {
 	pprofAddr       string
 	adminAddr       string
 	http            httpOptions
+	cluster         clusterOptions
 	tasks           taskOptions
 	fixtures        string
 	stateKeyFile    string
@@ -119,6 +126,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on `HOST:PORT` (a separate listener, for profiling; off by default)")
 	fs.StringVar(&o.adminAddr, "admin-addr", "", "serve /healthz, /readyz, /metrics (Prometheus) and /debug/pprof/ on `HOST:PORT` (a separate listener; off by default)")
 	o.http.register(fs)
+	o.cluster.register(fs)
 	o.tasks.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -141,6 +149,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if err := o.tasks.check(); err != nil {
 		return nil, err
 	}
+	if err := o.cluster.check(o.transport, o.stateKeyFile); err != nil {
+		return nil, err
+	}
 	if o.fixtures != "" && o.fixtures != "conformance" {
 		return nil, fmt.Errorf("unknown fixture set %q (want conformance)", o.fixtures)
 	}
@@ -154,6 +165,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if err != nil {
 		return err
+	}
+	if o.cluster.local > 0 {
+		return runLocalCluster(ctx, o, args, stderr)
 	}
 	log := newLogger(stderr, o.logLevel)
 	defer func() { _ = log.Sync() }()
@@ -257,12 +271,31 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		cfg.ResourceTemplates = conformance.Templates()
 		cfg.Prompts = append(conformance.Prompts(), conformance.ModernPrompts()...)
 	}
+	if o.cluster.addr != "" {
+		node, err := o.cluster.startMember(o.stateKeyFile, log)
+		if err != nil {
+			return err
+		}
+		// Leaves the cluster after serveHTTP (or srv.Close below) has shut the server down.
+		defer node.Close()
+		cfg.Cluster = node
+		if o.cluster.worker {
+			stopWorker, err := startWorker(node, log)
+			if err != nil {
+				return err
+			}
+			defer stopWorker()
+		}
+		if o.cluster.remoteTool != "" {
+			cfg.Tools = append(cfg.Tools, remoteSleepTool(node, strings.Split(o.cluster.remoteTool, ",")))
+		}
+	}
 	srv, err := toolgrain.NewServer(cfg)
 	if err != nil {
 		return err
 	}
 	if o.adminAddr != "" {
-		_, stopAdmin, err := serveAdmin(o.adminAddr, srv, reg, log)
+		_, stopAdmin, err := serveAdmin(o.adminAddr, srv, cfg.Cluster, reg, log)
 		if err != nil {
 			_ = srv.Close()
 			return err

@@ -22,7 +22,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // buildServer compiles the command once per test binary.
-func buildServer(t *testing.T) string {
+func buildServer(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "server")
 	out, err := exec.Command("go", "build", "-race="+fmt.Sprint(raceEnabled), "-o", bin, ".").CombinedOutput()

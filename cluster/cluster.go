@@ -1,0 +1,442 @@
+// Package cluster runs Toolgrain servers as the members of one logical MCP server on
+// protoactor-go's remote (gRPC) and cluster membership, so that any member serves any request
+// behind a plain round-robin load balancer:
+//
+//   - Modern (MCP 2026-07-28) requests are stateless and are served where they land; give every
+//     member the same toolgrain.Config.RequestStateKey so each accepts the others' requestState.
+//   - A legacy (2025-11-25) session lives on the member that answered its initialize, its home.
+//     Its Mcp-Session-Id names the home, signed with the cluster secret (a client cannot forge
+//     one). Another member that receives its POST, GET or DELETE forwards the HTTP request to
+//     the home over remote and streams the home's answer back, byte for byte and in order:
+//     progress, notifications, requests to the client, the result; SSE resumption
+//     (Last-Event-ID) works from any member because the event log is on the home.
+//   - A home that is gone (left the member list, or its remote connection terminated) makes
+//     its sessions answer 404 Not Found at once, the signal for a client to initialize again.
+//     A legacy session does not survive its home.
+//   - A list change or resource update on one member reaches the clients of every member.
+//
+// Every message between members is one protobuf type, internal/wire.Envelope, carrying raw
+// JSON and HTTP bytes.
+//
+// A [Node] is made with [Start] (its own actor system and cluster: the automanaged provider
+// from a static member list, or any protoactor provider) or [Attach] (a cluster the host
+// already runs), and given to a server through toolgrain.Config.Cluster.
+package cluster
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	pcluster "github.com/asynkron/protoactor-go/cluster"
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/automanaged"
+	"github.com/asynkron/protoactor-go/cluster/identitylookup/disthash"
+	"github.com/asynkron/protoactor-go/eventstream"
+	"github.com/asynkron/protoactor-go/remote"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/wire"
+)
+
+// DefaultName is the cluster name when [Config].Name is empty.
+const DefaultName = "toolgrain"
+
+// DefaultRefresh is how often the automanaged provider polls the members' health endpoints
+// when [Config].Refresh is 0. A killed member leaves the member list within about two polls.
+const DefaultRefresh = time.Second
+
+// MinSecretSize is the least length of [Config].Secret, in bytes.
+const MinSecretSize = 32
+
+// MaxRemoteMessage is the largest gRPC message (a batch of envelopes) a member started with
+// [Start] receives from another. A host that uses [Attach] should raise its remote's limit
+// (grpc.MaxRecvMsgSize in remote.WithServerOptions) above its servers' MaxMessageSize too.
+const MaxRemoteMessage = 1 << 30
+
+// tunnelName is the name of every member's tunnel actor, the receiver of forwarded requests.
+const tunnelName = "toolgrain-tunnel"
+
+// Config configures a member started with [Start].
+type Config struct {
+	// Name is the cluster's name, the same on every member. "" means DefaultName.
+	Name string
+	// Addr is the HOST:PORT this member's remote (gRPC) listens on and is reached at by the
+	// others; it names the home of this member's sessions. Required, with a port other than 0.
+	// A host beyond loopback needs TLS or AllowInsecure.
+	Addr string
+	// Members are the HOST:PORT health endpoints of every member (this one included), for the
+	// automanaged provider: a fixed fleet. Ignored when Provider is set.
+	Members []string
+	// HealthPort is the port of this member's automanaged health endpoint (GET /_health, served
+	// by the provider on every interface, unauthenticated). Ignored when Provider is set.
+	HealthPort int
+	// Refresh is the automanaged provider's poll interval; 0 means DefaultRefresh.
+	Refresh time.Duration
+	// Provider is the membership provider (etcd, Kubernetes, ...); nil means automanaged from
+	// Members and HealthPort.
+	Provider pcluster.ClusterProvider
+	// Secret signs the session ids; at least MinSecretSize bytes, the same on every member.
+	Secret []byte
+	// TLS, when set, secures the remote traffic between members both ways: it must hold this
+	// member's certificate (Certificates), and ClientCAs/RootCAs to verify the others; set
+	// ClientAuth to tls.RequireAndVerifyClientCert for client certificates. Nil means plain
+	// gRPC, which is refused for an Addr beyond loopback unless AllowInsecure.
+	TLS *tls.Config
+	// AllowInsecure lets a member listen beyond loopback without TLS.
+	AllowInsecure bool
+	// Logger receives the cluster's log lines; nil means none.
+	Logger *zap.Logger
+}
+
+// Node is this process's membership of a cluster. Its methods are safe for concurrent use.
+type Node struct {
+	log     *zap.Logger
+	system  *actor.ActorSystem
+	cl      *pcluster.Cluster
+	own     bool // Start made the system and cluster; Close shuts them down
+	addr    string
+	key     []byte
+	tunnel  *actor.PID
+	sub     *eventstream.Subscription
+	local   atomic.Pointer[http.Handler]
+	deliver atomic.Pointer[func(method, uri string)]
+
+	mu      sync.Mutex
+	members map[string]bool      // addresses in the last topology; nil before the first
+	dead    map[string]time.Time // addresses whose remote endpoint terminated, and when
+	closed  bool
+
+	// homes counts the goroutines serving forwarded requests on this member; Close waits.
+	homes sync.WaitGroup
+	stats struct {
+		forwarded, served atomic.Int64
+		headed            atomic.Int64 // forwards whose answer began
+		streams, homes    atomic.Int64 // live stream actors (edge) and home actors
+		headNanos         atomic.Int64 // their total time from the request to the answer's head
+	}
+}
+
+// Start starts a member: its own actor system with remote on cfg.Addr, cluster membership, and
+// the actors that serve forwarded requests. It returns once the member has joined (protoactor's
+// StartMember takes about a second). Give the Node to toolgrain.Config.Cluster.
+func Start(cfg Config) (*Node, error) {
+	if len(cfg.Secret) < MinSecretSize {
+		return nil, fmt.Errorf("cluster: secret of %d bytes (want at least %d)", len(cfg.Secret), MinSecretSize)
+	}
+	host, portText, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: addr %q: %w", cfg.Addr, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || port <= 0 || port > 65535 {
+		return nil, fmt.Errorf("cluster: addr %q: port must be 1..65535", cfg.Addr)
+	}
+	if cfg.TLS == nil && !cfg.AllowInsecure && !isLoopback(host) {
+		return nil, fmt.Errorf("cluster: addr %q is beyond loopback: remote traffic would be plain text (give TLS, or allow it explicitly)", cfg.Addr)
+	}
+	if cfg.Provider == nil {
+		if len(cfg.Members) == 0 || cfg.HealthPort <= 0 {
+			return nil, errors.New("cluster: the automanaged provider needs Members and HealthPort")
+		}
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	name := cfg.Name
+	if name == "" {
+		name = DefaultName
+	}
+	refresh := cfg.Refresh
+	if refresh <= 0 {
+		refresh = DefaultRefresh
+	}
+	provider := cfg.Provider
+	if provider == nil {
+		provider = automanaged.NewWithConfig(refresh, cfg.HealthPort, cfg.Members...)
+	}
+	// A dead member's connection is noticed by gRPC keepalive even when its TCP stays open.
+	dial := []grpc.DialOption{grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 3 * time.Second, PermitWithoutStream: true})}
+	// A forwarded request carries a whole HTTP body (up to the server's MaxMessageSize, 4 MiB by
+	// default), and the endpoint writer batches messages: gRPC's 4 MB receive limit would drop
+	// such batches and break the connection. Members are trusted peers (loopback or TLS).
+	serve := []grpc.ServerOption{
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+		grpc.MaxRecvMsgSize(MaxRemoteMessage),
+	}
+	if cfg.TLS != nil {
+		dial = append(dial, grpc.WithTransportCredentials(credentials.NewTLS(cfg.TLS)))
+		serve = append(serve, grpc.Creds(credentials.NewTLS(cfg.TLS)))
+	} else {
+		dial = append(dial, grpc.WithInsecure()) //nolint:staticcheck // protoactor's own default
+	}
+	rc := remote.Configure(host, port, remote.WithDialOptions(dial...), remote.WithServerOptions(serve...))
+	// The endpoint writer retries a dead address MaxRetryCount times, 2 s apart, holding
+	// queued messages; one retry bounds a forward to a member that just died.
+	rc.MaxRetryCount = 1
+	system := actors.NewSystem(log)
+	cl := pcluster.New(system, pcluster.Configure(name, provider, disthash.New(), rc))
+	// Subscribed before the member starts: its first topology comes during StartMember.
+	n := newNode(cl, cfg.Secret, log)
+	if err := startMember(cl); err != nil {
+		system.EventStream.Unsubscribe(n.sub)
+		return nil, err
+	}
+	if err := n.start(); err != nil {
+		cl.Shutdown(false)
+		return nil, err
+	}
+	n.own = true
+	return n, nil
+}
+
+// startMember turns protoactor's panics on provider errors into an error.
+func startMember(cl *pcluster.Cluster) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("cluster: start member: %v", p)
+		}
+	}()
+	cl.StartMember()
+	return nil
+}
+
+// Attach makes a Node of a cluster the host already started (as a member, with remote), for a
+// host that runs its own protoactor cluster: the engine's actors then run on cl.ActorSystem
+// (set toolgrain.Config.ActorSystem to it too). secret is as [Config].Secret. Close leaves the
+// host's cluster running.
+func Attach(cl *pcluster.Cluster, secret []byte, log *zap.Logger) (*Node, error) {
+	if len(secret) < MinSecretSize {
+		return nil, fmt.Errorf("cluster: secret of %d bytes (want at least %d)", len(secret), MinSecretSize)
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return attach(cl, secret, log)
+}
+
+func attach(cl *pcluster.Cluster, secret []byte, log *zap.Logger) (*Node, error) {
+	n := newNode(cl, secret, log)
+	// The topology may have been published before the subscription: start from the current one.
+	if ms := cl.MemberList.Members(); ms != nil && ms.Len() > 0 {
+		n.mu.Lock()
+		if n.members == nil {
+			n.members = make(map[string]bool, ms.Len())
+			for _, m := range ms.Members() {
+				n.members[m.Address()] = true
+			}
+		}
+		n.mu.Unlock()
+	}
+	if err := n.start(); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// newNode returns a Node of cl following cl's events.
+func newNode(cl *pcluster.Cluster, secret []byte, log *zap.Logger) *Node {
+	n := &Node{
+		log:    log.Named("cluster"),
+		system: cl.ActorSystem,
+		cl:     cl,
+		key:    sessionKey(secret),
+		dead:   make(map[string]time.Time),
+	}
+	n.sub = cl.ActorSystem.EventStream.Subscribe(n.onEvent)
+	return n
+}
+
+// start takes the member's remote address and spawns its tunnel actor, once remote runs.
+func (n *Node) start() error {
+	addr := n.system.Address()
+	if addr == "" || addr == "nonhost" {
+		n.system.EventStream.Unsubscribe(n.sub)
+		return errors.New("cluster: the actor system has no remote address (start the cluster member first)")
+	}
+	n.addr = addr
+	tunnel, err := n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &tunnelActor{node: n} }), tunnelName)
+	if err != nil {
+		n.system.EventStream.Unsubscribe(n.sub)
+		return fmt.Errorf("cluster: spawn tunnel: %w", err)
+	}
+	n.tunnel = tunnel
+	n.log.Info("member started", zap.String("address", addr))
+	return nil
+}
+
+// System returns the actor system the member runs on; give it to toolgrain.Config.ActorSystem
+// (toolgrain.NewServer does so when Config.Cluster is set and ActorSystem is nil).
+func (n *Node) System() *actor.ActorSystem { return n.system }
+
+// Address returns this member's remote address, the home named by its sessions' ids.
+func (n *Node) Address() string { return n.addr }
+
+// NewSessionID mints a session id homed on this member; it is what the server's Streamable HTTP
+// transport uses for new legacy sessions.
+func (n *Node) NewSessionID() string { return mintSessionID(n.key, n.addr) }
+
+// Home returns the address of the member a session id names, and false for an id this cluster
+// did not mint (forged, altered, or from another cluster).
+func (n *Node) Home(sid string) (string, bool) { return homeOf(n.key, sid) }
+
+// Members returns the addresses of the members in the last topology, this one included.
+func (n *Node) Members() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]string, 0, len(n.members))
+	for a := range n.members {
+		out = append(out, a)
+	}
+	return out
+}
+
+// Stats are a member's cluster counters.
+type Stats struct {
+	// Members is the size of the last topology.
+	Members int
+	// Forwarded counts the requests this member forwarded to their session's home.
+	Forwarded int64
+	// Served counts the forwarded requests this member served as the home.
+	Served int64
+	// Streams is the number of live stream actors: requests this member is forwarding now.
+	Streams int64
+	// Homes is the number of live home actors: forwarded requests this member serves now.
+	Homes int64
+	// ForwardMean is the mean time from receiving a forwarded request to the start of the
+	// home's answer, over the forwards whose answer began: the cost of the hop plus the home's
+	// time to the first byte (a call's run, for a JSON answer).
+	ForwardMean time.Duration
+}
+
+// Stats returns the member's counters.
+func (n *Node) Stats() Stats {
+	n.mu.Lock()
+	m := len(n.members)
+	n.mu.Unlock()
+	st := Stats{Members: m, Forwarded: n.stats.forwarded.Load(), Served: n.stats.served.Load(),
+		Streams: n.stats.streams.Load(), Homes: n.stats.homes.Load()}
+	if h := n.stats.headed.Load(); h > 0 {
+		st.ForwardMean = time.Duration(n.stats.headNanos.Load() / h)
+	}
+	return st
+}
+
+// SetDeliver sets the function that tells this member's clients of a list change or resource
+// update made on another member (actors.Engine.Deliver); toolgrain.NewServer calls it.
+func (n *Node) SetDeliver(fn func(method, uri string)) { n.deliver.Store(&fn) }
+
+// Relay tells every other member of a list change or resource update made on this one (the
+// engine's actors.Config.Relay). It never blocks; members that join later are not told.
+//
+// It sends to each member's "eventstream" actor, as MemberList.BroadcastEvent does, but over
+// this Node's own copy of the topology: BroadcastEvent reads the member list without its lock
+// at the pinned protoactor-go version (a data race with every topology update).
+func (n *Node) Relay(method, uri string) {
+	msg := &wire.Envelope{Kind: wire.Kind_KIND_NOTIFY, Text: method, Uri: uri}
+	n.mu.Lock()
+	to := make([]string, 0, len(n.members))
+	for a := range n.members {
+		if a != n.addr && !n.unreachable(a) {
+			to = append(to, a)
+		}
+	}
+	n.mu.Unlock()
+	for _, a := range to {
+		n.system.Root.Send(actor.NewPID(a, "eventstream"), msg)
+	}
+}
+
+// alive reports whether the member at addr can serve: it is in the member list (or none was
+// seen yet) and its remote connection has not terminated since it joined.
+func (n *Node) alive(addr string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.unreachable(addr) {
+		return false
+	}
+	return n.members == nil || n.members[addr]
+}
+
+// deadHold is how long a member whose remote connection terminated is taken for gone while it
+// is still in the member list. A dead member leaves the list within that time (the provider's
+// poll and timeout); one that stays in it had a passing fault, and is tried again.
+const deadHold = 5 * time.Second
+
+// unreachable reports whether addr's remote connection terminated within deadHold. n.mu is held.
+func (n *Node) unreachable(addr string) bool {
+	at, ok := n.dead[addr]
+	return ok && time.Since(at) < deadHold
+}
+
+// onEvent follows the topology and terminated endpoints, and takes other members' notifications.
+// It runs on the publisher's goroutine and never blocks.
+func (n *Node) onEvent(ev any) {
+	switch e := ev.(type) {
+	case *pcluster.ClusterTopology:
+		n.mu.Lock()
+		n.members = make(map[string]bool, len(e.Members))
+		for _, m := range e.Members {
+			n.members[m.Address()] = true
+		}
+		for _, m := range e.Joined {
+			delete(n.dead, m.Address())
+		}
+		n.mu.Unlock()
+		n.log.Info("topology", zap.Int("members", len(e.Members)), zap.Int("joined", len(e.Joined)), zap.Int("left", len(e.Left)))
+	case *remote.EndpointTerminatedEvent:
+		// This member's own address is never looked up: its sessions are served locally.
+		n.mu.Lock()
+		n.dead[e.Address] = time.Now()
+		n.mu.Unlock()
+		n.log.Info("member unreachable", zap.String("address", e.Address))
+	case *remote.EndpointConnectedEvent:
+		n.mu.Lock()
+		delete(n.dead, e.Address)
+		n.mu.Unlock()
+	case *wire.Envelope:
+		if e.Kind == wire.Kind_KIND_NOTIFY {
+			if fn := n.deliver.Load(); fn != nil {
+				(*fn)(e.Text, e.Uri)
+			}
+		}
+	}
+}
+
+// Close stops serving forwarded requests and waits for those in progress to end (their
+// contexts are cancelled), then, for a member made by [Start], leaves the cluster and shuts its
+// actor system down. Call it after the server's Shutdown.
+func (n *Node) Close() {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return
+	}
+	n.closed = true
+	n.mu.Unlock()
+	n.system.EventStream.Unsubscribe(n.sub)
+	_ = n.system.Root.StopFuture(n.tunnel).Wait()
+	n.homes.Wait()
+	if n.own {
+		n.cl.Shutdown(true)
+	}
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,202 @@
+package cluster
+
+import (
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/toolgrain/toolgrain/internal/wire"
+	"github.com/toolgrain/toolgrain/protocol"
+)
+
+// Wrap returns the MCP endpoint handler of a member: requests of legacy sessions homed on
+// another member are forwarded there (see the package doc); every other request (initialize,
+// modern requests, this member's sessions, ids this cluster did not mint) is served by local,
+// which is also what serves the requests other members forward here. maxBody bounds a forwarded
+// body as the local handler bounds its own (0: protocol.DefaultMaxMessageSize); the home
+// answers 413 past it. toolgrain.NewServer calls Wrap when Config.Cluster is set.
+func (n *Node) Wrap(local http.Handler, maxBody int) http.Handler {
+	n.local.Store(&local)
+	if maxBody <= 0 {
+		maxBody = protocol.DefaultMaxMessageSize
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sid := r.Header.Get(protocol.HeaderSessionID)
+		if sid == "" || protocol.IsModernVersion(r.Header.Get(protocol.HeaderProtocolVersion)) {
+			local.ServeHTTP(w, r)
+			return
+		}
+		home, ok := n.Home(sid)
+		if !ok || home == n.addr {
+			local.ServeHTTP(w, r)
+			return
+		}
+		if !n.alive(home) {
+			notFound(w)
+			return
+		}
+		n.forward(w, r, home, maxBody)
+	})
+}
+
+// notFound answers as the transport does for an unknown session.
+func notFound(w http.ResponseWriter) {
+	frame := protocol.EncodeError(protocol.ID{}, protocol.ErrTransport("Not Found", "session not found"))
+	w.Header().Set("Content-Type", protocol.MediaTypeJSON)
+	w.Header().Set("Content-Length", strconv.Itoa(len(frame)))
+	w.WriteHeader(http.StatusNotFound)
+	_, _ = w.Write(frame)
+}
+
+// forward sends the request to the session's home and writes the home's answer as it comes.
+func (n *Node) forward(w http.ResponseWriter, r *http.Request, home string, maxBody int) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, int64(maxBody)+1))
+	if err != nil {
+		return // the client went away mid-body
+	}
+	env := &wire.Envelope{
+		Kind:       wire.Kind_KIND_REQUEST,
+		Method:     r.Method,
+		Target:     r.URL.RequestURI(),
+		Host:       r.Host,
+		RemoteAddr: r.RemoteAddr,
+		Body:       body,
+	}
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(interface{ String() string }); ok {
+		env.LocalAddr = a.String()
+	}
+	for k, vs := range r.Header {
+		env.Headers = append(env.Headers, &wire.Header{Name: k, Values: vs})
+	}
+	q := newFrameQueue()
+	root := n.system.Root
+	pid := root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+		return &streamActor{node: n, home: actor.NewPID(home, tunnelName), req: env, q: q}
+	}))
+	defer root.Stop(pid)
+	n.stats.forwarded.Add(1)
+
+	rc := http.NewResponseController(w)
+	headed, start := false, time.Now()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-q.wake:
+		}
+		for _, f := range q.take() {
+			switch {
+			case f == nil: // the home or its request actor terminated
+				if !headed {
+					notFound(w)
+				} else {
+					n.log.Debug("forwarded stream cut: home gone", zap.String("home", home))
+				}
+				return
+			case f.Kind == wire.Kind_KIND_HEAD:
+				headed = true
+				n.stats.headed.Add(1)
+				n.stats.headNanos.Add(int64(time.Since(start)))
+				hd := w.Header()
+				for _, h := range f.Headers {
+					hd[h.Name] = h.Values
+				}
+				w.WriteHeader(int(f.Status))
+			case f.Kind == wire.Kind_KIND_BODY:
+				if len(f.Body) > 0 {
+					if _, err := w.Write(f.Body); err != nil {
+						return
+					}
+				}
+				if err := rc.Flush(); err != nil {
+					return
+				}
+			case f.Kind == wire.Kind_KIND_END:
+				return
+			}
+		}
+	}
+}
+
+// streamActor is the edge side of a forwarded request: it sends the request to the home's
+// tunnel, watches the tunnel and then the home's request actor, and queues what the home sends
+// for the HTTP goroutine (a nil frame when a watched actor terminated). The HTTP goroutine stops
+// it when the response is complete or the client left; the home's request actor, which watches
+// it, then ends the request there.
+type streamActor struct {
+	node    *Node
+	home    *actor.PID
+	req     *wire.Envelope
+	q       *frameQueue
+	handler *actor.PID
+	ended   bool
+}
+
+func (s *streamActor) Receive(c actor.Context) {
+	switch m := c.Message().(type) {
+	case *actor.Started:
+		s.node.stats.streams.Add(1)
+		c.Watch(s.home)
+		s.req.ReplyAddress, s.req.ReplyId = c.Self().Address, c.Self().Id
+		c.Send(s.home, s.req)
+		s.req = nil
+	case *actor.Stopping:
+		c.Unwatch(s.home)
+		if s.handler != nil {
+			c.Unwatch(s.handler)
+		}
+	case *actor.Stopped:
+		s.node.stats.streams.Add(-1)
+	case *actor.Terminated:
+		if !s.ended {
+			s.ended = true
+			s.q.push(nil)
+		}
+	case *wire.Envelope:
+		if s.ended {
+			return
+		}
+		switch m.Kind {
+		case wire.Kind_KIND_HEAD:
+			if s.handler == nil && m.ReplyAddress != "" {
+				s.handler = actor.NewPID(m.ReplyAddress, m.ReplyId)
+				c.Watch(s.handler)
+			}
+		case wire.Kind_KIND_END:
+			s.ended = true
+		}
+		s.q.push(m)
+	}
+}
+
+// frameQueue hands frames from a streamActor to its HTTP goroutine without blocking the actor.
+type frameQueue struct {
+	mu     sync.Mutex
+	frames []*wire.Envelope
+	wake   chan struct{} // size 1: a pending wake-up
+}
+
+func newFrameQueue() *frameQueue { return &frameQueue{wake: make(chan struct{}, 1)} }
+
+func (q *frameQueue) push(f *wire.Envelope) {
+	q.mu.Lock()
+	q.frames = append(q.frames, f)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *frameQueue) take() []*wire.Envelope {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	f := q.frames
+	q.frames = nil
+	return f
+}

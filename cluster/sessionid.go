@@ -1,0 +1,64 @@
+package cluster
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"strings"
+)
+
+// A session id names the member that holds the session (its home) in a form no client can forge:
+//
+//	base64url(home address) "." 128 random bits (rand.Text) "." base64url(HMAC-SHA256(key, the first two parts)[:16])
+//
+// key is derived from [Config].Secret, which every member shares. An id whose MAC does not verify
+// names no home: the member that receives it serves it locally, where it is unknown (404).
+
+// sessionMACSize is the length of the MAC kept in an id, in bytes (128 bits).
+const sessionMACSize = 16
+
+var b64 = base64.RawURLEncoding
+
+// sessionKey derives the key that signs session ids from the cluster secret, so that the secret
+// may also serve other purposes (the request-state key) without the two uses meeting.
+func sessionKey(secret []byte) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("toolgrain cluster session id v1"))
+	return m.Sum(nil)
+}
+
+// mintSessionID returns a new session id homed at addr.
+func mintSessionID(key []byte, addr string) string {
+	head := b64.EncodeToString([]byte(addr)) + "." + rand.Text()
+	return head + "." + b64.EncodeToString(sessionMAC(key, head))
+}
+
+func sessionMAC(key []byte, head string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(head))
+	return m.Sum(nil)[:sessionMACSize]
+}
+
+// homeOf returns the home address a session id names, and false when the id is not one this
+// cluster minted.
+func homeOf(key []byte, sid string) (string, bool) {
+	i := strings.LastIndexByte(sid, '.')
+	if i < 0 || len(sid) > 256 {
+		return "", false
+	}
+	head := sid[:i]
+	mac, err := b64.DecodeString(sid[i+1:])
+	if err != nil || !hmac.Equal(mac, sessionMAC(key, head)) {
+		return "", false
+	}
+	j := strings.IndexByte(head, '.')
+	if j < 0 {
+		return "", false
+	}
+	addr, err := b64.DecodeString(head[:j])
+	if err != nil || len(addr) == 0 {
+		return "", false
+	}
+	return string(addr), true
+}

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestClusterFlags(t *testing.T) {
+	tests := []struct {
+		give    []string
+		wantErr string
+	}{
+		{[]string{"--cluster-local", "3"}, "a cluster needs --transport http"},
+		{[]string{"--transport", "http", "--cluster-local", "-1"}, "--cluster-local -1: want 1..64"},
+		{[]string{"--transport", "http", "--cluster-local", "3", "--cluster-addr", "127.0.0.1:7001"}, "leave out --cluster-addr"},
+		{[]string{"--transport", "http", "--cluster-addr", "127.0.0.1:7001"}, "needs a shared secret"},
+		{[]string{"--transport", "http", "--cluster-addr", "127.0.0.1:7001", "--request-state-key-file", "k"}, "needs --cluster-member"},
+		{[]string{"--transport", "http", "--cluster-member", "127.0.0.1:6330"}, "need --cluster-addr"},
+		{[]string{"--transport", "http", "--cluster-addr", "127.0.0.1:7001", "--request-state-key-file", "k",
+			"--cluster-member", "127.0.0.1:6330", "--cluster-health-port", "6330", "--cluster-tls-cert", "c"}, "go together"},
+	}
+	for _, tt := range tests {
+		_, err := parseFlags(tt.give, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("parseFlags(%q) = %v, want an error containing %q", tt.give, err, tt.wantErr)
+		}
+	}
+}
+
+func TestWithoutFlags(t *testing.T) {
+	give := []string{"--transport", "http", "--cluster-local", "3", "-addr=127.0.0.1:1", "--fixtures", "conformance",
+		"--request-state-key-file", "k", "-cluster-local=2", "--auth-token", "t"}
+	got := strings.Join(withoutFlags(give, "cluster-local", "addr", "request-state-key-file"), " ")
+	if want := "--transport http --fixtures conformance --auth-token t"; got != want {
+		t.Fatalf("withoutFlags = %q, want %q", got, want)
+	}
+}
+
+// TestClusterMemberRefusesPlainTextBeyondLoopback runs the binary as a member whose remote
+// listens on every interface without TLS: it must refuse to start, and start with
+// --cluster-insecure.
+func TestClusterMemberRefusesPlainTextBeyondLoopback(t *testing.T) {
+	bin := buildServer(t)
+	key := t.TempDir() + "/key"
+	if err := os.WriteFile(key, make([]byte, 32), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "--transport", "http", "--addr", "127.0.0.1:0", "--cluster-addr", "0.0.0.0:7001",
+		"--cluster-member", "127.0.0.1:6330", "--cluster-health-port", "6330", "--request-state-key-file", key).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `cluster: addr "0.0.0.0:7001" is beyond loopback: remote traffic would be plain text`) {
+		t.Fatalf("want a refusal, got %v:\n%s", err, out)
+	}
+}
+
+// consecutivePorts returns the first of n consecutive loopback ports free now.
+func consecutivePorts(t *testing.T, n int) int {
+	t.Helper()
+	for try := 0; try < 50; try++ {
+		base := 20000 + rand.IntN(20000)
+		var lns []net.Listener
+		ok := true
+		for i := 0; i < n && ok; i++ {
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+i))
+			if err != nil {
+				ok = false
+				break
+			}
+			lns = append(lns, l)
+		}
+		for _, l := range lns {
+			l.Close()
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatal("no consecutive free ports")
+	return 0
+}
+
+// TestClusterLocalCommand runs the one command of a local cluster: --cluster-local 3 starts three
+// member processes on consecutive ports, which form one server (a session opened on one member
+// answers on another), share the --auth-token and append their reports to the one
+// --diagnostics-file; SIGTERM to the command ends every member.
+func TestClusterLocalCommand(t *testing.T) {
+	bin := buildServer(t)
+	port := consecutivePorts(t, 3)
+	diag := t.TempDir() + "/diag.jsonl"
+	out := &syncBuffer{}
+	cmd := exec.Command(bin, "--transport", "http", "--cluster-local", "3", "--addr", "127.0.0.1:"+strconv.Itoa(port),
+		"--diagnostics-file", diag, "--auth-token", "tok", "--log-level", "info")
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	// Owned by the test: it ends when the command exits, which the cleanup forces.
+	go func() { exited <- cmd.Wait() }()
+	var pids []int
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			for _, p := range pids {
+				_ = syscall.Kill(p, syscall.SIGKILL)
+			}
+		}
+		if t.Failed() {
+			t.Logf("output:\n%s", tail(out.String(), 60))
+		}
+	})
+	deadline := time.Now().Add(clusterStartWait)
+	memberLine := regexp.MustCompile(`member (\d) pid (\d+) url (\S+)`)
+	for strings.Count(out.String(), `"msg":"serving"`) < 3 || strings.Count(out.String(), `"msg":"topology","members":3`) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the members did not serve in a formed cluster within %v", clusterStartWait)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var bases []string
+	for i, m := range memberLine.FindAllStringSubmatch(out.String(), -1) {
+		if want := fmt.Sprintf("http://127.0.0.1:%d/mcp", port+i); m[1] != strconv.Itoa(i) || m[3] != want {
+			t.Fatalf("member line %q, want member %d at %s", m[0], i, want)
+		}
+		pid, _ := strconv.Atoi(m[2])
+		pids = append(pids, pid)
+		bases = append(bases, strings.TrimSuffix(m[3], "/mcp"))
+	}
+	if len(bases) != 3 {
+		t.Fatalf("%d member lines, want 3", len(bases))
+	}
+
+	c := &testCluster{t: t}
+	for i, b := range bases {
+		// Without the token: 401 on every member.
+		status, _, _ := c.call(b, request{body: initializeBody})
+		if status != 401 {
+			t.Fatalf("member %d: initialize without a token: %d, want 401", i, status)
+		}
+	}
+	// The token is shared: a session per member, each failing a call unexpectedly, through the
+	// next member (forwarded to its home), so that each member writes one report.
+	c.token = "tok"
+	for i := range bases {
+		sid, _ := c.initialize(bases[i])
+		next := bases[(i+1)%3]
+		c.expect(next, request{session: sid, body: `{"jsonrpc":"2.0","id":` + strconv.Itoa(10+i) + `,"method":"tools/call","params":{"name":"fail","arguments":{"mode":"error"}}}`},
+			200, `{"jsonrpc":"2.0","id":`+strconv.Itoa(10+i)+`,"result":{"content":[{"type":"text","text":"Tool execution failed"}],"isError":true}}`)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("the command exited with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the command did not exit within 30 s of SIGTERM")
+	}
+	for i, p := range pids {
+		if err := syscall.Kill(p, 0); err == nil {
+			t.Errorf("member %d (pid %d) still runs after the command exited", i, p)
+		}
+	}
+	data, err := os.ReadFile(diag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("diagnostics line %q: %v", line, err)
+		}
+		if !strings.Contains(fmt.Sprint(rec["error"]), "SECRET-internal-detail") || rec["tool"] != "fail" {
+			t.Fatalf("diagnostics line %s: want the fail tool's internal error", line)
+		}
+		ids[fmt.Sprint(rec["request_id"])] = true
+	}
+	if len(ids) != 3 {
+		t.Fatalf("diagnostics from %d calls, want 3:\n%s", len(ids), data)
+	}
+}
