@@ -26,7 +26,6 @@ type flight struct {
 	stream   Stream
 	slot     *callSlot
 	listener *listener
-	spec     *callSpec // a tools/call's; nil for operations and listen streams
 }
 
 // connectionActor owns one connection (a stdio stream, an in-memory client or a legacy HTTP
@@ -216,7 +215,7 @@ func (c *connectionActor) cancelFlight(ctx actor.Context, key string, cause canc
 		switch {
 		case f.listener != nil:
 			c.eng.listeners.remove(f.listener)
-		case f.spec != nil && f.spec.running.Load():
+		case f.slot != nil && f.slot.handlerRuns.Load():
 			// The handler runs on the cancelled context: its return ends the request actor.
 		case f.pid != nil:
 			ctx.Send(f.pid, &cancelCall{})
@@ -396,7 +395,6 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 	}
 	spec.identity = caller
 	spec.peer.taskable = plan != nil && plan.deferred
-	f.spec = spec
 	f.pid = c.spawnRequest(ctx, spec)
 	c.addChild(f)
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -30,7 +29,7 @@ var failedResult = json.RawMessage(`{"content":[{"type":"text","text":"` + Faile
 var ErrTimeout = errors.New("tool call timed out")
 
 // callSpec is everything a request actor needs; it is built by the connection actor and never
-// mutated, except for running.
+// mutated.
 type callSpec struct {
 	eng     *Engine
 	tool    *tools.Compiled
@@ -49,11 +48,6 @@ type callSpec struct {
 	ann *protocol.Annotation
 	// task says that the call runs as a task (taskrpc.go); nil for an ordinary call.
 	task *taskPlan
-	// running is set by the request actor once the handler goroutine of an ordinary call runs:
-	// from then on a cancellation needs no cancelCall, since the cancelled context ends the
-	// handler and its handlerDone ends the actor (settling the call as cancelled), so the
-	// connection does not wake the actor for it.
-	running atomic.Bool
 }
 
 // request phases.
@@ -204,8 +198,8 @@ func (r *requestActor) run(ctx actor.Context) {
 		return
 	}
 	r.phase = phaseRunning
-	if r.task == nil {
-		r.running.Store(true)
+	if r.task == nil && r.slot != nil {
+		r.slot.handlerRuns.Store(true)
 	}
 	// Without a timeout the handler gets the call's own context, which the answer, a
 	// cancellation and the actor's stop (call.Release) all cancel: a child context would cost
