@@ -463,6 +463,12 @@ func (c *connectionActor) shrinkAfterBurst(ctx actor.Context) {
 	if len(c.byStream) == 0 {
 		c.byStream = make(map[Stream]string)
 	}
+	clearVacatedChildren(ctx)
+}
+
+// clearVacatedChildren clears the slots past the end of ctx's set of children (see
+// shrinkAfterBurst). Only the actor itself may call it, from its Receive.
+func clearVacatedChildren(ctx actor.Context) {
 	if kids := ctx.Children(); cap(kids) > len(kids) {
 		clear(kids[len(kids):cap(kids)])
 	}
