@@ -64,6 +64,10 @@ type connectionActor struct {
 	stateless bool
 	byStream  map[Stream]string
 	nextKey   uint64
+
+	// childPeak is the most request actors alive at once since the tables were last renewed
+	// (see shrinkAfterBurst).
+	childPeak int
 }
 
 var _ actor.SupervisorStrategy = (*connectionActor)(nil)
@@ -211,6 +215,8 @@ func (c *connectionActor) cancelFlight(ctx actor.Context, key string, cause canc
 		switch {
 		case f.listener != nil:
 			c.eng.listeners.remove(f.listener)
+		case f.slot != nil && f.slot.handlerRuns.Load():
+			// The handler runs on the cancelled context: its return ends the request actor.
 		case f.pid != nil:
 			ctx.Send(f.pid, &cancelCall{})
 		}
@@ -390,7 +396,15 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 	spec.identity = caller
 	spec.peer.taskable = plan != nil && plan.deferred
 	f.pid = c.spawnRequest(ctx, spec)
+	c.addChild(f)
+}
+
+// addChild enters the flight f of a request actor just spawned in the table of children.
+func (c *connectionActor) addChild(f *flight) {
 	c.children[f.pid.Id] = f
+	if n := len(c.children); n > c.childPeak {
+		c.childPeak = n
+	}
 }
 
 // spawnRequest spawns the request actor of spec. One Props serves all the connection's
@@ -417,8 +431,46 @@ func (c *connectionActor) childEnded(ctx actor.Context, who *actor.PID) {
 	delete(c.children, who.Id)
 	f.slot.release()
 	c.forgetFlight(f)
-	if (c.closing || c.finishing) && len(c.children) == 0 {
-		ctx.Stop(ctx.Self())
+	if len(c.children) == 0 {
+		if c.closing || c.finishing {
+			ctx.Stop(ctx.Self())
+			return
+		}
+		c.shrinkAfterBurst(ctx)
+	}
+}
+
+// burstChildren is the number of request actors alive at once past which the connection
+// renews its tables once they are empty again.
+const burstChildren = 1024
+
+// shrinkAfterBurst lets the memory of a burst of calls go once the last of them has ended. A
+// Go map keeps its grown table after its entries are deleted, so the in-flight tables are
+// replaced once empty. protoactor's set of children removes a child by moving the last one into
+// its slot and shortening the slice, leaving the vacated slots past its end pointing at the
+// stopped children's PIDs, whose cached process keeps each stopped actor (its context,
+// mailbox, request actor and call) reachable until the slot is reused; Children returns that
+// slice, and the slots past its length belong to no one, so they are cleared.
+func (c *connectionActor) shrinkAfterBurst(ctx actor.Context) {
+	if c.childPeak < burstChildren {
+		return
+	}
+	c.childPeak = 0
+	c.children = make(map[string]*flight)
+	if len(c.inflight) == 0 {
+		c.inflight = make(map[string]*flight)
+	}
+	if len(c.byStream) == 0 {
+		c.byStream = make(map[Stream]string)
+	}
+	clearVacatedChildren(ctx)
+}
+
+// clearVacatedChildren clears the slots past the end of ctx's set of children (see
+// shrinkAfterBurst). Only the actor itself may call it, from its Receive.
+func clearVacatedChildren(ctx actor.Context) {
+	if kids := ctx.Children(); cap(kids) > len(kids) {
+		clear(kids[len(kids):cap(kids)])
 	}
 }
 

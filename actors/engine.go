@@ -420,7 +420,8 @@ func (e *Engine) connect(c *Connection, name string) (*Connection, error) {
 	}
 	c.transport = networkTransport(name)
 	log := e.log.With(zap.String("conn", name))
-	props := actor.PropsFromProducer(func() actor.Actor { return newConnectionActor(e, c, log) }, actor.WithDispatcher(e.dispatcher))
+	props := actor.PropsFromProducer(func() actor.Actor { return newConnectionActor(e, c, log) },
+		actor.WithDispatcher(poolDispatcher{pool: e.pool, throughput: connectionThroughput}))
 	res, err := e.system.Root.RequestFuture(e.supervisor, &spawnConnection{props: props}, defaultActorReplyTimeout).Result()
 	if err != nil {
 		return nil, fmt.Errorf("actors: spawn connection: %w", err)

@@ -30,6 +30,12 @@ type callSlot struct {
 	conn     *atomic.Int64 // calls counted on the connection
 	server   *atomic.Int64 // calls counted on the engine
 	released atomic.Bool
+	// handlerRuns is set by a tools/call's request actor once the handler goroutine of the
+	// ordinary call runs: from then on a cancellation needs no cancelCall, since the cancelled
+	// context ends the handler and its handlerDone ends the actor (settling the call as
+	// cancelled), so the connection does not wake the actor for it. It lives here, in a record
+	// both share, because the slot's size class has room for it.
+	handlerRuns atomic.Bool
 }
 
 func (s *callSlot) release() {

@@ -160,5 +160,5 @@ func (c *connectionActor) spawnOperation(ctx actor.Context, m *protocol.Message,
 		ann: c.eng.annotation(c.modern, cacheable),
 	}
 	f.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newOperationActor(spec) }, actor.WithDispatcher(c.eng.dispatcher)))
-	c.children[f.pid.Id] = f
+	c.addChild(f)
 }

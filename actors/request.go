@@ -198,6 +198,9 @@ func (r *requestActor) run(ctx actor.Context) {
 		return
 	}
 	r.phase = phaseRunning
+	if r.task == nil && r.slot != nil {
+		r.slot.handlerRuns.Store(true)
+	}
 	// Without a timeout the handler gets the call's own context, which the answer, a
 	// cancellation and the actor's stop (call.Release) all cancel: a child context would cost
 	// allocations on every call and cancel nothing more.
