@@ -100,7 +100,7 @@ func (n *Node) SetTelemetry(cfg Telemetry) error {
 			return err
 		}
 		t.reg, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
-			o.ObserveInt64(members, int64(len(n.Members())))
+			o.ObserveInt64(members, int64(n.memberCount()))
 			o.ObserveInt64(forwarded, n.stats.forwarded.Load())
 			o.ObserveInt64(served, n.stats.served.Load())
 			return nil
@@ -114,6 +114,13 @@ func (n *Node) SetTelemetry(cfg Telemetry) error {
 		return errors.New("cluster: SetTelemetry called twice")
 	}
 	return nil
+}
+
+// memberCount is the size of the last topology.
+func (n *Node) memberCount() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.members)
 }
 
 // startForward starts the forward span of r to home: nil without tracing.
