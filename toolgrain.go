@@ -399,6 +399,11 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	srv := &Server{cfg: cfg, eng: eng, http: h, handler: h}
 	if cfg.Cluster != nil {
+		if err := cfg.Cluster.SetTelemetry(cluster.Telemetry{TracerProvider: cfg.TracerProvider,
+			MeterProvider: cfg.MeterProvider, Propagator: cfg.Propagator, Version: Version}); err != nil {
+			_ = eng.Shutdown(context.Background())
+			return nil, err
+		}
 		cfg.Cluster.SetDeliver(eng.Deliver)
 		srv.handler = cfg.Cluster.Wrap(h, cfg.MaxMessageSize)
 	}

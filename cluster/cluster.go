@@ -111,6 +111,7 @@ type Node struct {
 	sub     *eventstream.Subscription
 	local   atomic.Pointer[http.Handler]
 	deliver atomic.Pointer[func(method, uri string)]
+	tel     atomic.Pointer[telemetry] // nil: none
 
 	mu      sync.Mutex
 	members map[string]bool      // addresses in the last topology; nil before the first
@@ -428,6 +429,7 @@ func (n *Node) Close() {
 	n.system.EventStream.Unsubscribe(n.sub)
 	_ = n.system.Root.StopFuture(n.tunnel).Wait()
 	n.homes.Wait()
+	n.tel.Load().close()
 	if n.own {
 		n.cl.Shutdown(true)
 	}

@@ -70,7 +70,15 @@ func (n *Node) forward(w http.ResponseWriter, r *http.Request, home string, maxB
 	if a, ok := r.Context().Value(http.LocalAddrContextKey).(interface{ String() string }); ok {
 		env.LocalAddr = a.String()
 	}
-	for k, vs := range r.Header {
+	headers := r.Header
+	tel := n.tel.Load()
+	span, ctx := tel.startForward(r, home)
+	if span != nil {
+		headers = r.Header.Clone()
+		tel.inject(ctx, headers)
+		defer span.End()
+	}
+	for k, vs := range headers {
 		env.Headers = append(env.Headers, &wire.Header{Name: k, Values: vs})
 	}
 	q := newFrameQueue()
@@ -86,6 +94,7 @@ func (n *Node) forward(w http.ResponseWriter, r *http.Request, home string, maxB
 	for {
 		select {
 		case <-r.Context().Done():
+			spanError(span, "client gone")
 			return
 		case <-q.wake:
 		}
@@ -93,15 +102,20 @@ func (n *Node) forward(w http.ResponseWriter, r *http.Request, home string, maxB
 			switch {
 			case f == nil: // the home or its request actor terminated
 				if !headed {
+					spanError(span, "home gone")
 					notFound(w)
 				} else {
+					spanError(span, "home gone")
 					n.log.Debug("forwarded stream cut: home gone", zap.String("home", home))
 				}
 				return
 			case f.Kind == wire.Kind_KIND_HEAD:
 				headed = true
 				n.stats.headed.Add(1)
-				n.stats.headNanos.Add(int64(time.Since(start)))
+				d := time.Since(start)
+				n.stats.headNanos.Add(int64(d))
+				tel.headed(d)
+				setStatus(span, int(f.Status))
 				hd := w.Header()
 				for _, h := range f.Headers {
 					hd[h.Name] = h.Values

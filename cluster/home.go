@@ -102,6 +102,10 @@ func (h *homeActor) start(c actor.Context) {
 	r.ContentLength = int64(len(req.Body))
 	r.Host = req.Host
 	r.RemoteAddr = req.RemoteAddr
+	if tel := n.tel.Load(); tel != nil {
+		// The edge's forward span, for the engine's SERVER span to link to.
+		r = r.WithContext(tel.homeContext(r.Context(), r.Header))
+	}
 	n.stats.served.Add(1)
 	n.homes.Add(1)
 	// Owned by this actor: it ends when the handler returns, which the cancelled context
