@@ -115,7 +115,10 @@ type Node struct {
 	mu      sync.Mutex
 	members map[string]bool      // addresses in the last topology; nil before the first
 	dead    map[string]time.Time // addresses whose remote endpoint terminated, and when
-	closed  bool
+	// taskHomes maps the task-id home of every member ever seen (this one included) to its
+	// address.
+	taskHomes map[string]string
+	closed    bool
 
 	// homes counts the goroutines serving forwarded requests on this member; Close waits.
 	homes sync.WaitGroup
@@ -266,6 +269,9 @@ func (n *Node) start() error {
 		return errors.New("cluster: the actor system has no remote address (start the cluster member first)")
 	}
 	n.addr = addr
+	n.mu.Lock()
+	n.seenLocked(addr)
+	n.mu.Unlock()
 	tunnel, err := n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &tunnelActor{node: n} }), tunnelName)
 	if err != nil {
 		n.system.EventStream.Unsubscribe(n.sub)
@@ -369,6 +375,13 @@ func (n *Node) alive(addr string) bool {
 	return n.members == nil || n.members[addr]
 }
 
+// markDead takes addr for gone for deadHold, as when its remote connection terminates.
+func (n *Node) markDead(addr string) {
+	n.mu.Lock()
+	n.dead[addr] = time.Now()
+	n.mu.Unlock()
+}
+
 // deadHold is how long a member whose remote connection terminated is taken for gone while it
 // is still in the member list. A dead member leaves the list within that time (the provider's
 // poll and timeout); one that stays in it had a passing fault, and is tried again.
@@ -389,6 +402,7 @@ func (n *Node) onEvent(ev any) {
 		n.members = make(map[string]bool, len(e.Members))
 		for _, m := range e.Members {
 			n.members[m.Address()] = true
+			n.seenLocked(m.Address())
 		}
 		for _, m := range e.Joined {
 			delete(n.dead, m.Address())
