@@ -14,6 +14,10 @@
 //     its sessions answer 404 Not Found at once, the signal for a client to initialize again.
 //     A legacy session does not survive its home.
 //   - A list change or resource update on one member reaches the clients of every member.
+//   - A task (the tasks extension) lives on the member that made it; its id names that member,
+//     signed as session ids are. tasks/get, tasks/update and tasks/cancel are forwarded to the
+//     home from any member; a task whose home is gone is answered failed (tasks/get) or with
+//     -32602 (tasks/update, tasks/cancel) by the member the request reached.
 //
 // Every message between members is one protobuf type, internal/wire.Envelope, carrying raw
 // JSON and HTTP bytes.
