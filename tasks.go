@@ -43,7 +43,9 @@ type TaskConfig struct {
 	// authentication only MaxTasks applies. 0 means 1,000; negative means no limit.
 	MaxTasksPerCaller int
 	// Home names this server in its task ids ("<home>.<random>"), for routing in a cluster:
-	// 1 to 32 characters from a-z, 0-9 and '-'. "" means task ids name no home.
+	// 1 to 32 characters from a-z, 0-9 and '-'. "" means task ids name no home. With
+	// Config.Cluster it is set from the cluster member (a signed name of its address), and
+	// tasks/* requests go to the task's home from any member (package cluster).
 	Home string
 }
 

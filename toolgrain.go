@@ -351,6 +351,13 @@ func NewServer(cfg Config) (*Server, error) {
 		relay = cfg.Cluster.Relay
 		cfg.HTTP.NewSessionID = cfg.Cluster.NewSessionID
 	}
+	tasksCfg := engineTasks(&cfg)
+	if cfg.Cluster != nil {
+		// A task lives on its home member: its id names that member (signed), and a task
+		// whose home is gone is reported failed.
+		tasksCfg.Home = cfg.Cluster.TaskHome()
+		tasksCfg.Gone = cfg.Cluster.TaskGone
+	}
 	eng, err := actors.Start(actors.Config{
 		Relay:            relay,
 		System:           cfg.ActorSystem,
@@ -387,7 +394,7 @@ func NewServer(cfg Config) (*Server, error) {
 			TraceFailures:  cfg.TraceFailures,
 		},
 
-		Tasks: engineTasks(&cfg),
+		Tasks: tasksCfg,
 	})
 	if err != nil {
 		return nil, err

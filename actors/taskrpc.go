@@ -172,6 +172,19 @@ func (c *connectionActor) taskMethod(ctx actor.Context, m *protocol.Message, s S
 	}
 	e, owner := c.eng, ownerKey(caller)
 	var run func(context.Context) (any, error)
+	if gone := e.tasks.cfg.Gone; gone != nil && gone(id) {
+		// The task's home server is gone, and the task with it: it is reported failed.
+		if m.Method == protocol.MethodTasksGet {
+			rec := e.tasks.goneRecord(id, time.Now())
+			run = func(context.Context) (any, error) { return taskWire(rec, true), nil }
+		} else {
+			run = func(context.Context) (any, error) {
+				return nil, &publicError{we: protocol.NewError(protocol.CodeInvalidParams, TaskHomeGoneText)}
+			}
+		}
+		c.spawnOperation(ctx, m, s, caller, id, nil, nil, false, run)
+		return
+	}
 	switch m.Method {
 	case protocol.MethodTasksGet:
 		run = func(ctx context.Context) (any, error) {
@@ -221,6 +234,16 @@ func (c *connectionActor) taskMethod(ctx actor.Context, m *protocol.Message, s S
 		}
 	}
 	c.spawnOperation(ctx, m, s, caller, id, nil, nil, false, run)
+}
+
+// goneRecord is the record of task id whose home server is gone, as of now: failed with
+// [TaskHomeGoneText], with the engine's TTL and poll interval (its own are unknown here).
+func (s *taskService) goneRecord(id string, now time.Time) *taskstore.Record {
+	return &taskstore.Record{
+		ID: id, Status: taskstore.Failed, StatusMessage: TaskHomeGoneText,
+		CreatedAt: now, UpdatedAt: now, TTL: s.cfg.TTL, PollInterval: s.cfg.PollInterval,
+		Error: wireErrorJSON(&protocol.WireError{Code: protocol.CodeInternalError, Message: TaskHomeGoneText}),
+	}
 }
 
 // emptyResult is the empty acknowledgement of tasks/update and tasks/cancel.

@@ -46,6 +46,8 @@ const (
 
 // Texts of the tasks extension that a client sees; they are contract.
 const (
+	// TaskHomeGoneText is the error of a task whose home server is gone ([TaskConfig].Gone).
+	TaskHomeGoneText = "the server holding this task is gone"
 	// TaskNotFoundText answers tasks/* for an id the caller has no task of.
 	TaskNotFoundText = "Failed to retrieve task: Task not found"
 	// TaskExpiredText answers tasks/* for a task whose TTL has passed.
@@ -68,6 +70,11 @@ type TaskConfig struct {
 	MaxTasks          int
 	MaxTasksPerCaller int
 	Home              string
+	// Gone, if set, reports whether the task id names a home server that is gone (a cluster
+	// member that died): tasks/get then answers a failed task with [TaskHomeGoneText], and
+	// tasks/update and tasks/cancel the error -32602 with that text, without looking further.
+	// It must not block.
+	Gone func(id string) bool
 }
 
 // taskService is the engine's side of the tasks extension: its configuration, the store, the

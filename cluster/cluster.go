@@ -14,6 +14,10 @@
 //     its sessions answer 404 Not Found at once, the signal for a client to initialize again.
 //     A legacy session does not survive its home.
 //   - A list change or resource update on one member reaches the clients of every member.
+//   - A task (the tasks extension) lives on the member that made it; its id names that member,
+//     signed as session ids are. tasks/get, tasks/update and tasks/cancel are forwarded to the
+//     home from any member; a task whose home is gone is answered failed (tasks/get) or with
+//     -32602 (tasks/update, tasks/cancel) by the member the request reached.
 //
 // Every message between members is one protobuf type, internal/wire.Envelope, carrying raw
 // JSON and HTTP bytes.
@@ -116,7 +120,10 @@ type Node struct {
 	mu      sync.Mutex
 	members map[string]bool      // addresses in the last topology; nil before the first
 	dead    map[string]time.Time // addresses whose remote endpoint terminated, and when
-	closed  bool
+	// taskHomes maps the task-id home of every member ever seen (this one included) to its
+	// address.
+	taskHomes map[string]string
+	closed    bool
 
 	// homes counts the goroutines serving forwarded requests on this member; Close waits.
 	homes sync.WaitGroup
@@ -267,6 +274,9 @@ func (n *Node) start() error {
 		return errors.New("cluster: the actor system has no remote address (start the cluster member first)")
 	}
 	n.addr = addr
+	n.mu.Lock()
+	n.seenLocked(addr)
+	n.mu.Unlock()
 	tunnel, err := n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &tunnelActor{node: n} }), tunnelName)
 	if err != nil {
 		n.system.EventStream.Unsubscribe(n.sub)
@@ -370,6 +380,13 @@ func (n *Node) alive(addr string) bool {
 	return n.members == nil || n.members[addr]
 }
 
+// markDead takes addr for gone for deadHold, as when its remote connection terminates.
+func (n *Node) markDead(addr string) {
+	n.mu.Lock()
+	n.dead[addr] = time.Now()
+	n.mu.Unlock()
+}
+
 // deadHold is how long a member whose remote connection terminated is taken for gone while it
 // is still in the member list. A dead member leaves the list within that time (the provider's
 // poll and timeout); one that stays in it had a passing fault, and is tried again.
@@ -390,6 +407,7 @@ func (n *Node) onEvent(ev any) {
 		n.members = make(map[string]bool, len(e.Members))
 		for _, m := range e.Members {
 			n.members[m.Address()] = true
+			n.seenLocked(m.Address())
 		}
 		for _, m := range e.Joined {
 			delete(n.dead, m.Address())

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"io"
 	"net/http"
 	"strconv"
@@ -27,7 +28,24 @@ func (n *Node) Wrap(local http.Handler, maxBody int) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sid := r.Header.Get(protocol.HeaderSessionID)
-		if sid == "" || protocol.IsModernVersion(r.Header.Get(protocol.HeaderProtocolVersion)) {
+		if protocol.IsModernVersion(r.Header.Get(protocol.HeaderProtocolVersion)) {
+			// A task lives on its home: tasks/get, tasks/update and tasks/cancel go there. A
+			// home that is gone is answered locally, where the engine reports the task failed
+			// (TaskGone); an id naming no member is served locally, where it is unknown.
+			if r.Method == http.MethodPost && isTaskMethod(r.Header.Get(protocol.HeaderMethod)) {
+				if home, ok := n.TaskHomeOf(requestTaskID(r, maxBody)); ok && home != n.addr && n.alive(home) {
+					if n.forward(w, r, home, maxBody) {
+						return
+					}
+					// The home went away before answering: it is taken for gone, and the
+					// engine here reports the task failed.
+					n.markDead(home)
+				}
+			}
+			local.ServeHTTP(w, r)
+			return
+		}
+		if sid == "" {
 			local.ServeHTTP(w, r)
 			return
 		}
@@ -40,7 +58,9 @@ func (n *Node) Wrap(local http.Handler, maxBody int) http.Handler {
 			notFound(w)
 			return
 		}
-		n.forward(w, r, home, maxBody)
+		if !n.forward(w, r, home, maxBody) {
+			notFound(w)
+		}
 	})
 }
 
@@ -53,11 +73,13 @@ func notFound(w http.ResponseWriter) {
 	_, _ = w.Write(frame)
 }
 
-// forward sends the request to the session's home and writes the home's answer as it comes.
-func (n *Node) forward(w http.ResponseWriter, r *http.Request, home string, maxBody int) {
+// forward sends the request to its home and writes the home's answer as it comes. It returns
+// false, having written nothing, when the home terminated before its answer began; r.Body is
+// then what was read of it.
+func (n *Node) forward(w http.ResponseWriter, r *http.Request, home string, maxBody int) bool {
 	body, err := io.ReadAll(io.LimitReader(r.Body, int64(maxBody)+1))
 	if err != nil {
-		return // the client went away mid-body
+		return true // the client went away mid-body
 	}
 	env := &wire.Envelope{
 		Kind:       wire.Kind_KIND_REQUEST,
@@ -95,20 +117,19 @@ func (n *Node) forward(w http.ResponseWriter, r *http.Request, home string, maxB
 		select {
 		case <-r.Context().Done():
 			spanError(span, "client gone")
-			return
+			return true
 		case <-q.wake:
 		}
 		for _, f := range q.take() {
 			switch {
 			case f == nil: // the home or its request actor terminated
+				spanError(span, "home gone")
 				if !headed {
-					spanError(span, "home gone")
-					notFound(w)
-				} else {
-					spanError(span, "home gone")
-					n.log.Debug("forwarded stream cut: home gone", zap.String("home", home))
+					r.Body = io.NopCloser(bytes.NewReader(body))
+					return false
 				}
-				return
+				n.log.Debug("forwarded stream cut: home gone", zap.String("home", home))
+				return true
 			case f.Kind == wire.Kind_KIND_HEAD:
 				headed = true
 				n.stats.headed.Add(1)
@@ -124,14 +145,14 @@ func (n *Node) forward(w http.ResponseWriter, r *http.Request, home string, maxB
 			case f.Kind == wire.Kind_KIND_BODY:
 				if len(f.Body) > 0 {
 					if _, err := w.Write(f.Body); err != nil {
-						return
+						return true
 					}
 				}
 				if err := rc.Flush(); err != nil {
-					return
+					return true
 				}
 			case f.Kind == wire.Kind_KIND_END:
-				return
+				return true
 			}
 		}
 	}

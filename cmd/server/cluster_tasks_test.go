@@ -1,0 +1,168 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestClusterTasks runs three members with tasks on behind the round-robin proxy. A task made on
+// member 0 is read with tasks/get from every member and through the proxy until it completes;
+// tasks/update and tasks/cancel sent to the other members reach its home (their answers are the
+// home's, never "task not found"); then the home of a running task is killed with SIGKILL and
+// the survivors answer tasks/get with a failed task and tasks/update and tasks/cancel with
+// -32602 "the server holding this task is gone".
+//
+// Waits, for a 2-core machine running three race-built members: the cluster forms within
+// clusterStartWait; a 300 ms task completes within 20 s of polling (the race build and the
+// proxy's hops are slow, the bound only stops a hung test); after the kill, the survivors must
+// answer failed within 5 s (the remote connection to a killed process breaks at once; the
+// member list drops it within about two 1 s polls) and each answer must come back within 2 s.
+func TestClusterTasks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs three members")
+	}
+	c := startCluster(t, 3, "--task-store", "memory")
+	const home = 0
+	call := func(base string, id int, method, name, params string) (string, taskCall) {
+		t.Helper()
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{%s%s}}`, id, method, params, taskMeta)
+		r := request{modern: method, body: body}
+		if name != "" {
+			r.name = name
+		}
+		status, backend, data := c.call(base, r)
+		if status != 200 && status != 400 { // 400 carries a JSON-RPC error
+			t.Fatalf("%s %s (backend %s): %d %s", base, method, backend, status, data)
+		}
+		data = lastData(data)
+		var tc taskCall
+		if err := json.Unmarshal([]byte(data), &tc); err != nil {
+			t.Fatalf("%s: %v: %s", method, err, data)
+		}
+		return data, tc
+	}
+	get := func(base, id string) (string, taskCall) {
+		return call(base, 2, "tasks/get", id, fmt.Sprintf(`"taskId":%q,`, id))
+	}
+
+	// 1. A task made on member 0 completes, read from everywhere.
+	_, made := call(c.members[home].base, 1, "tools/call", "sleep_task", `"name":"sleep_task","arguments":{"ms":300},`)
+	if made.Result.ResultType != "task" || made.Result.TaskID == "" {
+		t.Fatalf("sleep_task was not answered with a task: %+v", made)
+	}
+	id := made.Result.TaskID
+	for i, m := range c.members {
+		if _, got := get(m.base, id); got.Error != nil || got.Result.TaskID != id {
+			t.Fatalf("tasks/get on member %d: %+v", i, got)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	completed := 0
+	for completed < 3 { // three answers in a row through the round-robin proxy: every member
+		_, got := get(c.proxy.URL, id)
+		switch {
+		case got.Error != nil:
+			t.Fatalf("tasks/get through the proxy: %+v", got.Error)
+		case got.Result.Status == "completed":
+			completed++
+			if !strings.Contains(string(got.Result.Result), "slept") {
+				t.Fatalf("completed task's result: %s", got.Result.Result)
+			}
+		case time.Now().After(deadline):
+			t.Fatalf("the task did not complete in 20 s: %+v", got)
+		default:
+			completed = 0
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// An id from no member of this cluster is unknown everywhere.
+	for i, m := range c.members {
+		if _, got := get(m.base, "m"+strings.Repeat("a", 24)+".abcdefghijklmnopqrstuvwxyz"); got.Error == nil || got.Error.Code != -32602 {
+			t.Fatalf("forged id on member %d: %+v", i, got)
+		}
+	}
+
+	// 2. tasks/update and tasks/cancel from the other members reach the home.
+	_, long := call(c.members[home].base, 3, "tools/call", "sleep_task", `"name":"sleep_task","arguments":{"ms":600000},`)
+	lid := long.Result.TaskID
+	update := func(id string) string {
+		return fmt.Sprintf(`"taskId":%q,"inputResponses":{"nothing":{"action":"decline"}},`, id)
+	}
+	want, _ := call(c.members[home].base, 4, "tasks/update", lid, update(lid))
+	for i := 1; i < 3; i++ {
+		got, tc := call(c.members[i].base, 4, "tasks/update", lid, update(lid))
+		if got != want || (tc.Error != nil && strings.Contains(tc.Error.Message, "not found")) {
+			t.Fatalf("tasks/update on member %d: %s; the home answered %s", i, got, want)
+		}
+	}
+	_, cancelled := call(c.members[1].base, 5, "tasks/cancel", lid, fmt.Sprintf(`"taskId":%q,`, lid))
+	if cancelled.Error != nil {
+		t.Fatalf("tasks/cancel from member 1: %+v", cancelled.Error)
+	}
+	for i, m := range c.members {
+		if _, got := get(m.base, lid); got.Result.Status != "cancelled" {
+			t.Fatalf("after tasks/cancel from member 1, tasks/get on member %d: %+v", i, got)
+		}
+	}
+
+	// 3. The home of a running task dies: the task is failed, not lost.
+	_, running := call(c.members[home].base, 6, "tools/call", "sleep_task", `"name":"sleep_task","arguments":{"ms":600000},`)
+	rid := running.Result.TaskID
+	if _, got := get(c.members[1].base, rid); got.Result.Status != "working" {
+		t.Fatalf("the running task from member 1: %+v", got)
+	}
+	if err := c.members[home].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	c.drop(home)
+	for i := 1; i < 3; i++ {
+		for {
+			start := time.Now()
+			data, got := get(c.members[i].base, rid)
+			if took := time.Since(start); took > 2*time.Second {
+				t.Fatalf("tasks/get on member %d took %v after the home died", i, took)
+			}
+			if got.Result.Status == "failed" {
+				if got.Result.TaskID != rid || !strings.Contains(got.Result.Error.Message, "gone") || !strings.Contains(data, `"pollIntervalMs":`) || !strings.Contains(data, `"ttlMs":`) {
+					t.Fatalf("failed task on member %d: %s", i, data)
+				}
+				t.Logf("member %d answers failed %v after the kill: %s", i, time.Since(killed), data)
+				break
+			}
+			if time.Since(killed) > 5*time.Second {
+				t.Fatalf("member %d still answers %s 5 s after the home died", i, data)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		for _, m := range []string{"tasks/update", "tasks/cancel"} {
+			params := fmt.Sprintf(`"taskId":%q,`, rid)
+			if m == "tasks/update" {
+				params = update(rid)
+			}
+			start := time.Now()
+			data, got := call(c.members[i].base, 7, m, rid, params)
+			if got.Error == nil || got.Error.Code != -32602 || !strings.Contains(got.Error.Message, "gone") || time.Since(start) > 2*time.Second {
+				t.Fatalf("%s on member %d after the home died (%v): %s", m, i, time.Since(start), data)
+			}
+		}
+	}
+}
+
+// lastData returns the JSON of an answer: the body itself, or the last data line of an SSE one.
+func lastData(body string) string {
+	if !strings.HasPrefix(body, "event:") && !strings.HasPrefix(body, "data:") && !strings.HasPrefix(body, "id:") {
+		return body
+	}
+	last := ""
+	for _, line := range strings.Split(body, "\n") {
+		if d, ok := strings.CutPrefix(line, "data:"); ok {
+			last = strings.TrimSpace(d)
+		}
+	}
+	return last
+}
