@@ -205,7 +205,7 @@ func compileFlatProp(name string, ps any) (flatProp, bool) {
 // accepts reports whether raw, an object that json.Valid accepted, is surely valid; false
 // means "ask the validator".
 func (f *flatSchema) accepts(raw []byte) bool {
-	d := flatScanner{data: raw}
+	d := flatScanner{valueDecoder{data: raw}}
 	d.space()
 	if d.i >= len(d.data) || d.data[d.i] != '{' {
 		return false
@@ -319,25 +319,10 @@ func (p *flatProp) value(d *flatScanner) bool {
 	return (!p.hasMin || v >= p.min) && (!p.hasMax || v <= p.max)
 }
 
-// flatScanner walks JSON that json.Valid accepted, so it needs no syntax checks.
-type flatScanner struct {
-	data []byte
-	i    int
-}
+// flatScanner walks JSON that json.Valid accepted, so it needs no syntax checks: a
+// valueDecoder (its position and its space skipping) with the few reads the fast path needs.
+type flatScanner struct{ valueDecoder }
 
-func (d *flatScanner) space() {
-	for d.i < len(d.data) {
-		switch d.data[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
-		}
-	}
-}
-
-// plainString reads the string token at d.i and returns its content when it has no escape
-// and is ASCII (so it means exactly its bytes); ok is false otherwise, and d.i is past it.
 func (d *flatScanner) plainString() (s []byte, ok bool) {
 	start := d.i + 1
 	ok = true

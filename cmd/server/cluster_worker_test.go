@@ -19,13 +19,7 @@ import (
 // lost member.
 func TestClusterRemoteWorkerTool(t *testing.T) {
 	diag := t.TempDir() + "/diag.jsonl"
-	c := startClusterWith(t, 3, func(i int, remotes []string) []string {
-		f := []string{"--diagnostics-file", diag}
-		if i == 2 {
-			return append(f, "--cluster-worker")
-		}
-		return append(f, "--cluster-remote-tools", remotes[2])
-	})
+	c := startWorkerCluster(t, diag)
 	sid, _ := c.initialize(c.members[0].base)
 
 	// Entering on member 1, forwarded to the home (0), run on the worker (2).
@@ -152,13 +146,7 @@ func TestClusterRemoteWorkersChosen(t *testing.T) {
 // never a hang, within 6 s.
 func TestClusterRemoteWorkerHung(t *testing.T) {
 	diag := t.TempDir() + "/diag.jsonl"
-	c := startClusterWith(t, 3, func(i int, remotes []string) []string {
-		f := []string{"--diagnostics-file", diag}
-		if i == 2 {
-			return append(f, "--cluster-worker")
-		}
-		return append(f, "--cluster-remote-tools", remotes[2])
-	})
+	c := startWorkerCluster(t, diag)
 	sid, _ := c.initialize(c.members[0].base)
 	type answer struct {
 		status int
@@ -210,4 +198,16 @@ func TestClusterRemoteWorkerHung(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// startWorkerCluster starts three members appending their reports to diag: member 2 hosts the
+// demonstration worker, and members 0 and 1 serve remote_sleep on it.
+func startWorkerCluster(t *testing.T, diag string) *testCluster {
+	return startClusterWith(t, 3, func(i int, remotes []string) []string {
+		f := []string{"--diagnostics-file", diag}
+		if i == 2 {
+			return append(f, "--cluster-worker")
+		}
+		return append(f, "--cluster-remote-tools", remotes[2])
+	})
 }
