@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/asynkron/protoactor-go/cluster/clusterproviders/etcd"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
 	"github.com/toolgrain/toolgrain/cluster"
@@ -28,6 +30,7 @@ type clusterOptions struct {
 	local      int
 	addr       string
 	members    listFlag
+	etcd       listFlag
 	healthPort int
 	secretFile string
 	insecure   bool
@@ -43,6 +46,7 @@ func (o *clusterOptions) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.local, "cluster-local", 0, "HTTP: start a local cluster of `N` member processes on loopback, serving /mcp on the --addr port and the N-1 ports after it (see README, Running a cluster)")
 	fs.StringVar(&o.addr, "cluster-addr", "", "HTTP: be a cluster member whose remote (gRPC) listens on `HOST:PORT`; the other members reach it there")
 	fs.Var(&o.members, "cluster-member", "cluster: the automanaged health endpoint `HOST:PORT` of a member, this one included (repeatable, or comma-separated): a fixed fleet")
+	fs.Var(&o.etcd, "cluster-etcd", "cluster: find the members through etcd at the client `URL` (repeatable, or comma-separated) instead of --cluster-member: protoactor-go's etcd provider")
 	fs.IntVar(&o.healthPort, "cluster-health-port", 0, "cluster: the `port` of this member's automanaged health endpoint (GET /_health, on every interface)")
 	fs.StringVar(&o.secretFile, "cluster-secret-file", "", "cluster: read the secret that signs session ids from `PATH` (at least 32 bytes, the same on every member; default: the --request-state-key-file)")
 	fs.BoolVar(&o.insecure, "cluster-insecure", false, "cluster: allow a --cluster-addr beyond loopback without TLS (member traffic in plain text)")
@@ -56,8 +60,8 @@ func (o *clusterOptions) register(fs *flag.FlagSet) {
 
 func (o *clusterOptions) check(transport, stateKeyFile string) error {
 	if o.local == 0 && o.addr == "" {
-		if len(o.members) > 0 || o.healthPort != 0 || o.secretFile != "" || o.tlsCert != "" || o.worker || o.remoteTool != "" {
-			return errors.New("--cluster-member, --cluster-health-port, --cluster-secret-file, --cluster-tls-*, --cluster-worker and --cluster-remote-tools need --cluster-addr")
+		if len(o.members) > 0 || len(o.etcd) > 0 || o.healthPort != 0 || o.secretFile != "" || o.tlsCert != "" || o.worker || o.remoteTool != "" {
+			return errors.New("--cluster-member, --cluster-etcd, --cluster-health-port, --cluster-secret-file, --cluster-tls-*, --cluster-worker and --cluster-remote-tools need --cluster-addr")
 		}
 		return nil
 	}
@@ -74,8 +78,11 @@ func (o *clusterOptions) check(transport, stateKeyFile string) error {
 		if o.secretFile == "" && stateKeyFile == "" {
 			return errors.New("--cluster-addr needs a shared secret: --cluster-secret-file or --request-state-key-file")
 		}
-		if len(o.members) == 0 || o.healthPort == 0 {
-			return errors.New("--cluster-addr needs --cluster-member (every member's health endpoint) and --cluster-health-port")
+		switch {
+		case len(o.etcd) > 0 && (len(o.members) > 0 || o.healthPort != 0):
+			return errors.New("--cluster-etcd finds the members itself: leave out --cluster-member and --cluster-health-port")
+		case len(o.etcd) == 0 && (len(o.members) == 0 || o.healthPort == 0):
+			return errors.New("--cluster-addr needs --cluster-member (every member's health endpoint) and --cluster-health-port, or --cluster-etcd")
 		}
 		if (o.tlsCert == "") != (o.tlsKey == "") || (o.tlsCert != "" && o.tlsCA == "") {
 			return errors.New("--cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca go together")
@@ -85,9 +92,12 @@ func (o *clusterOptions) check(transport, stateKeyFile string) error {
 }
 
 // memberList returns --cluster-member with comma-separated values split.
-func (o *clusterOptions) memberList() []string {
+func (o *clusterOptions) memberList() []string { return splitList(o.members) }
+
+// splitList returns the values of a repeatable flag with comma-separated values split.
+func splitList(values []string) []string {
 	var out []string
-	for _, m := range o.members {
+	for _, m := range values {
 		for _, s := range strings.Split(m, ",") {
 			if s = strings.TrimSpace(s); s != "" {
 				out = append(out, s)
@@ -116,6 +126,12 @@ func (o *clusterOptions) startMember(stateKeyFile string, log *zap.Logger) (*clu
 		AllowInsecure: o.insecure,
 		Logger:        log,
 	}
+	if len(o.etcd) > 0 {
+		cfg.Provider, err = etcd.NewWithConfig(etcdPrefix, clientv3.Config{Endpoints: splitList(o.etcd), DialTimeout: etcdDialTimeout})
+		if err != nil {
+			return nil, fmt.Errorf("cluster etcd: %w", err)
+		}
+	}
 	if o.tlsCert != "" {
 		if cfg.TLS, err = loadTLS(o.tlsCert, o.tlsKey, o.tlsCA); err != nil {
 			return nil, err
@@ -123,6 +139,13 @@ func (o *clusterOptions) startMember(stateKeyFile string, log *zap.Logger) (*clu
 	}
 	return cluster.Start(cfg)
 }
+
+// etcdPrefix is the key prefix under which the members register in etcd, and etcdDialTimeout
+// bounds the connection to it.
+const (
+	etcdPrefix      = "/toolgrain"
+	etcdDialTimeout = 5 * time.Second
+)
 
 // loadTLS returns a mutual-TLS configuration: this member's certificate, and the CA that must
 // have signed every other member's, as client and as server.

@@ -25,8 +25,11 @@ func TestClusterFlags(t *testing.T) {
 		{[]string{"--transport", "http", "--cluster-local", "-1"}, "--cluster-local -1: want 1..64"},
 		{[]string{"--transport", "http", "--cluster-local", "3", "--cluster-addr", "127.0.0.1:7001"}, "leave out --cluster-addr"},
 		{[]string{"--transport", "http", "--cluster-addr", "127.0.0.1:7001"}, "needs a shared secret"},
-		{[]string{"--transport", "http", "--cluster-addr", "127.0.0.1:7001", "--request-state-key-file", "k"}, "needs --cluster-member"},
+		{[]string{"--transport", "http", "--cluster-addr", "127.0.0.1:7001", "--request-state-key-file", "k"}, "needs --cluster-member (every member's health endpoint) and --cluster-health-port, or --cluster-etcd"},
 		{[]string{"--transport", "http", "--cluster-member", "127.0.0.1:6330"}, "need --cluster-addr"},
+		{[]string{"--transport", "http", "--cluster-etcd", "http://127.0.0.1:2379"}, "need --cluster-addr"},
+		{[]string{"--transport", "http", "--cluster-addr", "127.0.0.1:7001", "--request-state-key-file", "k",
+			"--cluster-etcd", "http://127.0.0.1:2379", "--cluster-member", "127.0.0.1:6330"}, "leave out --cluster-member"},
 		{[]string{"--transport", "http", "--cluster-addr", "127.0.0.1:7001", "--request-state-key-file", "k",
 			"--cluster-member", "127.0.0.1:6330", "--cluster-health-port", "6330", "--cluster-tls-cert", "c"}, "go together"},
 	}

@@ -7,7 +7,7 @@
 //	       [--log-level LEVEL] [--max-message-size N] [--max-calls-per-connection N] [--max-calls N]
 //	       [--tool-timeout D] [--shutdown-grace D] [--fixtures conformance] [--task-store memory|bolt:PATH]
 //	       [--admin-addr HOST:PORT] [--pprof HOST:PORT] [more HTTP and task flags: see --help]
-//	       [--cluster-local N | --cluster-addr HOST:PORT --cluster-member HOST:PORT,... --cluster-health-port PORT ...]
+//	       [--cluster-local N | --cluster-addr HOST:PORT (--cluster-member HOST:PORT,... --cluster-health-port PORT | --cluster-etcd URL,...) ...]
 //
 // With --fixtures conformance it also serves the fixtures of the official MCP conformance suite:
 // its test_* tools, test:// resources and templates, and test_* prompts.
