@@ -39,7 +39,9 @@ func TestClusterRemoteWorkerTool(t *testing.T) {
 			resp.Body.Close()
 		}
 	}()
-	waitLog(t, c.members[2], `"msg":"worker call","id":"`+c.members[0].remote+`/`, 10*time.Second)
+	// The worker runs call 3 (the 60 s sleep) before it is cancelled: a cancellation that came
+	// first would name no call in flight, and be ignored, as the protocol says.
+	waitLogCount(t, c.members[2], `"ms":60000`, 1, 10*time.Second)
 	c.expect(c.members[1].base, request{session: sid, body: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"changed my mind"}}`}, 202, "")
 	waitLog(t, c.members[2], `"msg":"worker call cancelled","id":"`+c.members[0].remote+`/`, 5*time.Second)
 	cancel()
@@ -57,7 +59,7 @@ func TestClusterRemoteWorkerTool(t *testing.T) {
 		status, _, body := c.call(c.members[1].base, request{session: sid, body: `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"remote_sleep","arguments":{"ms":60000}}}`})
 		got <- answer{status, body, time.Now()}
 	}()
-	waitLog(t, c.members[2], `"ms":60000`, 10*time.Second)
+	waitLogCount(t, c.members[2], `"ms":60000`, 2, 10*time.Second) // call 4 runs on the worker
 	time.Sleep(100 * time.Millisecond)
 	killed := time.Now()
 	if err := c.members[2].cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -97,6 +99,18 @@ func waitLog(t *testing.T, m *member, s string, d time.Duration) {
 	for !strings.Contains(m.log.String(), s) {
 		if time.Now().After(deadline) {
 			t.Fatalf("member %d: no %q in its log within %v:\n%s", m.i, s, d, tail(m.log.String(), 30))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitLogCount waits until a member's log contains s at least n times.
+func waitLogCount(t *testing.T, m *member, s string, n int, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for strings.Count(m.log.String(), s) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("member %d: %q fewer than %d times in its log within %v:\n%s", m.i, s, n, d, tail(m.log.String(), 30))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
