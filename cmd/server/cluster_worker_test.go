@@ -79,17 +79,7 @@ func TestClusterRemoteWorkerTool(t *testing.T) {
 	if took > time.Second {
 		t.Errorf("the call on the killed worker took %v to fail, want at most 1 s", took)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		data, _ := os.ReadFile(diag)
-		if strings.Contains(string(data), `actor `+c.members[2].remote+`/toolgrain-worker is not running (address terminated)`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no report naming the lost worker %s in the diagnostics:\n%s", c.members[2].remote, data)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitWorkerReport(t, diag, c.members[2].remote)
 }
 
 // waitLog waits until a member's log contains s.
@@ -101,6 +91,23 @@ func waitLog(t *testing.T, m *member, s string, d time.Duration) {
 			t.Fatalf("member %d: no %q in its log within %v:\n%s", m.i, s, d, tail(m.log.String(), 30))
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitWorkerReport waits up to 5 s for the report, in the diagnostics file diag, of a call whose
+// worker at remote was lost.
+func waitWorkerReport(t *testing.T, diag, remote string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		data, _ := os.ReadFile(diag)
+		if strings.Contains(string(data), `actor `+remote+`/toolgrain-worker is not running (address terminated)`) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no report naming the lost worker %s in the diagnostics:\n%s", remote, data)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -201,17 +208,7 @@ func TestClusterRemoteWorkerHung(t *testing.T) {
 		t.Fatal("the call on the hung worker did not end within 15 s")
 	}
 	// The report is written by the diagnostics actor after the answer: wait for it.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		data, _ := os.ReadFile(diag)
-		if strings.Contains(string(data), `actor `+c.members[2].remote+`/toolgrain-worker is not running (address terminated)`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no report naming the hung worker %s:\n%s", c.members[2].remote, data)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitWorkerReport(t, diag, c.members[2].remote)
 }
 
 // startWorkerCluster starts three members appending their reports to diag: member 2 hosts the
