@@ -209,8 +209,10 @@ func (c *connectionActor) cancelFlight(ctx actor.Context, key string, cause canc
 		return
 	}
 	c.forgetFlight(f)
+	rec := recordOf(f.stream)
+	rec.silence(cause)
 	if f.call.Cancel(cause) {
-		recordOf(f.stream).cancelled(cause)
+		rec.cancelled(cause)
 		f.slot.release()
 		switch {
 		case f.listener != nil:

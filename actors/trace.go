@@ -57,6 +57,11 @@ type served struct {
 	// stops); only that actor touches it.
 	handler trace.Span
 
+	// silencing is why the request is being silenced, set by the connection actor just before
+	// it cancels the call: the handler's return may close the stream before the connection
+	// actor ends the span, and whichever comes first names the same cause.
+	silencing atomic.Pointer[cancel.Cause]
+
 	ended atomic.Bool
 }
 
@@ -348,6 +353,21 @@ func (s *served) cancelled(cause cancel.Cause) {
 	s.span.End()
 }
 
+// silence records cause as why the request is about to be silenced.
+func (s *served) silence(cause cancel.Cause) {
+	if s != nil {
+		s.silencing.Store(&cause)
+	}
+}
+
+// silencedBy is the cause recorded by silence; the zero Cause when none was.
+func (s *served) silencedBy() cancel.Cause {
+	if c := s.silencing.Load(); c != nil {
+		return *c
+	}
+	return cancel.Cause{}
+}
+
 func causeName(c cancel.Cause) string {
 	switch c {
 	case cancel.ErrCancelledByClient:
@@ -426,7 +446,7 @@ func (s *tracedStream) Send(frame []byte) {
 
 func (s *tracedStream) Close() {
 	if !s.rec.ended.Load() {
-		s.rec.cancelled(cancel.Cause{})
+		s.rec.cancelled(s.rec.silencedBy())
 	}
 	s.Stream.Close()
 }
