@@ -3,9 +3,12 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // MCP revision 2026-07-28 ("modern"): every request carries its protocol version, the client's
@@ -112,7 +115,8 @@ func ErrMissingCapability(required json.RawMessage) *WireError {
 type Envelope struct {
 	// ProtocolVersion is the revision the request speaks, as sent (it may be unsupported).
 	ProtocolVersion string
-	// Capabilities are the client capabilities declared for this request; never nil.
+	// Capabilities are the client capabilities declared for this request; never nil. They are
+	// shared by the requests that declare the same capabilities object, so they are read-only.
 	Capabilities *ClientCapabilities
 	// ClientInfo is the client's self-description, when it sent one (display only).
 	ClientInfo *Implementation
@@ -181,15 +185,16 @@ func readEnvelope(params json.RawMessage, valid bool) (*Envelope, *WireError) {
 	if len(version) < 3 || version[0] != '"' {
 		return nil, ErrInvalidParams("params._meta.%s must be a non-empty string", MetaProtocolVersion)
 	}
-	env.ProtocolVersion = unquote(version)
+	if string(version) == `"`+ModernVersion+`"` {
+		env.ProtocolVersion = ModernVersion
+	} else {
+		env.ProtocolVersion = unquote(version)
+	}
 	if !declared(caps) {
 		return nil, ErrInvalidParams("params._meta.%s must be an object", MetaClientCapabilities)
 	}
-	env.Capabilities = &ClientCapabilities{}
-	if !isEmptyObject(caps) {
-		if err := json.Unmarshal(caps, env.Capabilities); err != nil {
-			return nil, ErrInvalidParams("params._meta.%s: %s", MetaClientCapabilities, "malformed capability")
-		}
+	if env.Capabilities = readCapabilities(caps); env.Capabilities == nil {
+		return nil, ErrInvalidParams("params._meta.%s: %s", MetaClientCapabilities, "malformed capability")
 	}
 	if len(info) > 0 && !isNull(info) {
 		ci, ok := readImplementation(info)
@@ -208,6 +213,63 @@ func readEnvelope(params json.RawMessage, valid bool) (*Envelope, *WireError) {
 		}
 	}
 	return env, nil
+}
+
+// A client sends the same capabilities object with every request, and decoding it is most of
+// the work of reading an envelope; so the capabilities decoded from an object are kept, by the
+// object's bytes, and shared by every request that sends the same bytes. The map is copied on
+// write and read without a lock; it stops growing at capsCacheMax objects (a server's clients
+// seldom send more than a handful of distinct ones), and objects longer than capsCacheKeyMax
+// bytes are decoded every time.
+var capsCache struct {
+	m  atomic.Pointer[map[string]*ClientCapabilities]
+	mu sync.Mutex // serializes writers
+}
+
+const (
+	capsCacheMax    = 64
+	capsCacheKeyMax = 1024
+)
+
+// noCapabilities are the capabilities of an empty object.
+var noCapabilities = &ClientCapabilities{}
+
+// readCapabilities returns the capabilities of the object raw, shared with every request that
+// sent the same bytes (read-only, see [Envelope]); nil when raw does not decode.
+func readCapabilities(raw []byte) *ClientCapabilities {
+	if isEmptyObject(raw) {
+		return noCapabilities
+	}
+	if m := capsCache.m.Load(); m != nil {
+		if c, ok := (*m)[string(raw)]; ok {
+			return c
+		}
+	}
+	c := &ClientCapabilities{}
+	if json.Unmarshal(raw, c) != nil {
+		return nil
+	}
+	if len(raw) <= capsCacheKeyMax {
+		capsCache.mu.Lock()
+		old := capsCache.m.Load()
+		if old == nil || len(*old) < capsCacheMax {
+			m := make(map[string]*ClientCapabilities, 1+lenOf(old))
+			if old != nil {
+				maps.Copy(m, *old)
+			}
+			m[string(raw)] = c
+			capsCache.m.Store(&m)
+		}
+		capsCache.mu.Unlock()
+	}
+	return c
+}
+
+func lenOf(m *map[string]*ClientCapabilities) int {
+	if m == nil {
+		return 0
+	}
+	return len(*m)
 }
 
 // readImplementation reads a clientInfo object: its string members name, title and version

@@ -2,6 +2,7 @@ package protocol_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -174,5 +175,54 @@ func BenchmarkReadEnvelope(b *testing.B) {
 		if _, werr := protocol.ReadEnvelope(params); werr != nil {
 			b.Fatal(werr)
 		}
+	}
+}
+
+// BenchmarkReadEnvelopeCapabilities reads the envelope of a client that declares capabilities,
+// as the TypeScript client does on every request.
+func BenchmarkReadEnvelopeCapabilities(b *testing.B) {
+	params := json.RawMessage(`{"name":"echo","arguments":{"text":"hello, world"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{},"url":{}},"sampling":{"tools":{}},"roots":{"listChanged":true},"extensions":{"io.modelcontextprotocol/tasks":{}}},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1.0.0"}}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, werr := protocol.ReadEnvelope(params); werr != nil {
+			b.Fatal(werr)
+		}
+	}
+}
+
+// TestEnvelopeCapabilitiesShared: requests that send the same capabilities object share what
+// was decoded from it; a different object decodes to its own capabilities; the objects kept are
+// bounded, and past the bound every object is still decoded correctly.
+func TestEnvelopeCapabilitiesShared(t *testing.T) {
+	read := func(caps string) *protocol.ClientCapabilities {
+		t.Helper()
+		env, werr := protocol.ReadEnvelope(json.RawMessage(`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}}`))
+		if werr != nil {
+			t.Fatalf("%s: %v", caps, werr)
+		}
+		return env.Capabilities
+	}
+	a, b := read(`{"elicitation":{"form":{}},"sampling":{}}`), read(`{"elicitation":{"form":{}},"sampling":{}}`)
+	if a != b {
+		t.Error("the same capabilities object decoded twice")
+	}
+	if string(a.Elicitation) != `{"form":{}}` || string(a.Sampling) != `{}` || a.Roots != nil {
+		t.Errorf("decoded %+v", a)
+	}
+	c := read(`{"roots":{}}`)
+	if c == a || string(c.Roots) != `{}` || c.Elicitation != nil {
+		t.Errorf("another object: %+v (shared: %v)", c, c == a)
+	}
+	if e1, e2 := read(`{}`), read(`{ }`); e1 != e2 || e1.Roots != nil || e1.Extensions != nil {
+		t.Errorf("empty objects: %+v %+v", e1, e2)
+	}
+	for i := range protocol.CapabilitiesCacheMax + 10 {
+		ext := fmt.Sprintf(`{"extensions":{"x-%d":{}}}`, i)
+		if got := read(ext); string(got.Extensions) != fmt.Sprintf(`{"x-%d":{}}`, i) {
+			t.Fatalf("object %d decoded %s", i, got.Extensions)
+		}
+	}
+	if n := protocol.CachedCapabilities(); n > protocol.CapabilitiesCacheMax {
+		t.Errorf("%d objects kept, bound %d", n, protocol.CapabilitiesCacheMax)
 	}
 }
