@@ -151,7 +151,7 @@ func startClusterSpec(t testing.TB, n int, spec clusterSpec) *testCluster {
 				t.Errorf("member %d: data race in Toolgrain code:\n%s", m.i, r)
 			}
 			if t.Failed() {
-				t.Logf("member %d log:\n%s", m.i, tail(m.log.String(), 40))
+				t.Logf("member %d log:\n%s", m.i, tail(m.log.String(), 150))
 			}
 		})
 		c.members = append(c.members, m)
@@ -341,9 +341,12 @@ func homeOf(t *testing.T, sid string) string {
 }
 
 // event is one SSE event.
-type event struct{ id, data string }
+// event is one SSE event; end, set on the last value sent before the channel closes and on no
+// other, says how the stream ended ("EOF" or the read error).
+type event struct{ id, data, end string }
 
-// events reads SSE events from body until it ends, sending each to out; it closes out.
+// events reads SSE events from body until it ends, sending each to out, then an event that
+// says how it ended; it closes out.
 func readEvents(body io.Reader, out chan<- event) {
 	defer close(out)
 	sc := bufio.NewScanner(body)
@@ -367,6 +370,14 @@ func readEvents(body io.Reader, out chan<- event) {
 		default:
 			seen = true
 		}
+	}
+	end := "EOF"
+	if err := sc.Err(); err != nil {
+		end = err.Error()
+	}
+	select {
+	case out <- event{end: end}:
+	default: // a reader that stopped reading wants no more
 	}
 }
 
@@ -402,6 +413,9 @@ func next(t *testing.T, events <-chan event, d time.Duration) event {
 	case ev, ok := <-events:
 		if !ok {
 			t.Fatal("stream ended")
+		}
+		if ev.end != "" {
+			t.Fatalf("stream ended: %s", ev.end)
 		}
 		return ev
 	case <-time.After(d):
