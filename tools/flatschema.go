@@ -323,6 +323,8 @@ func (p *flatProp) value(d *flatScanner) bool {
 // valueDecoder (its position and its space skipping) with the few reads the fast path needs.
 type flatScanner struct{ valueDecoder }
 
+// plainString reads the string token at d.i and returns its content when it has no escape
+// and is ASCII (so it means exactly its bytes); ok is false otherwise, and d.i is past it.
 func (d *flatScanner) plainString() (s []byte, ok bool) {
 	start := d.i + 1
 	ok = true

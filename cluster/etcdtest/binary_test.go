@@ -3,7 +3,6 @@ package etcdtest
 import (
 	"context"
 	"crypto/rand"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -56,27 +55,10 @@ func TestServerBinaryOnEtcd(t *testing.T) {
 			}
 		})
 	}
-	post := func(base, sid, body string) (int, string, string) {
-		req, _ := http.NewRequest(http.MethodPost, base, strings.NewReader(body))
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Content-Type", "application/json")
-		if sid != "" {
-			req.Header.Set("Mcp-Session-Id", sid)
-			req.Header.Set("MCP-Protocol-Version", "2025-11-25")
-		}
-		client := http.Client{Timeout: 10 * time.Second}
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, "", err.Error()
-		}
-		defer resp.Body.Close()
-		data, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), string(data)
-	}
 	deadline := time.Now().Add(30 * time.Second)
 	var sid string
 	for sid == "" {
-		status, id, _ := post(bases[0], "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"etcd-test","version":"1"}}}`)
+		status, id, _, _ := tryPost(bases[0], "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"etcd-test","version":"1"}}}`)
 		if status == http.StatusOK && id != "" {
 			sid = id
 			break
@@ -86,14 +68,14 @@ func TestServerBinaryOnEtcd(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if status, _, body := post(bases[0], sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); status != http.StatusAccepted {
-		t.Fatalf("initialized: %d %s", status, body)
+	if status, _, body, err := tryPost(bases[0], sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); status != http.StatusAccepted {
+		t.Fatalf("initialized: %d %s %v", status, body, err)
 	}
 	// Member 1 forwards the session's call home once it sees member 0 through etcd; until then
 	// it does not know the home (404) or does not serve yet.
 	const want = `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"over etcd"}]}}`
 	for {
-		status, _, body := post(bases[1], sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"over etcd"}}}`)
+		status, _, body, err := tryPost(bases[1], sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"over etcd"}}}`)
 		if status == http.StatusOK {
 			if body != want {
 				t.Fatalf("forwarded call: %s, want %s", body, want)
@@ -101,7 +83,7 @@ func TestServerBinaryOnEtcd(t *testing.T) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("member 1 did not forward the session home within 30 s: %d %s", status, body)
+			t.Fatalf("member 1 did not forward the session home within 30 s: %d %s %v", status, body, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -118,6 +118,16 @@ func (m *member) stop() {
 
 func post(t *testing.T, base, sid, body string) (int, string, string) {
 	t.Helper()
+	status, id, data, err := tryPost(base, sid, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return status, id, data
+}
+
+// tryPost posts body to a 2025-11-25 endpoint at base, in session sid when it is not empty, and
+// returns the status, the session id answered and the body; err when no answer came within 10 s.
+func tryPost(base, sid, body string) (status int, id, data string, err error) {
 	req, _ := http.NewRequest(http.MethodPost, base, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -125,13 +135,14 @@ func post(t *testing.T, base, sid, body string) (int, string, string) {
 		req.Header.Set("Mcp-Session-Id", sid)
 		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	client := http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, "", "", err
 	}
 	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), string(data)
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id"), string(b), nil
 }
 
 // TestClusterOnEtcd forms a cluster of two members through protoactor-go's etcd provider: a
