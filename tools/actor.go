@@ -25,6 +25,9 @@ import (
 // an actor that drops a call cannot keep it open forever.
 const DefaultActorTimeout = 30 * time.Second
 
+// futureGrace is how long after a call's deadline the future of its reply times out on its own.
+const futureGrace = time.Second
+
 // ActorHandler is a [Handler] backed by an actor: the tool's calls are sent to the actor as
 // [*ActorCall] messages and answered by its replies. Make one with [NewActorHandler] (an actor
 // the host runs) or [NewActorPropsHandler] (an actor the server spawns), and set it as a
@@ -153,7 +156,15 @@ func (h *ActorHandler) Handle(ctx context.Context, req *Request) (*Result, error
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	f := actor.NewFuture(h.system, timeout)
+	// With a deadline, ctx ends the call, not the future's own timer, which only backs it up a
+	// second later: protoactor's future stores a message that reaches it without its lock, so the
+	// ActorCancel that completes it (below) must not race the timer's completion and the read of
+	// the result.
+	futureTimeout := timeout
+	if !deadline.IsZero() {
+		futureTimeout += futureGrace
+	}
+	f := actor.NewFuture(h.system, futureTimeout)
 	call := &ActorCall{ID: f.PID().Id, Identity: IdentityFromContext(ctx), Deadline: deadline, ReplyTo: f.PID()}
 	if req != nil {
 		call.Tool, call.Arguments, call.Meta = req.Tool, req.Arguments, req.Meta
