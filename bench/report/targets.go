@@ -204,6 +204,14 @@ func rssGoal(g, vg *Group, vnote string, n Names, tr, era string, c int, metric,
 	}
 	v.Status = judge(ours <= rssFactor*theirs)
 	v.Result = fmt.Sprintf("%.2f× (%s against %s KiB%s)", ours/theirs, num(ours), num(theirs), vnote)
+	// The goal is on the whole RSS; its anonymous part, without the executable's pages, says
+	// how much of a gap is the servers' own memory and how much the size of their binaries.
+	anon := strings.TrimSuffix(metric, "_kb") + "_anon_kb"
+	ourAnon, ok1 := g.Median(anon, n.Ours)
+	theirAnon, ok2 := median(vg, anon, n.Versus)
+	if ok1 && ok2 && theirAnon > 0 {
+		v.Result += fmt.Sprintf("; anonymous %.2f× (%s against %s KiB)", ourAnon/theirAnon, num(ourAnon), num(theirAnon))
+	}
 	return v
 }
 

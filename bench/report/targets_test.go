@@ -92,10 +92,19 @@ func TestEvaluate(t *testing.T) {
 			t.Errorf("a follow-up echo goal over HTTP: %+v", v)
 		}
 	}
-	// Without an allocation figure, the goal has no data rather than a pass.
+	// With the anonymous part of both RSS figures, the result gives their ratio as well; the
+	// verdict stays on the whole RSS.
 	rs := fixture()
+	rs[0].Metrics["rss_idle_anon_kb"] = 6000
+	rs[1].Metrics["rss_idle_anon_kb"] = 4800
+	v := verdict(t, report.Evaluate(report.Summarize(rs, "toolgrain"), report.Names{}), "stdio", "legacy", "RSS idle")
+	if want := "1.67× (20,000 against 12,000 KiB); anonymous 1.25× (6,000 against 4,800 KiB)"; v.Status != report.Missed || v.Result != want {
+		t.Errorf("RSS idle with its anonymous part = %s %q; want missed %q", v.Status, v.Result, want)
+	}
+	// Without an allocation figure, the goal has no data rather than a pass.
+	rs = fixture()
 	delete(rs[0].Metrics, "server_alloc_bytes_per_call")
-	v := verdict(t, report.Evaluate(report.Summarize(rs, "toolgrain"), report.Names{}), "stdio", "legacy", "allocation")
+	v = verdict(t, report.Evaluate(report.Summarize(rs, "toolgrain"), report.Names{}), "stdio", "legacy", "allocation")
 	if v.Status != report.NoData {
 		t.Errorf("allocation without data = %+v", v)
 	}

@@ -255,6 +255,7 @@ func (w *window) hooks() (func(), func()) {
 func (w *window) perCall(r *Result, calls int64) {
 	if w.ok {
 		r.set("rss_load_kb", float64(w.end.RSSKB))
+		setAnon(r, "rss_load_anon_kb", w.end)
 	}
 	if w.ok && calls > 0 {
 		r.set("server_cpu_us_per_call", float64((w.end.CPU-w.start.CPU).Microseconds())/float64(calls))
@@ -266,6 +267,14 @@ func (w *window) perCall(r *Result, calls int64) {
 	case calls > 0:
 		r.set("server_alloc_bytes_per_call", float64(w.memEnd.TotalAlloc-w.memStart.TotalAlloc)/float64(calls))
 		r.set("server_allocs_per_call", float64(w.memEnd.Mallocs-w.memStart.Mallocs)/float64(calls))
+	}
+}
+
+// setAnon records the anonymous part of a sample's RSS (heap, stacks: what the server itself
+// allocated, without the pages of its executable) under metric, when the kernel reports it.
+func setAnon(r *Result, metric string, s procstat.Sample) {
+	if s.AnonKB > 0 {
+		r.set(metric, float64(s.AnonKB))
 	}
 }
 

@@ -195,6 +195,11 @@ func TestThroughputServerMemory(t *testing.T) {
 		metric(t, r, "rss_idle_kb") <= 0 || metric(t, r, "rss_load_kb") <= 0 {
 		t.Errorf("metrics = %v", r.Metrics)
 	}
+	for _, m := range []string{"rss_idle", "rss_load"} {
+		if anon := metric(t, r, m+"_anon_kb"); anon <= 0 || anon > metric(t, r, m+"_kb") {
+			t.Errorf("%s_anon_kb = %v, not a part of %s_kb %v", m, anon, m, metric(t, r, m+"_kb"))
+		}
+	}
 	// A pprof URL that does not answer is a note, not a failed run.
 	ps.Close()
 	r, err = scenario.Throughput(context.Background(), target, quick())

@@ -33,6 +33,7 @@ func Throughput(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	}
 	if s, ok := sample(pid); ok {
 		r.set("rss_idle_kb", float64(s.RSSKB))
+		setAnon(r, "rss_idle_anon_kb", s)
 	}
 
 	cpu := newWindow(t, pid)

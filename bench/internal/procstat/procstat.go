@@ -18,7 +18,13 @@ var ErrUnsupported = errors.New("procstat: /proc not available")
 
 // Sample is one reading of a process.
 type Sample struct {
-	RSSKB   int64         // VmRSS, resident memory in KiB
+	RSSKB int64 // VmRSS, resident memory in KiB
+	// AnonKB (RssAnon) is the part of RSSKB that is the process's own memory (heap, stacks);
+	// FileKB (RssFile) the part that is mapped files, mostly the executable's pages, which are
+	// clean and shared with every process mapping the same file. Both are 0 on kernels older
+	// than 4.5, which do not report them.
+	AnonKB  int64
+	FileKB  int64
 	HWMKB   int64         // VmHWM, peak resident memory in KiB
 	Threads int64         // OS threads
 	CPU     time.Duration // user + system time so far
@@ -57,6 +63,10 @@ func Read(pid int) (Sample, error) {
 		switch key {
 		case "VmRSS":
 			s.RSSKB = n
+		case "RssAnon":
+			s.AnonKB = n
+		case "RssFile":
+			s.FileKB = n
 		case "VmHWM":
 			s.HWMKB = n
 		case "Threads":
