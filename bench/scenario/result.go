@@ -132,6 +132,8 @@ var Metrics = []MetricInfo{
 	{"server_allocs_per_call", "allocs", Lower, "heap objects the server's Go runtime allocated per measured call (runtime.MemStats.Mallocs; needs --pprof)"},
 	{"rss_idle_kb", "KiB", Lower, "throughput: server resident memory after the handshake and one echo, before the load"},
 	{"rss_load_kb", "KiB", Lower, "server resident memory at the end of the measured window, with the load still running"},
+	{"rss_idle_anon_kb", "KiB", Lower, "throughput: the anonymous part of rss_idle_kb (RssAnon: heap, stacks), without the executable's pages"},
+	{"rss_load_anon_kb", "KiB", Lower, "the anonymous part of rss_load_kb (RssAnon)"},
 	{"rss_kb", "KiB", Lower, "server resident memory at the end of the run"},
 	{"threads", "", Lower, "server OS threads at the end of the run"},
 	// cancellation
