@@ -153,6 +153,79 @@ func TestClusterTasks(t *testing.T) {
 	}
 }
 
+// TestClusterTaskHomeRestarted: a member keeps its tasks in a bolt file of its own and is
+// killed (SIGKILL) with one task finished and one running, then started again at the same
+// addresses on the same file. Every member, the restarted one included, then answers tasks/get
+// for the finished task with its result, and for the running one with a failed task whose error
+// says the server restarted: nothing is lost and nothing is "not found". tasks/cancel of the
+// failed task from the other member is the home's answer, not "gone".
+//
+// Waits, for a 2-core machine running two race-built members: the restart (see restart) and the
+// first task's completion are bounded by 20 s of polling, a bound that only stops a hung test.
+func TestClusterTaskHomeRestarted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs two members")
+	}
+	dir := t.TempDir()
+	c := startClusterWith(t, 2, func(i int, _ []string) []string {
+		return []string{"--task-store", fmt.Sprintf("bolt:%s/tasks-%d.db", dir, i)}
+	})
+	const home, other = 0, 1
+	call := func(base string, id int, method, name, params string) (string, taskCall) {
+		t.Helper()
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{%s%s}}`, id, method, params, taskMeta)
+		status, _, data := c.call(base, request{modern: method, name: name, body: body})
+		if status != 200 && status != 400 {
+			t.Fatalf("%s %s: %d %s", base, method, status, data)
+		}
+		data = lastData(data)
+		var tc taskCall
+		if err := json.Unmarshal([]byte(data), &tc); err != nil {
+			t.Fatalf("%s: %v: %s", method, err, data)
+		}
+		return data, tc
+	}
+	get := func(base, id string) (string, taskCall) {
+		return call(base, 2, "tasks/get", id, fmt.Sprintf(`"taskId":%q,`, id))
+	}
+
+	_, done := call(c.members[home].base, 1, "tools/call", "sleep_task", `"name":"sleep_task","arguments":{"ms":50},`)
+	_, running := call(c.members[home].base, 3, "tools/call", "sleep_task", `"name":"sleep_task","arguments":{"ms":600000},`)
+	did, rid := done.Result.TaskID, running.Result.TaskID
+	if did == "" || rid == "" {
+		t.Fatalf("sleep_task was not answered with tasks: %+v, %+v", done, running)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if _, got := get(c.members[other].base, did); got.Result.Status == "completed" {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the first task did not complete in 20 s: %+v", got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, got := get(c.members[other].base, rid); got.Result.Status != "working" {
+		t.Fatalf("the running task from the other member: %+v", got)
+	}
+
+	c.restart(home)
+
+	for _, i := range []int{other, home} {
+		data, got := get(c.members[i].base, did)
+		if got.Error != nil || got.Result.TaskID != did || got.Result.Status != "completed" || !strings.Contains(string(got.Result.Result), "slept") {
+			t.Errorf("after the restart, the finished task from member %d: %s", i, data)
+		}
+		data, got = get(c.members[i].base, rid)
+		if got.Error != nil || got.Result.TaskID != rid || got.Result.Status != "failed" ||
+			!strings.Contains(got.Result.Error.Message, "server restarted") {
+			t.Errorf("after the restart, the running task from member %d: %s", i, data)
+		}
+	}
+	data, got := call(c.members[other].base, 4, "tasks/cancel", rid, fmt.Sprintf(`"taskId":%q,`, rid))
+	if got.Error != nil && strings.Contains(got.Error.Message, "gone") {
+		t.Errorf("tasks/cancel from the other member after the restart: %s", data)
+	}
+}
+
 // lastData returns the JSON of an answer: the body itself, or the last data line of an SSE one.
 func lastData(body string) string {
 	if !strings.HasPrefix(body, "event:") && !strings.HasPrefix(body, "data:") && !strings.HasPrefix(body, "id:") {

@@ -46,6 +46,7 @@ type member struct {
 	remote string // the member's remote address, the home named by its sessions' ids
 	log    *syncBuffer
 	exited chan struct{}
+	argv   []string // the command line that starts it, again on a restart
 }
 
 // syncBuffer is the stderr of a member, readable while the process writes it.
@@ -64,6 +65,20 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// Len is how much has been written so far: a mark for since.
+func (b *syncBuffer) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Len()
+}
+
+// since returns what was written after the mark n.
+func (b *syncBuffer) since(n int) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf.Bytes()[n:])
 }
 
 // testCluster is members behind a round-robin proxy.
@@ -136,14 +151,8 @@ func startClusterSpec(t testing.TB, n int, spec clusterSpec) *testCluster {
 			"--cluster-member", strings.Join(health, ","), "--request-state-key-file", key,
 			"--admin-addr", strings.TrimPrefix(m.admin, "http://"),
 			"--fixtures", "conformance", "--log-level", "info"}, spec.flags(i, remotes)...)
-		cmdline := append(spec.prefix(i), append([]string{bin}, args...)...)
-		m.cmd = exec.Command(cmdline[0], cmdline[1:]...)
-		m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
-		if err := m.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		// Owned by the test: it ends when the process exits, which the cleanup forces.
-		go func() { _ = m.cmd.Wait(); close(m.exited) }()
+		m.argv = append(spec.prefix(i), append([]string{bin}, args...)...)
+		c.launch(m)
 		t.Cleanup(func() {
 			_ = m.cmd.Process.Kill()
 			<-m.exited
@@ -157,19 +166,9 @@ func startClusterSpec(t testing.TB, n int, spec clusterSpec) *testCluster {
 		c.members = append(c.members, m)
 		c.live = append(c.live, i)
 	}
-	formed := fmt.Sprintf(`"msg":"topology","members":%d`, n)
 	deadline := time.Now().Add(clusterStartWait)
 	for _, m := range c.members {
-		for !strings.Contains(m.log.String(), `"msg":"serving"`) || !strings.Contains(m.log.String(), formed) {
-			select {
-			case <-m.exited:
-				t.Fatalf("member %d exited:\n%s", m.i, m.log.String())
-			case <-time.After(50 * time.Millisecond):
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("member %d not serving in a formed cluster after %v:\n%s", m.i, clusterStartWait, m.log.String())
-			}
-		}
+		c.waitLog(m, 0, deadline, `"msg":"serving"`, fmt.Sprintf(`"msg":"topology","members":%d`, n))
 	}
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -188,6 +187,84 @@ func startClusterSpec(t testing.TB, n int, spec clusterSpec) *testCluster {
 	c.proxy = httptest.NewServer(proxy)
 	t.Cleanup(c.proxy.Close)
 	return c
+}
+
+// launch starts member m's process from m.argv, its output going to m.log; m.exited closes when
+// it exits.
+func (c *testCluster) launch(m *member) {
+	c.t.Helper()
+	cmd, exited := exec.Command(m.argv[0], m.argv[1:]...), make(chan struct{})
+	cmd.Stdout, cmd.Stderr = m.log, m.log
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	m.cmd, m.exited = cmd, exited
+	// Owned by the test: it ends when the process exits, which the member's cleanup forces.
+	go func() { _ = cmd.Wait(); close(exited) }()
+}
+
+// waitLog waits until everything of want appears in member m's log past the mark from, and
+// fails once deadline passes or the member exits.
+func (c *testCluster) waitLog(m *member, from int, deadline time.Time, want ...string) {
+	c.t.Helper()
+	for {
+		log, missing := m.log.since(from), ""
+		for _, w := range want {
+			if !strings.Contains(log, w) {
+				missing = w
+				break
+			}
+		}
+		if missing == "" {
+			return
+		}
+		select {
+		case <-m.exited:
+			c.t.Fatalf("member %d exited:\n%s", m.i, m.log.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("member %d: no %s in its log within %v:\n%s", m.i, missing, clusterStartWait, tail(m.log.String(), 150))
+		}
+	}
+}
+
+// restart kills member i (SIGKILL), waits until every other member's list has dropped it, starts
+// it again with the same command line (the same addresses, key and files) and waits until it
+// serves in a cluster of all the members and every other member has seen it join again. The
+// proxy sends to it throughout, as a load balancer whose health check has not noticed. Waits:
+// the others drop a killed member within about two 1 s polls of the provider, and everything
+// is bounded by clusterStartWait, as a start is.
+func (c *testCluster) restart(i int) {
+	c.t.Helper()
+	m := c.members[i]
+	marks := make([]int, len(c.members))
+	for k, o := range c.members {
+		marks[k] = o.log.Len()
+	}
+	if err := m.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		c.t.Fatal(err)
+	}
+	<-m.exited
+	n := len(c.members)
+	deadline := time.Now().Add(clusterStartWait)
+	for k, o := range c.members {
+		if k != i {
+			c.waitLog(o, marks[k], deadline, fmt.Sprintf(`"msg":"topology","members":%d`, n-1))
+			marks[k] = o.log.Len()
+		}
+	}
+	marks[i] = m.log.Len()
+	c.launch(m)
+	deadline = time.Now().Add(clusterStartWait)
+	formed := fmt.Sprintf(`"msg":"topology","members":%d`, n)
+	for k, o := range c.members {
+		want := []string{formed}
+		if k == i {
+			want = append(want, `"msg":"serving"`)
+		}
+		c.waitLog(o, marks[k], deadline, want...)
+	}
 }
 
 // ourRaces returns the race detector's reports in a member's log that involve Toolgrain's code.
