@@ -380,6 +380,13 @@ func (n *Node) alive(addr string) bool {
 	return n.members == nil || n.members[addr]
 }
 
+// listed reports whether the member at addr is in the member list (or none was seen yet).
+func (n *Node) listed(addr string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.members == nil || n.members[addr]
+}
+
 // markDead takes addr for gone for deadHold, as when its remote connection terminates.
 func (n *Node) markDead(addr string) {
 	n.mu.Lock()

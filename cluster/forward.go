@@ -30,16 +30,21 @@ func (n *Node) Wrap(local http.Handler, maxBody int) http.Handler {
 		sid := r.Header.Get(protocol.HeaderSessionID)
 		if protocol.IsModernVersion(r.Header.Get(protocol.HeaderProtocolVersion)) {
 			// A task lives on its home: tasks/get, tasks/update and tasks/cancel go there. A
-			// home that is gone is answered locally, where the engine reports the task failed
-			// (TaskGone); an id naming no member is served locally, where it is unknown.
+			// home that has left the member list is answered locally, where the engine reports
+			// the task failed (TaskGone); an id naming no member is served locally, where it is
+			// unknown. A home still in the list whose connection is down may be back in a
+			// moment, and its task may still be running: the request is refused, unprocessed,
+			// as one to send again, rather than answered with a terminal status.
 			if r.Method == http.MethodPost && isTaskMethod(r.Header.Get(protocol.HeaderMethod)) {
-				if home, ok := n.TaskHomeOf(requestTaskID(r, maxBody)); ok && home != n.addr && n.alive(home) {
-					if n.forward(w, r, home, maxBody) {
-						return
+				if home, ok := n.TaskHomeOf(requestTaskID(r, maxBody)); ok && home != n.addr && n.listed(home) {
+					if n.alive(home) {
+						if n.forward(w, r, home, maxBody) {
+							return
+						}
+						n.markDead(home) // it went away before answering
 					}
-					// The home went away before answering: it is taken for gone, and the
-					// engine here reports the task failed.
-					n.markDead(home)
+					unavailable(w)
+					return
 				}
 			}
 			local.ServeHTTP(w, r)
@@ -62,6 +67,22 @@ func (n *Node) Wrap(local http.Handler, maxBody int) http.Handler {
 			notFound(w)
 		}
 	})
+}
+
+// taskHomeRetryAfter is the Retry-After, in seconds, of a tasks/* request refused because its
+// task's home cannot be reached: about the time the member list takes to settle (a poll).
+const taskHomeRetryAfter = "1"
+
+// unavailable refuses a tasks/* request whose task's home is a member that cannot be reached:
+// 503 Service Unavailable, Retry-After and the JSON-RPC error
+// [protocol.ErrTaskHomeUnreachable], with a null id (the request was not read).
+func unavailable(w http.ResponseWriter) {
+	frame := protocol.EncodeError(protocol.ID{}, protocol.ErrTaskHomeUnreachable())
+	w.Header().Set("Content-Type", protocol.MediaTypeJSON)
+	w.Header().Set("Content-Length", strconv.Itoa(len(frame)))
+	w.Header().Set("Retry-After", taskHomeRetryAfter)
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = w.Write(frame)
 }
 
 // notFound answers as the transport does for an unknown session.

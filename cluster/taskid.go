@@ -58,11 +58,13 @@ func (n *Node) TaskHomeOf(id string) (string, bool) {
 	return addr, ok
 }
 
-// TaskGone reports whether a task id names another member as its home and that member is gone:
-// the engine then reports the task failed (actors.TaskConfig.Gone). It never blocks.
+// TaskGone reports whether a task id names another member as its home and that member has left
+// the member list: the engine then reports the task failed (actors.TaskConfig.Gone). A home
+// still in the list whose connection is down is not gone (Wrap refuses such requests as ones to
+// send again). It never blocks.
 func (n *Node) TaskGone(id string) bool {
 	addr, ok := n.TaskHomeOf(id)
-	return ok && addr != n.addr && !n.alive(addr)
+	return ok && addr != n.addr && !n.listed(addr)
 }
 
 // isTaskMethod reports whether method is one of the tasks/* requests that name a task.

@@ -40,8 +40,14 @@ func TestTaskIDNamesItsHome(t *testing.T) {
 		t.Fatal("a live home is reported gone")
 	}
 	b.markDead("127.0.0.1:7001")
+	if b.TaskGone(id) {
+		t.Fatal("a home still in the member list is reported gone while its connection is down")
+	}
+	b.mu.Lock()
+	delete(b.members, "127.0.0.1:7001")
+	b.mu.Unlock()
 	if !b.TaskGone(id) {
-		t.Fatal("a dead home is not reported gone")
+		t.Fatal("a home that left the member list is not reported gone")
 	}
 	if a.TaskGone(id) {
 		t.Fatal("a member reports its own task's home gone")
@@ -100,5 +106,40 @@ func TestTaskRequestWithForgedIDServedLocally(t *testing.T) {
 		if !strings.Contains(got, `"params":{"taskId":"`+forged+`"}}`) {
 			t.Errorf("local handler read %q", got)
 		}
+	}
+}
+
+// A tasks/* request whose task's home is still a member but cannot be reached is refused as one
+// to send again (503, Retry-After, -31000), not served locally, where the task would be
+// reported failed; once the home has left the member list it is served locally.
+func TestTaskRequestForUnreachableHome(t *testing.T) {
+	b := testNode("127.0.0.1:7002", "127.0.0.1:7001")
+	id, err := taskstore.NewID(taskHome(b.key, "127.0.0.1:7001"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := 0
+	h := b.Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }), 0)
+	get := func() *httptest.ResponseRecorder {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"` + id + `"}}`
+		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+		r.Header.Set(protocol.HeaderProtocolVersion, protocol.ModernVersion)
+		r.Header.Set(protocol.HeaderMethod, protocol.MethodTasksGet)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	b.markDead("127.0.0.1:7001")
+	w := get()
+	const want = `{"jsonrpc":"2.0","id":null,"error":{"code":-31000,"message":"Server busy: the cluster member holding this task cannot be reached now","data":{"scope":"task-home"}}}`
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "1" || w.Body.String() != want || served != 0 {
+		t.Fatalf("home unreachable: %d, Retry-After %q, %s, served locally %d times; want 503, 1, %s, 0",
+			w.Code, w.Header().Get("Retry-After"), w.Body.String(), served, want)
+	}
+	b.mu.Lock()
+	delete(b.members, "127.0.0.1:7001")
+	b.mu.Unlock()
+	if get(); served != 1 {
+		t.Fatalf("home gone from the member list: served locally %d times, want 1", served)
 	}
 }

@@ -55,6 +55,22 @@ func ErrTooManySessions(scope string, limit int) *WireError {
 	return busy(scope, limit, "Server busy: too many sessions open "+where+" (limit "+strconv.Itoa(limit)+")")
 }
 
+// BusyTaskHome is the scope of [ErrTaskHomeUnreachable].
+const BusyTaskHome = "task-home"
+
+// ErrTaskHomeUnreachable returns the [CodeServerBusy] error that refuses, unprocessed, a tasks/*
+// request sent to one member of a cluster for a task that lives on another, which is still a
+// member but cannot be reached at the moment (a passing fault, a restart under way): the request
+// is safe to send again, and the task's status is not known to be anything. Its message is
+//
+//	Server busy: the cluster member holding this task cannot be reached now
+//
+// and its data {"scope":"task-home"}. The text is part of the contract.
+func ErrTaskHomeUnreachable() *WireError {
+	return &WireError{Code: CodeServerBusy, Message: "Server busy: the cluster member holding this task cannot be reached now",
+		Data: json.RawMessage(`{"scope":"` + BusyTaskHome + `"}`)}
+}
+
 // busy returns a [CodeServerBusy] error with message and the data {"scope":…,"limit":…}.
 func busy(scope string, limit int, message string) *WireError {
 	data, _ := json.Marshal(struct {

@@ -121,17 +121,36 @@ func TestClusterTasks(t *testing.T) {
 	killed := time.Now()
 	c.drop(home)
 	for i := 1; i < 3; i++ {
+		refused := 0
 		for {
 			start := time.Now()
-			data, got := get(c.members[i].base, rid)
+			status, _, data := c.call(c.members[i].base, request{modern: "tasks/get", name: rid,
+				body: fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":%q,%s}}`, rid, taskMeta)})
 			if took := time.Since(start); took > 2*time.Second {
 				t.Fatalf("tasks/get on member %d took %v after the home died", i, took)
+			}
+			if status == 503 {
+				// Until the member list drops the home, its connection is down but it may come
+				// back: the request is refused as one to send again.
+				if !strings.Contains(data, `"code":-31000`) || !strings.Contains(data, `"scope":"task-home"`) {
+					t.Fatalf("503 from member %d: %s", i, data)
+				}
+				refused++
+			} else if status != 200 {
+				t.Fatalf("tasks/get on member %d after the home died: %d %s", i, status, data)
+			}
+			data = lastData(data)
+			var got taskCall
+			if status == 200 {
+				if err := json.Unmarshal([]byte(data), &got); err != nil {
+					t.Fatalf("tasks/get: %v: %s", err, data)
+				}
 			}
 			if got.Result.Status == "failed" {
 				if got.Result.TaskID != rid || !strings.Contains(got.Result.Error.Message, "gone") || !strings.Contains(data, `"pollIntervalMs":`) || !strings.Contains(data, `"ttlMs":`) {
 					t.Fatalf("failed task on member %d: %s", i, data)
 				}
-				t.Logf("member %d answers failed %v after the kill: %s", i, time.Since(killed), data)
+				t.Logf("member %d answers failed %v after the kill (refused %d requests before): %s", i, time.Since(killed), refused, data)
 				break
 			}
 			if time.Since(killed) > 5*time.Second {
@@ -208,6 +227,27 @@ func TestClusterTaskHomeRestarted(t *testing.T) {
 	}
 
 	c.restart(home)
+	// A member that saw the home's connection break takes it for unreachable for up to 5 s
+	// (deadHold), even once it is back in the member list, and refuses its tasks' requests
+	// meanwhile with 503 and Retry-After, as ones to send again: a client retries them. What it
+	// must never do is answer with a status the task does not have.
+	rejoined := time.Now()
+	get = func(base, id string) (string, taskCall) {
+		t.Helper()
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":%q,%s}}`, id, taskMeta)
+		for {
+			status, _, data := c.call(base, request{modern: "tasks/get", name: id, body: body})
+			if status == 503 && strings.Contains(data, `"scope":"task-home"`) && time.Since(rejoined) < 10*time.Second {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			var tc taskCall
+			if err := json.Unmarshal([]byte(lastData(data)), &tc); status != 200 || err != nil {
+				t.Fatalf("tasks/get on %s after the restart: %d %s", base, status, data)
+			}
+			return data, tc
+		}
+	}
 
 	for _, i := range []int{other, home} {
 		data, got := get(c.members[i].base, did)
@@ -224,6 +264,21 @@ func TestClusterTaskHomeRestarted(t *testing.T) {
 	if got.Error != nil && strings.Contains(got.Error.Message, "gone") {
 		t.Errorf("tasks/cancel from the other member after the restart: %s", data)
 	}
+	t.Logf("the other member's view of the home after the kill:\n%s", grepLines(c.members[other].log.String(), `"topology"`, `"member unreachable"`))
+}
+
+// grepLines returns the lines of log that contain any of subs.
+func grepLines(log string, subs ...string) string {
+	var out []string
+	for _, l := range strings.Split(log, "\n") {
+		for _, s := range subs {
+			if strings.Contains(l, s) {
+				out = append(out, l)
+				break
+			}
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // lastData returns the JSON of an answer: the body itself, or the last data line of an SSE one.
