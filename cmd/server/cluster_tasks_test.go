@@ -27,24 +27,7 @@ func TestClusterTasks(t *testing.T) {
 	}
 	c := startCluster(t, 3, "--task-store", "memory")
 	const home = 0
-	call := func(base string, id int, method, name, params string) (string, taskCall) {
-		t.Helper()
-		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{%s%s}}`, id, method, params, taskMeta)
-		r := request{modern: method, body: body}
-		if name != "" {
-			r.name = name
-		}
-		status, backend, data := c.call(base, r)
-		if status != 200 && status != 400 { // 400 carries a JSON-RPC error
-			t.Fatalf("%s %s (backend %s): %d %s", base, method, backend, status, data)
-		}
-		data = lastData(data)
-		var tc taskCall
-		if err := json.Unmarshal([]byte(data), &tc); err != nil {
-			t.Fatalf("%s: %v: %s", method, err, data)
-		}
-		return data, tc
-	}
+	call := c.answered
 	get := func(base, id string) (string, taskCall) {
 		return call(base, 2, "tasks/get", id, fmt.Sprintf(`"taskId":%q,`, id))
 	}
@@ -124,8 +107,7 @@ func TestClusterTasks(t *testing.T) {
 		refused := 0
 		for {
 			start := time.Now()
-			status, _, data := c.call(c.members[i].base, request{modern: "tasks/get", name: rid,
-				body: fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":%q,%s}}`, rid, taskMeta)})
+			status, data := c.modernCall(c.members[i].base, 2, "tasks/get", rid, fmt.Sprintf(`"taskId":%q,`, rid))
 			if took := time.Since(start); took > 2*time.Second {
 				t.Fatalf("tasks/get on member %d took %v after the home died", i, took)
 			}
@@ -139,7 +121,6 @@ func TestClusterTasks(t *testing.T) {
 			} else if status != 200 {
 				t.Fatalf("tasks/get on member %d after the home died: %d %s", i, status, data)
 			}
-			data = lastData(data)
 			var got taskCall
 			if status == 200 {
 				if err := json.Unmarshal([]byte(data), &got); err != nil {
@@ -190,20 +171,7 @@ func TestClusterTaskHomeRestarted(t *testing.T) {
 		return []string{"--task-store", fmt.Sprintf("bolt:%s/tasks-%d.db", dir, i)}
 	})
 	const home, other = 0, 1
-	call := func(base string, id int, method, name, params string) (string, taskCall) {
-		t.Helper()
-		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{%s%s}}`, id, method, params, taskMeta)
-		status, _, data := c.call(base, request{modern: method, name: name, body: body})
-		if status != 200 && status != 400 {
-			t.Fatalf("%s %s: %d %s", base, method, status, data)
-		}
-		data = lastData(data)
-		var tc taskCall
-		if err := json.Unmarshal([]byte(data), &tc); err != nil {
-			t.Fatalf("%s: %v: %s", method, err, data)
-		}
-		return data, tc
-	}
+	call := c.answered
 	get := func(base, id string) (string, taskCall) {
 		return call(base, 2, "tasks/get", id, fmt.Sprintf(`"taskId":%q,`, id))
 	}
@@ -234,15 +202,14 @@ func TestClusterTaskHomeRestarted(t *testing.T) {
 	rejoined := time.Now()
 	get = func(base, id string) (string, taskCall) {
 		t.Helper()
-		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":%q,%s}}`, id, taskMeta)
 		for {
-			status, _, data := c.call(base, request{modern: "tasks/get", name: id, body: body})
+			status, data := c.modernCall(base, 2, "tasks/get", id, fmt.Sprintf(`"taskId":%q,`, id))
 			if status == 503 && strings.Contains(data, `"scope":"task-home"`) && time.Since(rejoined) < 10*time.Second {
 				time.Sleep(100 * time.Millisecond)
 				continue
 			}
 			var tc taskCall
-			if err := json.Unmarshal([]byte(lastData(data)), &tc); status != 200 || err != nil {
+			if err := json.Unmarshal([]byte(data), &tc); status != 200 || err != nil {
 				t.Fatalf("tasks/get on %s after the restart: %d %s", base, status, data)
 			}
 			return data, tc
@@ -265,6 +232,31 @@ func TestClusterTaskHomeRestarted(t *testing.T) {
 		t.Errorf("tasks/cancel from the other member after the restart: %s", data)
 	}
 	t.Logf("the other member's view of the home after the kill:\n%s", grepLines(c.members[other].log.String(), `"topology"`, `"member unreachable"`))
+}
+
+// modernCall sends the modern request method (Mcp-Name name) with id, its params' members
+// (each followed by a comma) and the tasks extension's envelope to base, and returns the status
+// and the JSON of the answer: the body, or the last data line of an SSE one.
+func (c *testCluster) modernCall(base string, id int, method, name, params string) (int, string) {
+	c.t.Helper()
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{%s%s}}`, id, method, params, taskMeta)
+	status, _, data := c.call(base, request{modern: method, name: name, body: body})
+	return status, lastData(data)
+}
+
+// answered is modernCall of a request that must be answered (200, or 400 with a JSON-RPC error),
+// with the answer decoded.
+func (c *testCluster) answered(base string, id int, method, name, params string) (string, taskCall) {
+	c.t.Helper()
+	status, data := c.modernCall(base, id, method, name, params)
+	if status != 200 && status != 400 {
+		c.t.Fatalf("%s %s: %d %s", base, method, status, data)
+	}
+	var tc taskCall
+	if err := json.Unmarshal([]byte(data), &tc); err != nil {
+		c.t.Fatalf("%s: %v: %s", method, err, data)
+	}
+	return data, tc
 }
 
 // grepLines returns the lines of log that contain any of subs.
