@@ -33,8 +33,8 @@ func (n *Node) Wrap(local http.Handler, maxBody int) http.Handler {
 			// home that has left the member list is answered locally, where the engine reports
 			// the task failed (TaskGone); an id naming no member is served locally, where it is
 			// unknown. A home still in the list whose connection is down may be back in a
-			// moment, and its task may still be running: the request is refused, unprocessed,
-			// as one to send again, rather than answered with a terminal status.
+			// moment, and its task may still be running: the request is refused as one to send
+			// again, rather than answered with a terminal status.
 			if r.Method == http.MethodPost && isTaskMethod(r.Header.Get(protocol.HeaderMethod)) {
 				if home, ok := n.TaskHomeOf(requestTaskID(r, maxBody)); ok && home != n.addr && n.listed(home) {
 					if n.alive(home) {
@@ -75,7 +75,7 @@ const taskHomeRetryAfter = "1"
 
 // unavailable refuses a tasks/* request whose task's home is a member that cannot be reached:
 // 503 Service Unavailable, Retry-After and the JSON-RPC error
-// [protocol.ErrTaskHomeUnreachable], with a null id (the request was not read).
+// [protocol.ErrTaskHomeUnreachable], with a null id, as the transport's own refusals have.
 func unavailable(w http.ResponseWriter) {
 	frame := protocol.EncodeError(protocol.ID{}, protocol.ErrTaskHomeUnreachable())
 	w.Header().Set("Content-Type", protocol.MediaTypeJSON)

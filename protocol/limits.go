@@ -12,7 +12,8 @@ const MaxNestingDepth = 10000
 
 // CodeServerBusy: a request was refused, unprocessed, because a limit on the calls in flight,
 // or on the open HTTP sessions, was reached; the client may send it again once one of its calls
-// has finished (or a session has ended). It is an application-defined code, outside the range
+// has finished (or a session has ended). On a cluster it also refuses a tasks/* request whose
+// task's home cannot be reached now ([ErrTaskHomeUnreachable]). It is an application-defined code, outside the range
 // JSON-RPC reserves (-32768 to -32000), whose upper part MCP keeps for its own codes.
 const CodeServerBusy int64 = -31000
 
@@ -58,10 +59,12 @@ func ErrTooManySessions(scope string, limit int) *WireError {
 // BusyTaskHome is the scope of [ErrTaskHomeUnreachable].
 const BusyTaskHome = "task-home"
 
-// ErrTaskHomeUnreachable returns the [CodeServerBusy] error that refuses, unprocessed, a tasks/*
-// request sent to one member of a cluster for a task that lives on another, which is still a
-// member but cannot be reached at the moment (a passing fault, a restart under way): the request
-// is safe to send again, and the task's status is not known to be anything. Its message is
+// ErrTaskHomeUnreachable returns the [CodeServerBusy] error that refuses a tasks/* request sent
+// to one member of a cluster for a task that lives on another, which is still a member but
+// cannot be reached at the moment (a passing fault, a restart under way): the task's status is
+// not known to be anything, and the request is to be sent again. It was not answered: the home
+// did not get it or, when the connection broke while it was being forwarded, did not answer it
+// (tasks/get reads, and a second tasks/cancel changes nothing). Its message is
 //
 //	Server busy: the cluster member holding this task cannot be reached now
 //
