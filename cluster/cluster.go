@@ -374,18 +374,18 @@ func (n *Node) Relay(method, uri string) {
 func (n *Node) alive(addr string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.unreachable(addr) {
-		return false
-	}
-	return n.members == nil || n.members[addr]
+	return !n.unreachable(addr) && n.listedLocked(addr)
 }
 
 // listed reports whether the member at addr is in the member list (or none was seen yet).
 func (n *Node) listed(addr string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.members == nil || n.members[addr]
+	return n.listedLocked(addr)
 }
+
+// listedLocked is listed with n.mu held.
+func (n *Node) listedLocked(addr string) bool { return n.members == nil || n.members[addr] }
 
 // markDead takes addr for gone for deadHold, as when its remote connection terminates.
 func (n *Node) markDead(addr string) {

@@ -160,8 +160,9 @@ func TestClusterTasks(t *testing.T) {
 // says the server restarted: nothing is lost and nothing is "not found". tasks/cancel of the
 // failed task from the other member is the home's answer, not "gone".
 //
-// Waits, for a 2-core machine running two race-built members: the restart (see restart) and the
-// first task's completion are bounded by 20 s of polling, a bound that only stops a hung test.
+// Waits, for a 2-core machine running two race-built members: the restart is bounded as a start
+// is (see restart), the first task's completion by 20 s of polling, and the retries after the
+// restart by 15 s (see below); bounds that only stop a hung test.
 func TestClusterTaskHomeRestarted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs two members")
@@ -202,6 +203,7 @@ func TestClusterTaskHomeRestarted(t *testing.T) {
 	// and a client retries them (here every 100 ms, for at most 15 s after the restart). What it
 	// must never do is answer with a status the task does not have.
 	rejoined := time.Now()
+	// get goes through call, so it retries too.
 	call = func(base string, id int, method, name, params string) (string, taskCall) {
 		t.Helper()
 		for {
