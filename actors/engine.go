@@ -163,6 +163,7 @@ type Engine struct {
 	// plainAnn annotates every modern result that carries no cache hint; shared, never changed.
 	plainAnn  *protocol.Annotation
 	listeners listeners    // the open subscriptions/listen streams of every connection
+	interned  interned     // what passive connections share (passivate.go)
 	tasks     *taskService // the tasks extension; nil when disabled (tasks.go)
 
 	tel         *telemetry   // OpenTelemetry; nil when it records nothing
@@ -379,6 +380,16 @@ type Connection struct {
 	// HTTP session id, once named (NameSession). Both are for telemetry only.
 	transport string
 	session   atomic.Pointer[string]
+	name      string // for logs
+
+	// Passivation (passivate.go): the phase of the connection's actor, guarded by pmu, and
+	// what a passive connection keeps of it. pid is guarded by pmu too, but on a stateless
+	// connection, which never passivates.
+	pmu   sync.Mutex
+	pcond sync.Cond // on pmu: the phase settled
+	phase phase
+	snap  *snapshot
+	kept  []any // broadcasts that came while the phase was settling
 }
 
 // Connect spawns a connection actor. name is used in logs, and tells telemetry the
@@ -392,7 +403,7 @@ func (e *Engine) Connect(name string) (*Connection, error) { return e.ConnectNot
 // stream while one is open (and drops, or keeps for replay, otherwise). The engine never closes
 // notify. name is as for [Engine.Connect].
 func (e *Engine) ConnectNotify(name string, notify Stream) (*Connection, error) {
-	return e.connect(&Connection{eng: e, done: make(chan struct{}), notify: notify, inbox: newInbox()}, name)
+	return e.connect(&Connection{eng: e, notify: notify, inbox: newInbox()}, name)
 }
 
 // ConnectStateless spawns a connection actor that serves the modern (MCP 2026-07-28) requests
@@ -409,24 +420,24 @@ func (e *Engine) ConnectStateless(name string) (*Connection, error) {
 // request s carries is cancelled, exactly as notifications/cancelled cancels one (no response,
 // no report). Streams of finished requests are ignored. It never blocks.
 func (c *Connection) StreamGone(s Stream) {
-	c.eng.system.Root.Send(c.pid, &streamGone{stream: s})
+	c.send(&streamGone{stream: s})
 }
 
 func (e *Engine) connect(c *Connection, name string) (*Connection, error) {
+	c.transport, c.name = networkTransport(name), name
+	c.pcond.L = &c.pmu
+	pid, err := e.spawnConnection(c, nil)
+	if err != nil {
+		return nil, err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
+		// Shutdown began during the spawn: the actor closes at once.
+		e.system.Root.Send(pid, &inputEnded{})
 		return nil, ErrClosed
 	}
-	c.transport = networkTransport(name)
-	log := e.log.With(zap.String("conn", name))
-	props := actor.PropsFromProducer(func() actor.Actor { return newConnectionActor(e, c, log) },
-		actor.WithDispatcher(poolDispatcher{pool: e.pool, throughput: connectionThroughput}))
-	res, err := e.system.Root.RequestFuture(e.supervisor, &spawnConnection{props: props}, defaultActorReplyTimeout).Result()
-	if err != nil {
-		return nil, fmt.Errorf("actors: spawn connection: %w", err)
-	}
-	c.pid = res.(*actor.PID)
+	c.pid = pid
 	e.conns[c] = struct{}{}
 	return c, nil
 }
@@ -458,7 +469,7 @@ func (c *Connection) deliver(ctx context.Context, in *inbound) {
 	if t := c.eng.tel; t != nil && !in.msg.IsResponse() {
 		in.rec = t.receive(ctx, c, in)
 	}
-	c.eng.system.Root.Send(c.pid, in)
+	c.send(in)
 }
 
 // NameSession tells the connection the id of the legacy HTTP session it serves, for the
@@ -470,7 +481,21 @@ func (c *Connection) NameSession(id string) { c.session.Store(&id) }
 // connection actor stops once their handlers returned (or after the close grace). It does not
 // wait; see [Connection.Done].
 func (c *Connection) Close() {
-	c.close.Do(func() { c.eng.system.Root.Send(c.pid, &inputEnded{}) })
+	c.close.Do(func() { c.stop(&inputEnded{}) })
+}
+
+// stop sends msg, which ends the connection, to its actor; a passive connection (which has
+// nothing in progress) ends at once.
+func (c *Connection) stop(msg any) {
+	if c.stateless {
+		c.eng.system.Root.Send(c.pid, msg)
+		return
+	}
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if !c.closePassive() {
+		c.eng.system.Root.Send(c.pid, msg)
+	}
 }
 
 // Finish tells the connection that its input reached its end cleanly (a stdio client closed
@@ -482,11 +507,43 @@ func (c *Connection) Close() {
 // grace, what is still in flight is cancelled as by [Connection.Close], which also cuts the
 // wait short at any time. It does not wait; see [Connection.Done].
 func (c *Connection) Finish() {
-	c.finish.Do(func() { c.eng.system.Root.Send(c.pid, &inputFinished{}) })
+	c.finish.Do(func() { c.stop(&inputFinished{}) })
 }
 
-// Done is closed when the connection actor has stopped.
-func (c *Connection) Done() <-chan struct{} { return c.done }
+// Done is closed when the connection has ended (its actor stopped for good).
+func (c *Connection) Done() <-chan struct{} {
+	if c.stateless {
+		return c.done // made with the connection: it is read on every modern request
+	}
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if c.done == nil {
+		c.done = make(chan struct{}) // made when first asked for: a passive session may never be
+	}
+	return c.done
+}
+
+// closedChan is the Done of a connection that ended before anyone asked for it.
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// closeDone closes Done; it runs once, when the connection ends.
+func (c *Connection) closeDone() {
+	if c.stateless {
+		close(c.done)
+		return
+	}
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if c.done == nil {
+		c.done = closedChan
+	} else {
+		close(c.done)
+	}
+}
 
 func (e *Engine) forget(c *Connection) {
 	e.mu.Lock()
@@ -522,7 +579,7 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 			break
 		}
 		select {
-		case <-c.done:
+		case <-c.Done():
 		case <-ctx.Done():
 			err = ctx.Err()
 		}

@@ -17,6 +17,7 @@
 package streamable
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +41,10 @@ import (
 // [Config].SessionIdleTimeout is zero.
 const DefaultSessionIdleTimeout = 30 * time.Minute
 
+// DefaultPassivateAfter is how long a legacy session with no request in progress keeps its
+// connection actor when [Config].PassivateAfter is zero.
+const DefaultPassivateAfter = 250 * time.Millisecond
+
 // Config configures a [Handler]. Its zero value is usable: sessions expire after 30 idle
 // minutes, at most 10,000 are open at once, only same-origin browser requests are accepted,
 // and there is no authentication.
@@ -49,6 +54,15 @@ type Config struct {
 	// A session with an open POST or GET stream is never idle. 0 means
 	// DefaultSessionIdleTimeout.
 	SessionIdleTimeout time.Duration
+
+	// PassivateAfter lets a legacy session's connection actor go once the session has had no
+	// request in progress (its standalone GET stream aside) for this long: the session then
+	// costs a compact record of its state, and its next request brings an actor back from it
+	// first, with everything as it was (the negotiated version, what the client declared, its
+	// log level and resource subscriptions, its resumable streams and their event ids, its idle
+	// expiry, its place under the limits, its cluster home); list changes and resource updates
+	// still reach its GET stream meanwhile. 0 means DefaultPassivateAfter; negative means never.
+	PassivateAfter time.Duration
 
 	// MaxSessions bounds the legacy sessions open at once, those whose initialize is still in
 	// progress included; a session keeps its place until it is deleted or expires. An
@@ -160,7 +174,10 @@ type Handler struct {
 	sessions map[string]*legacySession
 	places   places             // the sessions' places under the limits, opening ones included
 	modern   *actors.Connection // the stateless connection of modern requests, made on first use
+	hub      *hub               // the detached streams (detach.go), made on first use
+	clock    clock              // the sessions' timers
 	closed   bool
+	drained  bool
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -315,7 +332,9 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, msg *protoc
 		return
 	}
 	notify := newStandaloneStream()
-	conn, err := h.eng.ConnectNotify("http", notify)
+	// The session starts without an actor: its initialize is answered from its record, and
+	// the first request that needs one brings one (actors.Engine.ConnectIdle).
+	conn, err := h.eng.ConnectIdle("http", notify)
 	if err != nil {
 		h.releasePlace(subject)
 	}
@@ -328,7 +347,7 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, msg *protoc
 		writeError(w, http.StatusInternalServerError, protocol.ErrInternal())
 		return
 	}
-	s := newLegacySession(h.newSessionID(), conn, subject, h.cfg.SessionIdleTimeout, h.endSession)
+	s := newLegacySession(h, h.newSessionID(), conn, subject)
 	s.notify = notify
 	conn.NameSession(s.id)
 	st := newPostStream()
@@ -365,27 +384,42 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, id *tools.Identity
 	if s == nil {
 		return
 	}
-	defer s.release()
 	if last := r.Header.Get(protocol.HeaderLastEventID); last != "" {
 		// A resumption of a POST stream, which leaves the standalone stream alone.
+		defer s.release()
 		h.resume(w, r, s, last)
 		return
 	}
 	if !s.openGet() {
+		s.release()
 		writeError(w, http.StatusConflict, protocol.ErrTransport("Conflict", "the session's standalone SSE stream is already open"))
 		return
 	}
-	defer s.closeGet()
+	// The stream holds the session (it is not idle while it is open) until it ends.
+	closeGet := func() {
+		s.notify.detach()
+		s.closeGet()
+		s.release()
+	}
 	// Notifications are taken from now on, before the client can see the stream open.
 	s.notify.attach()
-	defer s.notify.detach()
 	startSSE(w)
 	if err := http.NewResponseController(w).Flush(); err != nil {
+		closeGet()
 		return
 	}
 	// The standalone stream carries messages unrelated to any request (list_changed,
 	// resources/updated, withdrawn requests to the client). It stays open until the client
-	// leaves, the session ends or the server shuts down.
+	// leaves, the session ends or the server shuts down. Over HTTP/1.x it leaves net/http and
+	// its goroutine (detach.go); otherwise this goroutine relays it.
+	if ws, ok := h.streamHub().detach(w, r, s.conn.Ended, func(endReason) { closeGet() }); ok {
+		s.notify.setSink(ws)
+		if s.isDone() {
+			ws.end() // the session ended while the stream was taken over
+		}
+		return
+	}
+	defer closeGet()
 	relayStandalone(w, r, s)
 }
 
@@ -497,6 +531,7 @@ func (h *Handler) Shutdown() {
 	clear(h.sessions)
 	modern := h.modern
 	h.mu.Unlock()
+	h.clock.stop()
 	if modern != nil {
 		modern.Close()
 	}
@@ -505,6 +540,75 @@ func (h *Handler) Shutdown() {
 			s.conn.Close()
 		}
 	}
+}
+
+// passivateAfter is [Config].PassivateAfter with its default; 0 means never.
+func (h *Handler) passivateAfter() time.Duration {
+	switch d := h.cfg.PassivateAfter; {
+	case d < 0:
+		return 0
+	case d == 0:
+		return DefaultPassivateAfter
+	default:
+		return d
+	}
+}
+
+// streamHub returns the hub of the detached streams, started on first use; nil during
+// shutdown, or where streams are not detached.
+func (h *Handler) streamHub() *hub {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil
+	}
+	if h.hub == nil {
+		h.hub = newHub(h.log, h.keepAlive())
+		if h.hub == nil {
+			h.hub = &hub{} // none: never tried again
+		}
+	}
+	if h.hub.poller == nil {
+		return nil
+	}
+	return h.hub
+}
+
+// Drain waits until every SSE stream the handler took from net/http (see [Handler]) has written
+// its end, and closes those still open when ctx ends; then the goroutines that serve them stop.
+// Call it after [Handler.Shutdown] and the engine's shutdown, which end the streams: net/http's
+// Server.Shutdown does not see these connections. Calling it again does nothing more.
+func (h *Handler) Drain(ctx context.Context) {
+	h.mu.Lock()
+	h.closed = true
+	hb, drained := h.hub, h.drained
+	h.drained = true
+	h.mu.Unlock()
+	if drained || hb == nil || hb.poller == nil {
+		return
+	}
+	hb.shutdown(ctx.Done())
+}
+
+// StreamStats counts the SSE streams a [Handler] took from net/http to serve them without a
+// goroutine each (see [Handler]).
+type StreamStats struct {
+	Detached int64 // streams taken so far
+	Open     int64 // open now
+	Gone     int64 // ended because the client closed the connection or was found dead
+	CutOff   int64 // cut off because the client read too slowly
+}
+
+// StreamStats returns the counters of the detached streams.
+func (h *Handler) StreamStats() StreamStats {
+	h.mu.Lock()
+	hb := h.hub
+	h.mu.Unlock()
+	if hb == nil {
+		return StreamStats{}
+	}
+	return StreamStats{Detached: hb.stats.detached.Load(), Open: hb.stats.open.Load(),
+		Gone: hb.stats.gone.Load(), CutOff: hb.stats.cut.Load()}
 }
 
 func (h *Handler) isClosed() bool {

@@ -62,6 +62,7 @@ type postStream struct {
 	num        uint64        // the stream's number in its session, 0 until it is an SSE stream
 	tag        string        // the session's event-id tag
 	owner      *streams      // the table that keeps it, once it is an SSE stream
+	sink       sink          // the detached stream that writes it, once handed over (modern only)
 
 	// Guarded by owner.mu: the stream's place in owner's list of idle streams.
 	idle               bool
@@ -87,6 +88,10 @@ func (p *postStream) Send(frame []byte) {
 	if p.closed || p.gone {
 		return
 	}
+	if p.sink != nil {
+		p.sink.send(frame)
+		return
+	}
 	p.frames = append(p.frames, frame)
 	if len(p.frames) > maxStreamEvents {
 		p.frames[0] = nil
@@ -106,6 +111,9 @@ func (p *postStream) Close() {
 	}
 	p.closed = true
 	p.signal()
+	if p.sink != nil {
+		p.sink.end()
+	}
 	owner := p.owner
 	idle := p.reader == 0
 	p.mu.Unlock()
@@ -175,6 +183,28 @@ func (p *postStream) detach(gen uint64) {
 	if mine && closed && owner != nil {
 		owner.settle(p)
 	}
+}
+
+// handOver makes the detached stream sk the writer of the rest of the stream, in place of reader
+// gen, whose cursor is the last frame it wrote: the frames after it go to sk at once, in order,
+// then every later one, and the stream's end ends sk. It reports false when gen is no longer
+// the reader.
+func (p *postStream) handOver(gen, cursor uint64, sk sink) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reader != gen || p.gone {
+		return false
+	}
+	if i := cursor + 1 - p.first; i < uint64(len(p.frames)) {
+		for _, f := range p.frames[i:] {
+			sk.send(f)
+		}
+	}
+	p.frames, p.sink = nil, sk
+	if p.closed {
+		sk.end()
+	}
+	return true
 }
 
 // drop marks the stream read for good: its frames are released and later ones dropped.
@@ -458,7 +488,10 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, st *postStream, 
 	accept := r.Header.Values("Accept")
 	jsonOK, sseOK := protocol.Accepts(accept, protocol.MediaTypeJSON), protocol.Accepts(accept, protocol.MediaTypeEventStream)
 	rc := http.NewResponseController(w)
-	connDone, connGone := s.conn.Done(), false
+	// Done is asked for only when the relay has to wait: an answer at hand (an initialize
+	// answered from a passive session's record) needs no channel made for it.
+	var connDone <-chan struct{}
+	connGone := false
 	var cursor uint64 // frames skipped for a client that takes JSON only
 	begin := func(kind protocol.FrameKind) {
 		if before != nil {
@@ -486,7 +519,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, st *postStream, 
 			}
 			// The answer becomes a resumable SSE stream, starting with its priming event.
 			begin(kind)
-			s.streams.register(st)
+			s.streamTable().register(st)
 			startSSE(w)
 			sse = true
 			if _, err := w.Write(protocol.AppendSSEPriming(nil, st.eventID(0), h.retryMillis())); err != nil {
@@ -510,13 +543,16 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, st *postStream, 
 			}
 			return
 		}
+		if connDone == nil {
+			connDone = s.conn.Done()
+		}
 		select {
 		case <-wake:
 		case <-r.Context().Done():
 			return
 		case <-connDone:
 			// Nothing more can be queued once the connection actor stopped; take what was.
-			connDone, connGone = nil, true
+			connDone, connGone = closedChan, true
 		}
 	}
 }
@@ -541,7 +577,7 @@ func (h *Handler) pump(w http.ResponseWriter, r *http.Request, st *postStream, s
 			}
 			if protocol.KindOf(f).IsResponse() {
 				if rc.Flush() == nil {
-					s.streams.forget(st)
+					s.streamTable().forget(st)
 				}
 				return
 			}
@@ -553,7 +589,7 @@ func (h *Handler) pump(w http.ResponseWriter, r *http.Request, st *postStream, s
 		}
 		switch {
 		case rd.closed:
-			s.streams.forget(st) // ended with no response: the call was cancelled
+			s.streamTable().forget(st) // ended with no response: the call was cancelled
 			return
 		case connGone, st.takeDisconnect(gen):
 			return
@@ -571,7 +607,7 @@ func (h *Handler) pump(w http.ResponseWriter, r *http.Request, st *postStream, s
 // resume serves a GET with Last-Event-ID: the named stream's events after that id, then the
 // rest of the stream live.
 func (h *Handler) resume(w http.ResponseWriter, r *http.Request, s *legacySession, lastID string) {
-	st, cursor, status, msg := s.streams.lookup(lastID)
+	st, cursor, status, msg := s.streamTable().lookup(lastID)
 	if st == nil {
 		text := "Bad Request"
 		if status == http.StatusGone {
