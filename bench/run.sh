@@ -3,7 +3,7 @@
 # standard-library floor, run every mcpbench scenario against all of them,
 # interleaved, several runs each, over stdio and Streamable HTTP, in both
 # protocol eras, then print one side-by-side table of medians with ratios
-# against this engine, the modern-vs-legacy comparison and issue 13's targets
+# against this engine, the modern-vs-legacy comparison and the performance targets
 # judged met or missed, and draw the charts (SVG) next to the results.
 #
 #   bench/run.sh                      # defaults: 20 to 30 minutes on 2 cores

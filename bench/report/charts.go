@@ -15,7 +15,7 @@ type Chart struct {
 
 // Charts draws a summary: echo throughput, latency (p50 with a whisker to
 // p99), server CPU and allocation per echo call, per target, transport, era
-// and concurrency (with the goals of issue 13 for the baseline as dashed
+// and concurrency (with the performance goals for the baseline as dashed
 // lines), and memory over the cancel burst. A chart without data is left
 // out.
 func Charts(s *Summary, names Names) []Chart {

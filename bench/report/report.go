@@ -384,7 +384,7 @@ type JSON struct {
 	Hosts         []scenario.Host `json:"hosts"`
 	Rows          []Row           `json:"rows"`
 	NotApplicable []NotApplicable `json:"not_applicable,omitempty"`
-	// Targets are the verdicts on issue 13's goals (see [Evaluate]).
+	// Targets are the verdicts on the performance goals (see [Evaluate]).
 	Targets []Verdict `json:"targets,omitempty"`
 	// Eras compares legacy and modern echo (see [Eras]).
 	Eras []EraRow `json:"eras,omitempty"`

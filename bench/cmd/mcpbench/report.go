@@ -34,7 +34,7 @@ the ratio baseline ÷ target. The "better" column says which direction is
 good for each metric. For the errors scenario it also prints each probe's
 most frequent outcome per target. Targets that do not serve an era show
 n/a. Then it compares each target's legacy and modern echo, and judges the
-performance targets of issue 13 for the baseline (as ours) against --versus
+performance targets for the baseline (as ours) against --versus
 and --floor, marking each met or missed. With --svg it also draws charts.
 
 Flags:
@@ -124,7 +124,7 @@ func writeMarkdown(name string, verdicts []report.Verdict, eras []report.EraRow)
 	if err := report.WriteErasMarkdown(&b, eras); err != nil {
 		return err
 	}
-	b.WriteString("\n## Issue 13 targets\n\n")
+	b.WriteString("\n## Performance targets\n\n")
 	if err := report.WriteTargetsMarkdown(&b, verdicts); err != nil {
 		return err
 	}
