@@ -261,8 +261,8 @@ type Client struct {
 	// quiet holds the ids of cancelled calls that asked for progress: a
 	// progress notification for one is late. Never pruned: a server may
 	// send progress after a late response or after closing the stream.
-	quiet map[int64]struct{}
-	lost      error           // set once the connection is gone
+	quiet     map[int64]struct{}
+	lost      error // set once the connection is gone
 	stats     Stats
 	unmatched []RawMessage   // responses that matched no call (stdio probes)
 	arrived   chan struct{}  // size 1: signals a new unmatched message

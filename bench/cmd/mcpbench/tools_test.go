@@ -268,7 +268,6 @@ func TestCancelCPU(t *testing.T) {
 	}
 }
 
-
 func compact(b []byte) string {
 	var out bytes.Buffer
 	if json.Compact(&out, b) != nil {
