@@ -14,7 +14,7 @@ const (
 	// minLoadedPoints is how many percentage points of CPU the calls in
 	// flight must add to the idle server for the measurement to say
 	// anything: below it the tool did not load the server.
-	minLoadedPoints = 20
+	minLoadedPoints = 10
 	// maxWorkLeftPct is the share of the loaded CPU (above idle) a server
 	// may still use after the cancellation and count as having stopped.
 	maxWorkLeftPct = 25

@@ -230,10 +230,16 @@ func NotApplicable(err error) bool {
 
 // NotApplicableResult is the result of a scenario that could not run because
 // the target does not serve the era asked for: no metrics, and the reason.
-// The load scenarios' concurrency is kept, which reports group by.
+// The load scenarios' concurrency and the cancel scenarios' size are kept,
+// which reports group by.
 func NotApplicableResult(scenario string, t Target, cfg Config, reason error) *Result {
 	params := map[string]any{}
-	if scenario != "cancel" {
+	switch scenario {
+	case "cancel":
+		params["n"] = cfg.N // the burst size, which reports group by
+	case "cancel-cpu":
+		params["n"] = cfg.CPUCalls
+	default:
 		params["concurrency"] = cfg.Concurrency
 	}
 	r := newResult(scenario, t, params)
