@@ -174,7 +174,7 @@ export function defineModernScenarios(newTransport) {
           assert.equal(caps.resources?.listChanged, true);
           assert.deepEqual(caps.completions, {});
           assert.deepEqual(caps.logging, {});
-          assert.equal(c.client.getInstructions(), 'Demonstration tools: echo, greet, sleep and fail.');
+          assert.equal(c.client.getInstructions(), 'Demonstration tools: echo, greet, sleep, fail and spin.');
           assert.ok(Number.isInteger(d.ttlMs) && d.ttlMs >= 0, `ttlMs ${d.ttlMs}`);
           assert.ok(['public', 'private'].includes(d.cacheScope), `cacheScope ${d.cacheScope}`);
 

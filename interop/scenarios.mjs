@@ -26,7 +26,7 @@ export function defineScenarios(connect) {
     try {
       assert.equal(c.client.getServerVersion().name, 'toolgrain-demo');
       assert.deepEqual(c.client.getServerCapabilities().tools, { listChanged: true });
-      assert.equal(c.client.getInstructions(), 'Demonstration tools: echo, greet, sleep and fail.');
+      assert.equal(c.client.getInstructions(), 'Demonstration tools: echo, greet, sleep, fail and spin.');
       await c.client.ping();
     } finally {
       await c.close();
