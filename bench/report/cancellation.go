@@ -291,8 +291,8 @@ func cancellationCharts(s *Summary) []Chart {
 		return zeroAsNote(r.Late[len(r.Late)-1])
 	})
 	late := &BarChart{
-		Title:    fmt.Sprintf("Late responses after cancelling %s sleep calls (the spec says none)", num(float64(biggest))),
-		Subtitle: fmt.Sprintf("median of the runs; \"closed\": modern HTTP, where the client closes the stream a late response would come on; %s", hostLine(s)),
+		Title:    fmt.Sprintf("Late responses after cancelling %s sleep calls", num(float64(biggest))),
+		Subtitle: fmt.Sprintf("the spec says none; closed: modern HTTP cancels by closing the stream; median; %s", hostLine(s)),
 		YLabel:   "responses", Categories: cats, Series: series, Values: lateVals, Notes: lateNotes,
 	}
 	if biggest > 0 {
@@ -302,10 +302,10 @@ func cancellationCharts(s *Summary) []Chart {
 		return zeroAsNote(math.Round(r.WorkLeftPct))
 	})
 	left := &BarChart{
-		Title:    "CPU still spent after cancelling CPU-bound calls (0: the work stopped)",
-		Subtitle: fmt.Sprintf("server CPU in the window after the cancellation, as a share of what the calls used above idle; median of the runs; %s", hostLine(s)),
+		Title:    "CPU left after cancelling CPU-bound calls",
+		Subtitle: fmt.Sprintf("CPU above idle after the cancellation, %% of the calls' load; median; %s", hostLine(s)),
 		YLabel:   "% of the loaded CPU", Categories: cats, Series: series, Values: leftVals, Notes: leftNotes,
-		Limits: fill(len(cats), maxWorkLeftPct), LimitLabel: "stopped at or below",
+		Limits: fill(len(cats), maxWorkLeftPct), LimitLabel: "25 %",
 	}
 	if hasValues(leftVals) || hasNote(leftNotes, "0") {
 		out = append(out, Chart{Name: "work_stopped.svg", SVG: left.SVG()})
