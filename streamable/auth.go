@@ -36,12 +36,31 @@ const authRetryAfter = "5"
 // that wraps [ErrInvalidToken]. Any other error — the identity provider is down or answers
 // garbage — and a panic are unexpected failures: the client gets 503 with no detail and the
 // engine's OnError (toolgrain's Config.OnError) gets the original error with nil details. It
-// must honour ctx, which ends after [AuthConfig].VerifyTimeout or when the client goes away.
+// must honour ctx, which ends after [AuthConfig].VerifyTimeout or when the client goes away,
+// and which names the endpoint's resource URI ([ResourceFromContext]).
 //
 // It is called for every HTTP request (sessions never stand for authentication), concurrently:
 // cache on your side if verification is costly.
 type TokenVerifier interface {
 	VerifyToken(ctx context.Context, token string) (*tools.Identity, error)
+}
+
+// resourceKey is the context key of the resource a token is verified for.
+type resourceKey struct{}
+
+// ResourceFromContext returns the canonical URI of the MCP endpoint ([AuthConfig].Resource,
+// completed from the request when it is a path or empty) that the request being authenticated
+// was sent to: the audience its token must have been issued for. The transport sets it on the
+// context it passes to [TokenVerifier].VerifyToken; any other context gives "".
+func ResourceFromContext(ctx context.Context) string {
+	s, _ := ctx.Value(resourceKey{}).(string)
+	return s
+}
+
+// WithResource returns a context whose [ResourceFromContext] is resource, for calling a
+// [TokenVerifier] outside the transport (tests, another transport).
+func WithResource(ctx context.Context, resource string) context.Context {
+	return context.WithValue(ctx, resourceKey{}, resource)
 }
 
 // TokenVerifierFunc adapts a function to [TokenVerifier].
@@ -154,7 +173,7 @@ func (a *authenticator) authenticate(w http.ResponseWriter, r *http.Request) (*t
 		a.challenge(w, r, http.StatusUnauthorized, "", "authentication required")
 		return nil, false
 	}
-	id, err := a.verify(r.Context(), token)
+	id, err := a.verify(WithResource(r.Context(), a.resource(r, r.URL.Path)), token)
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrInvalidToken):
