@@ -1,8 +1,8 @@
 // An OAuth 2.0 / OpenID Connect authorization server for tests: oidc-provider (OpenID
 // certified), configured for machine clients. It issues access tokens by the client credentials
-// grant: a JWT access token (RFC 9068, typ at+jwt) for a resource indicator (RFC 8707) whose
-// URL does not contain "opaque", an opaque token for one that does, and answers token
-// introspection (RFC 7662) and revocation.
+// grant for a resource indicator (RFC 8707): JWT access tokens (RFC 9068, typ at+jwt), or opaque
+// ones for the clients named opaque-*; and answers token introspection (RFC 7662) and
+// revocation.
 //
 //   node server.mjs KEYS.json [PORT]
 //
@@ -23,11 +23,17 @@
 //   mcp-client / mcp-secret        scopes tools:call admin read
 //   narrow-client / narrow-secret  scope tools:call
 //   es-client / es-secret          scopes tools:call admin, JWT access tokens signed ES256
+//   opaque-client / opaque-secret  scopes tools:call admin read, opaque access tokens
 //   resource-server / rs-secret    no grant: the MCP server's credentials for introspection
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createInterface } from 'node:readline';
 import Provider from 'oidc-provider';
+
+// Standard output carries this script's protocol only; oidc-provider's notices go to standard
+// error.
+const say = (line) => process.stdout.write(`${line}\n`);
+console.log = console.info = console.warn = (...args) => console.error(...args);
 
 const [keysPath, portArg] = process.argv.slice(2);
 if (!keysPath) {
@@ -39,6 +45,7 @@ const clients = [
   { client_id: 'mcp-client', client_secret: 'mcp-secret', scope: 'tools:call admin read' },
   { client_id: 'narrow-client', client_secret: 'narrow-secret', scope: 'tools:call' },
   { client_id: 'es-client', client_secret: 'es-secret', scope: 'tools:call admin' },
+  { client_id: 'opaque-client', client_secret: 'opaque-secret', scope: 'tools:call admin read' },
   { client_id: 'resource-server', client_secret: 'rs-secret' },
 ].map((c) => ({
   ...c,
@@ -96,8 +103,15 @@ function newProvider(keysFile) {
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
-      introspection: { enabled: true },
-      revocation: { enabled: true },
+      introspection: {
+        enabled: true,
+        // Any authenticated client may introspect any token: the resource server does.
+        allowedPolicy: (ctx, client) => client.clientAuthMethod !== 'none',
+      },
+      revocation: {
+        enabled: true,
+        allowedPolicy: (ctx, client, token) => token.clientId === client.clientId,
+      },
       resourceIndicators: {
         enabled: true,
         defaultResource: (ctx, client, oneOf) => oneOf,
@@ -106,7 +120,7 @@ function newProvider(keysFile) {
           scope: 'tools:call admin read',
           audience: resource,
           accessTokenTTL: 300,
-          accessTokenFormat: resource.includes('opaque') ? 'opaque' : 'jwt',
+          accessTokenFormat: client.clientId.startsWith('opaque') ? 'opaque' : 'jwt',
           jwt: { sign: { alg: client.clientId === 'es-client' ? 'ES256' : 'RS256' } },
         }),
       },
@@ -138,7 +152,7 @@ function listen(port) {
 const port = await listen(Number(portArg || 0));
 issuer = `http://127.0.0.1:${port}`;
 handler = newProvider(keysPath).callback();
-console.log(JSON.stringify({ issuer }));
+say(JSON.stringify({ issuer }));
 
 const commands = createInterface({ input: process.stdin });
 for await (const line of commands) {
@@ -160,9 +174,9 @@ for await (const line of commands) {
       default:
         throw new Error(`unknown command ${cmd}`);
     }
-    console.log('ok');
+    say('ok');
   } catch (err) {
-    console.log(`error: ${err.message}`);
+    say(`error: ${err.message}`);
   }
 }
 // Standard input closed: the test is done with the server.
