@@ -29,6 +29,7 @@ type StatusError struct {
 	Status int    // the HTTP status of the answer
 }
 
+// Error returns "auth: <URL> answered <status> <text>".
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("auth: %s answered %d %s", e.URL, e.Status, http.StatusText(e.Status))
 }

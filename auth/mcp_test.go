@@ -44,7 +44,7 @@ func startMCP(t testing.TB, v toolgrain.TokenVerifier, opt mcpOptions) *mcpServe
 		id := tools.IdentityFromContext(ctx)
 		return tools.TextResult(id.Subject + " " + strings.Join(id.Scopes, ",")), nil
 	})}
-	admin := tools.Tool{Name: "admin_only", /*SCOPES*/ Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
+	admin := tools.Tool{Name: "admin_only", Scopes: []string{"admin"}, Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
 		m.mu.Lock()
 		m.ran++
 		m.mu.Unlock()
@@ -60,7 +60,7 @@ func startMCP(t testing.TB, v toolgrain.TokenVerifier, opt mcpOptions) *mcpServe
 			m.reports = append(m.reports, err)
 			m.mu.Unlock()
 		},
-		/*HIDE*/
+		HideForbiddenTools: opt.hide,
 		HTTP: toolgrain.HTTPConfig{Auth: &toolgrain.AuthConfig{
 			Verifier: v,
 			Scopes:   opt.scopes,

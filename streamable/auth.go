@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -318,4 +319,55 @@ func (a *authenticator) serveMetadata(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", protocol.MediaTypeJSON)
 	w.Header().Set("Cache-Control", "max-age=3600")
 	_, _ = w.Write(body)
+}
+
+// denyToolScopes answers a tools/call request whose caller's identity lacks a scope of the
+// tool (tools.Tool.Scopes) with 403 and the step-up challenge, before anything runs, and
+// reports whether it did. Without auth it leaves the refusal to the engine (a JSON-RPC error).
+func (h *Handler) denyToolScopes(w http.ResponseWriter, r *http.Request, msg *protocol.Message, id *tools.Identity, modern bool) bool {
+	if h.auth == nil || !msg.IsRequest() || msg.Method != protocol.MethodToolsCall {
+		return false
+	}
+	p, err := msg.CallToolParams()
+	if err != nil {
+		return false
+	}
+	tool, ok := h.eng.Tool(p.Name)
+	if !ok {
+		return false
+	}
+	missing := tool.MissingScopes(id)
+	if missing == nil {
+		return false
+	}
+	werr := protocol.ErrInsufficientScope(tool.Name(), missing)
+	params := []string{`error="insufficient_scope"`,
+		`scope="` + quoteParam(strings.Join(h.auth.stepUpScopes(id, tool.Scopes(), modern), " ")) + `"`,
+		`resource_metadata="` + quoteParam(h.auth.metadataURL(r)) + `"`,
+		`error_description="` + quoteParam(werr.Message) + `"`}
+	w.Header().Set("WWW-Authenticate", "Bearer "+strings.Join(params, ", "))
+	writeFrame(w, http.StatusForbidden, protocol.EncodeError(msg.ID, werr))
+	return true
+}
+
+// stepUpScopes returns the scope of a step-up challenge for an operation that needs the
+// endpoint's scopes and the tool's, as each revision says. MCP 2026-07-28 names the scopes the
+// operation needs, all of them in one challenge, and leaves it to the client to add those it
+// already holds. MCP 2025-11-25 recommends naming the scopes already granted as well, so that a
+// client that asks for exactly the challenge's scopes does not lose them.
+func (a *authenticator) stepUpScopes(id *tools.Identity, tool []string, modern bool) []string {
+	var out []string
+	add := func(list []string) {
+		for _, s := range list {
+			if !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	if !modern && id != nil {
+		add(id.Scopes)
+	}
+	add(a.cfg.Scopes)
+	add(tool)
+	return out
 }
