@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/auth"
+	"github.com/toolgrain/toolgrain/internal/oidctest"
 )
 
 // BenchmarkJWTVerify is the cost of one request's verification with the key cached: an RS256
@@ -16,11 +17,11 @@ import (
 func BenchmarkJWTVerify(b *testing.B) {
 	for _, k := range []struct {
 		name string
-		key  func(testing.TB, string) signingKey
-	}{{"RS256", newRSAKey}, {"ES256", newECKey}} {
+		key  func(testing.TB, string) oidctest.Key
+	}{{"RS256", oidctest.NewRSAKey}, {"ES256", oidctest.NewECKey}} {
 		b.Run(k.name, func(b *testing.B) {
 			key := k.key(b, "k1")
-			path := writeKeySet(b, b.TempDir(), "keys.json", key)
+			path := oidctest.WriteKeySet(b, b.TempDir(), "keys.json", key)
 			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				http.ServeFile(w, r, path) // private members too: the verifier reads the public ones
 			}))
@@ -33,7 +34,7 @@ func BenchmarkJWTVerify(b *testing.B) {
 				b.Fatal(err)
 			}
 			resource := "https://mcp.example/mcp"
-			as := &authServer{issuer: issuer}
+			as := &oidctest.Server{Issuer: issuer}
 			token := sign(b, key, nil, claimsFor(as, resource))
 			ctx := toolgrain.WithResource(context.Background(), resource)
 			if _, err := v.VerifyToken(ctx, token); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -12,17 +11,18 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/auth"
+	"github.com/toolgrain/toolgrain/internal/oidctest"
 )
 
 // newIntrospector returns a verifier of as's opaque tokens, with the resource server's
 // credentials, whose requests go through ct.
-func newIntrospector(t testing.TB, as *authServer, ct *countingTransport, c *clock, cfg auth.IntrospectionConfig) *auth.IntrospectionVerifier {
+func newIntrospector(t testing.TB, as *oidctest.Server, ct *countingTransport, c *clock, cfg auth.IntrospectionConfig) *auth.IntrospectionVerifier {
 	t.Helper()
-	cfg.URL = as.issuer + "/token/introspection"
+	cfg.URL = as.Issuer + "/token/introspection"
 	if cfg.ClientID == "" {
 		cfg.ClientID, cfg.ClientSecret = "resource-server", "rs-secret"
 	}
-	cfg.Issuer = as.issuer
+	cfg.Issuer = as.Issuer
 	cfg.HTTPClient = &http.Client{Transport: ct}
 	if c != nil {
 		cfg.Now = c.now
@@ -35,39 +35,18 @@ func newIntrospector(t testing.TB, as *authServer, ct *countingTransport, c *clo
 	return v
 }
 
-// revoke revokes token at as.
-func (as *authServer) revoke(token string) {
-	as.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, as.issuer+"/token/revocation", strings.NewReader(url.Values{"token": {token}}.Encode()))
-	if err != nil {
-		as.t.Fatal(err)
-	}
-	req.SetBasicAuth("opaque-client", "opaque-secret")
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	hc := &http.Client{Timeout: 30 * time.Second}
-	defer hc.CloseIdleConnections()
-	resp, err := hc.Do(req)
-	if err != nil {
-		as.t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		as.t.Fatalf("revocation: %d", resp.StatusCode)
-	}
-}
-
 // TestIntrospectionRealServer runs the introspection verifier against oidc-provider's
 // introspection endpoint: a real opaque token reaches the tool with its subject and scopes;
 // unknown, revoked and other-resource tokens get 401 and are not reported; the answers are
 // cached, bounded in number and in time, and never kept past the token's exp.
 func TestIntrospectionRealServer(t *testing.T) {
-	as := startAS(t)
+	as := oidctest.Start(t)
 	ct := newCountingTransport()
 	var c clock
 	v := newIntrospector(t, as, ct, &c, auth.IntrospectionConfig{CacheSize: 3, CacheTTL: time.Minute})
 	m := startMCP(t, v, mcpOptions{})
 
-	good := as.token("opaque-client", "opaque-secret", "tools:call admin", m.resource)
+	good := as.Token("opaque-client", "opaque-secret", "tools:call admin", m.resource)
 	if strings.Count(good, ".") == 2 {
 		t.Fatalf("the server issued a JWT to the opaque client: %s", good)
 	}
@@ -79,7 +58,7 @@ func TestIntrospectionRealServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in, ok := id.Extra.(*auth.Introspection); !ok || in.ClientID != "opaque-client" || in.Iss != as.issuer || len(in.Aud) != 1 || in.Aud[0] != m.resource {
+	if in, ok := id.Extra.(*auth.Introspection); !ok || in.ClientID != "opaque-client" || in.Iss != as.Issuer || len(in.Aud) != 1 || in.Aud[0] != m.resource {
 		t.Errorf("identity's Extra = %#v", id.Extra)
 	}
 	// Cached: 100 more requests, no more introspection.
@@ -92,13 +71,13 @@ func TestIntrospectionRealServer(t *testing.T) {
 		t.Errorf("%d introspections for one token used 102 times, want 1", n)
 	}
 
-	revoked := as.token("opaque-client", "opaque-secret", "tools:call", m.resource)
-	as.revoke(revoked)
+	revoked := as.Token("opaque-client", "opaque-secret", "tools:call", m.resource)
+	as.Revoke("opaque-client", "opaque-secret", revoked)
 	for _, tc := range []struct{ name, token string }{
 		{"unknown token", "made-up-opaque-token"},
 		{"revoked", revoked},
-		{"issued for another resource", as.token("opaque-client", "opaque-secret", "tools:call", "https://other.example/mcp")},
-		{"a JWT the opaque client never got", as.token("mcp-client", "mcp-secret", "tools:call", "https://other.example/mcp")},
+		{"issued for another resource", as.Token("opaque-client", "opaque-secret", "tools:call", "https://other.example/mcp")},
+		{"a JWT the opaque client never got", as.Token("mcp-client", "mcp-secret", "tools:call", "https://other.example/mcp")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := m.call(tc.token, "whoami")
@@ -155,16 +134,16 @@ func TestIntrospectionRealServer(t *testing.T) {
 // the server's credentials, is the server's failure: 503 and one report per failed
 // verification; a cached answer keeps deciding; once the server is back, 200.
 func TestIntrospectionOutage(t *testing.T) {
-	as := startAS(t)
+	as := oidctest.Start(t)
 	ct := newCountingTransport()
 	v := newIntrospector(t, as, ct, nil, auth.IntrospectionConfig{})
 	m := startMCP(t, v, mcpOptions{})
-	cachedTok := as.token("opaque-client", "opaque-secret", "tools:call", m.resource)
-	fresh := as.token("opaque-client", "opaque-secret", "tools:call", m.resource)
+	cachedTok := as.Token("opaque-client", "opaque-secret", "tools:call", m.resource)
+	fresh := as.Token("opaque-client", "opaque-secret", "tools:call", m.resource)
 	if r := m.call(cachedTok, "whoami"); r.status != 200 {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
-	as.stop()
+	as.Stop()
 	const down = 4
 	for i := range down {
 		r := m.call(fresh, "whoami")
@@ -175,7 +154,7 @@ func TestIntrospectionOutage(t *testing.T) {
 	if r := m.call(cachedTok, "whoami"); r.status != 200 {
 		t.Fatalf("a cached answer while the server is down: %d %s", r.status, r.body)
 	}
-	as.start()
+	as.Resume()
 	if r := m.call(fresh, "whoami"); r.status != 200 {
 		t.Fatalf("once the server is back: %d %s", r.status, r.body)
 	}
@@ -203,11 +182,11 @@ func TestIntrospectionOutage(t *testing.T) {
 // TestIntrospectionSharedFlight: concurrent verifications of one new token share one
 // introspection request; 10,000 verifications of a token the server does not know cost one.
 func TestIntrospectionSharedFlight(t *testing.T) {
-	as := startAS(t)
+	as := oidctest.Start(t)
 	ct := newCountingTransport()
 	v := newIntrospector(t, as, ct, nil, auth.IntrospectionConfig{})
 	ctx := toolgrain.WithResource(context.Background(), "http://mcp.example/mcp")
-	tok := as.token("opaque-client", "opaque-secret", "tools:call", "http://mcp.example/mcp")
+	tok := as.Token("opaque-client", "opaque-secret", "tools:call", "http://mcp.example/mcp")
 	for _, tc := range []struct {
 		token string
 		ok    bool

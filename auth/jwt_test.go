@@ -20,6 +20,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/auth"
+	"github.com/toolgrain/toolgrain/internal/oidctest"
 )
 
 // clock is a settable time source for a verifier, starting at the real time; advancing it
@@ -30,9 +31,9 @@ func (c *clock) now() time.Time          { return time.Now().Add(time.Duration(c
 func (c *clock) advance(d time.Duration) { c.off.Add(int64(d)) }
 
 // newJWTVerifier returns a verifier of as's tokens whose requests to as go through ct.
-func newJWTVerifier(t testing.TB, as *authServer, ct *countingTransport, c *clock, cfg auth.JWTConfig) *auth.JWTVerifier {
+func newJWTVerifier(t testing.TB, as *oidctest.Server, ct *countingTransport, c *clock, cfg auth.JWTConfig) *auth.JWTVerifier {
 	t.Helper()
-	cfg.Issuer = as.issuer
+	cfg.Issuer = as.Issuer
 	cfg.HTTPClient = &http.Client{Transport: ct}
 	if c != nil {
 		cfg.Now = c.now
@@ -46,15 +47,15 @@ func newJWTVerifier(t testing.TB, as *authServer, ct *countingTransport, c *cloc
 }
 
 // sign returns a JWT signed with key (its kid in the header) whose claims are claims.
-func sign(t testing.TB, key signingKey, header map[string]any, claims jwt.MapClaims) string {
+func sign(t testing.TB, key oidctest.Key, header map[string]any, claims jwt.MapClaims) string {
 	t.Helper()
-	tok := jwt.NewWithClaims(jwt.GetSigningMethod(key.alg), claims)
-	tok.Header["kid"] = key.kid
+	tok := jwt.NewWithClaims(jwt.GetSigningMethod(key.Alg), claims)
+	tok.Header["kid"] = key.KID
 	tok.Header["typ"] = "at+jwt"
 	for k, v := range header {
 		tok.Header[k] = v
 	}
-	s, err := tok.SignedString(key.priv)
+	s, err := tok.SignedString(key.Priv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,9 +63,9 @@ func sign(t testing.TB, key signingKey, header map[string]any, claims jwt.MapCla
 }
 
 // claimsFor are valid claims of a token for resource from as, issued now.
-func claimsFor(as *authServer, resource string) jwt.MapClaims {
+func claimsFor(as *oidctest.Server, resource string) jwt.MapClaims {
 	now := time.Now()
-	return jwt.MapClaims{"iss": as.issuer, "sub": "signed-by-test", "aud": resource, "iat": now.Unix(),
+	return jwt.MapClaims{"iss": as.Issuer, "sub": "signed-by-test", "aud": resource, "iat": now.Unix(),
 		"exp": now.Add(5 * time.Minute).Unix(), "client_id": "mcp-client", "scope": "tools:call admin", "jti": "t1"}
 }
 
@@ -74,19 +75,19 @@ const invalidToken = `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message
 // the client credentials grant reach the tool with their subject and scopes; every kind of bad
 // token gets 401 invalid_token and is not reported.
 func TestJWTVerifierRealIssuer(t *testing.T) {
-	as := startAS(t)
+	as := oidctest.Start(t)
 	ct := newCountingTransport()
 	// No second fetch within the test, however slow the machine: the count below is exact.
 	v := newJWTVerifier(t, as, ct, nil, auth.JWTConfig{MinRefreshInterval: time.Hour})
 	m := startMCP(t, v, mcpOptions{})
-	rsa, ec := as.keys[0], as.keys[1]
+	rsa, ec := as.Keys[0], as.Keys[1]
 
 	// Valid tokens, RS256 and ES256, issued by the server for this resource.
-	r := m.call(as.token("mcp-client", "mcp-secret", "tools:call admin", m.resource), "whoami")
+	r := m.call(as.Token("mcp-client", "mcp-secret", "tools:call admin", m.resource), "whoami")
 	if r.status != 200 || textOf(r.body) != "mcp-client tools:call,admin" {
 		t.Fatalf("RS256 token: %d %s", r.status, r.body)
 	}
-	r = m.call(as.token("es-client", "es-secret", "tools:call", m.resource), "whoami")
+	r = m.call(as.Token("es-client", "es-secret", "tools:call", m.resource), "whoami")
 	if r.status != 200 || textOf(r.body) != "es-client tools:call" {
 		t.Fatalf("ES256 token: %d %s", r.status, r.body)
 	}
@@ -100,9 +101,9 @@ func TestJWTVerifierRealIssuer(t *testing.T) {
 		change(c)
 		return c
 	}
-	stranger := newRSAKey(t, "never-published")
-	impostor := newRSAKey(t, rsa.kid) // the published kid, another key
-	narrow := as.token("narrow-client", "narrow-secret", "tools:call", m.resource)
+	stranger := oidctest.NewRSAKey(t, "never-published")
+	impostor := oidctest.NewRSAKey(t, rsa.KID) // the published kid, another key
+	narrow := as.Token("narrow-client", "narrow-secret", "tools:call", m.resource)
 	parts := strings.Split(narrow, ".")
 	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
 	if err != nil {
@@ -116,8 +117,8 @@ func TestJWTVerifierRealIssuer(t *testing.T) {
 		strings.Split(sign(t, rsa, nil, claimsFor(as, m.resource)), ".")[1] + "."
 	hmacWithPublicKey := func() string {
 		tok := jwt.NewWithClaims(jwt.SigningMethodHS256, claimsFor(as, m.resource))
-		tok.Header["kid"] = rsa.kid
-		s, err := tok.SignedString(pemOf(t, rsa.priv.Public()))
+		tok.Header["kid"] = rsa.KID
+		s, err := tok.SignedString(pemOf(t, rsa.Priv.Public()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +126,7 @@ func TestJWTVerifierRealIssuer(t *testing.T) {
 	}()
 
 	for _, tc := range []struct{ name, token string }{
-		{"wrong audience (issued by the server for another resource)", as.token("mcp-client", "mcp-secret", "tools:call", "https://other.example/mcp")},
+		{"wrong audience (issued by the server for another resource)", as.Token("mcp-client", "mcp-secret", "tools:call", "https://other.example/mcp")},
 		{"wrong issuer", sign(t, rsa, nil, with(func(c jwt.MapClaims) { c["iss"] = "https://evil.example" }))},
 		{"expired", sign(t, rsa, nil, with(func(c jwt.MapClaims) { c["exp"] = time.Now().Add(-2 * time.Minute).Unix() }))},
 		{"no exp", sign(t, rsa, nil, with(func(c jwt.MapClaims) { delete(c, "exp") }))},
@@ -138,7 +139,7 @@ func TestJWTVerifierRealIssuer(t *testing.T) {
 		{"HS256 keyed with the public key", hmacWithPublicKey},
 		{"a logout token's typ", sign(t, rsa, map[string]any{"typ": "logout+jwt"}, claimsFor(as, m.resource))},
 		{"ES256 header on the RSA key", func() string {
-			s := sign(t, ec, map[string]any{"kid": rsa.kid}, claimsFor(as, m.resource))
+			s := sign(t, ec, map[string]any{"kid": rsa.KID}, claimsFor(as, m.resource))
 			return s
 		}()},
 		{"no subject", sign(t, rsa, nil, with(func(c jwt.MapClaims) { delete(c, "sub"); delete(c, "client_id") }))},
@@ -183,17 +184,17 @@ func pemOf(t testing.TB, k crypto.PublicKey) []byte {
 // TestJWTVerifierKeyRotation: the issuer rotates its keys; tokens signed with the new key are
 // accepted without restarting anything, and those of the withdrawn key no longer are.
 func TestJWTVerifierKeyRotation(t *testing.T) {
-	as := startAS(t)
+	as := oidctest.Start(t)
 	ct := newCountingTransport()
 	var c clock
 	v := newJWTVerifier(t, as, ct, &c, auth.JWTConfig{})
 	m := startMCP(t, v, mcpOptions{})
-	old := as.token("mcp-client", "mcp-secret", "tools:call", m.resource)
+	old := as.Token("mcp-client", "mcp-secret", "tools:call", m.resource)
 	if r := m.call(old, "whoami"); r.status != 200 {
 		t.Fatalf("before the rotation: %d %s", r.status, r.body)
 	}
-	as.rotate(newRSAKey(t, "r2"), newECKey(t, "e2"))
-	fresh := as.token("mcp-client", "mcp-secret", "tools:call", m.resource)
+	as.Rotate(oidctest.NewRSAKey(t, "r2"), oidctest.NewECKey(t, "e2"))
+	fresh := as.Token("mcp-client", "mcp-secret", "tools:call", m.resource)
 	if !strings.Contains(headerOf(t, fresh), `"kid":"r2"`) {
 		t.Fatalf("the rotated server signed with %s", headerOf(t, fresh))
 	}
@@ -222,13 +223,13 @@ func headerOf(t testing.TB, token string) string {
 // reporting each failed verification once, then 200 once the issuer is back; a cached key keeps
 // deciding while the issuer is down again, and a token whose key it does not have gets 503.
 func TestJWTVerifierIssuerOutage(t *testing.T) {
-	as := startAS(t)
+	as := oidctest.Start(t)
 	ct := newCountingTransport()
 	var c clock
 	v := newJWTVerifier(t, as, ct, &c, auth.JWTConfig{})
 	m := startMCP(t, v, mcpOptions{})
-	good := as.token("mcp-client", "mcp-secret", "tools:call", m.resource)
-	as.stop()
+	good := as.Token("mcp-client", "mcp-secret", "tools:call", m.resource)
+	as.Stop()
 
 	const down = 5
 	for i := range down {
@@ -243,7 +244,7 @@ func TestJWTVerifierIssuerOutage(t *testing.T) {
 		t.Errorf("%d requests to the issuer while it was down, want 1 (then one per interval)", tries)
 	}
 
-	as.start()
+	as.Resume()
 	c.advance(auth.DefaultMinRefreshInterval)
 	if r := m.call(good, "whoami"); r.status != 200 {
 		t.Fatalf("once the issuer is back: %d %s", r.status, r.body)
@@ -251,12 +252,12 @@ func TestJWTVerifierIssuerOutage(t *testing.T) {
 
 	// Down again: the cached key decides for the known kid; a kid it does not know cannot be
 	// decided (the issuer may have rotated): 503.
-	as.stop()
+	as.Stop()
 	c.advance(auth.DefaultMinRefreshInterval)
 	if r := m.call(good, "whoami"); r.status != 200 {
 		t.Fatalf("cached key while the issuer is down: %d %s", r.status, r.body)
 	}
-	unknown := sign(t, newRSAKey(t, "r9"), nil, claimsFor(as, m.resource))
+	unknown := sign(t, oidctest.NewRSAKey(t, "r9"), nil, claimsFor(as, m.resource))
 	if r := m.call(unknown, "whoami"); r.status != 503 {
 		t.Fatalf("unknown kid while the issuer is down: %d %s", r.status, r.body)
 	}
@@ -280,11 +281,11 @@ func TestJWTVerifierIssuerOutage(t *testing.T) {
 // fetches, and are all rejected. 1,000 of them go through the HTTP transport, the rest straight
 // to the verifier, which keeps the test fast under -race; the count is the verifier's either way.
 func TestJWTVerifierForgedKidFlood(t *testing.T) {
-	as := startAS(t)
+	as := oidctest.Start(t)
 	ct := newCountingTransport()
 	v := newJWTVerifier(t, as, ct, nil, auth.JWTConfig{})
 	m := startMCP(t, v, mcpOptions{})
-	signed := strings.SplitN(sign(t, newECKey(t, "x"), nil, claimsFor(as, m.resource)), ".", 2)[1]
+	signed := strings.SplitN(sign(t, oidctest.NewECKey(t, "x"), nil, claimsFor(as, m.resource)), ".", 2)[1]
 	forged := func() string {
 		kid := make([]byte, 8)
 		_, _ = rand.Read(kid)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/toolgrain/toolgrain/auth"
+	"github.com/toolgrain/toolgrain/internal/oidctest"
 )
 
 // TestToolScopesRealTokens: a tool that needs the scope admin, called with real tokens from
@@ -13,11 +14,11 @@ import (
 // scopes the challenge named calls it. With HideForbiddenTools, tools/list leaves the tool out
 // for the first token only.
 func TestToolScopesRealTokens(t *testing.T) {
-	as := startAS(t)
+	as := oidctest.Start(t)
 	ct := newCountingTransport()
 	v := newJWTVerifier(t, as, ct, nil, auth.JWTConfig{})
 	m := startMCP(t, v, mcpOptions{scopes: []string{"tools:call"}})
-	narrow := as.token("mcp-client", "mcp-secret", "tools:call read", m.resource)
+	narrow := as.Token("mcp-client", "mcp-secret", "tools:call read", m.resource)
 	metadata := m.ts.URL + "/.well-known/oauth-protected-resource/mcp"
 	body := func(id string) string {
 		return `{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-31001,"message":"Insufficient scope: tool \"admin_only\" needs the scope admin","data":{"tool":"admin_only","missing":["admin"]}}}`
@@ -54,7 +55,7 @@ func TestToolScopesRealTokens(t *testing.T) {
 	}
 
 	// Step up: a token for the scopes the legacy challenge named.
-	wide := as.token("mcp-client", "mcp-secret", "tools:call read admin", m.resource)
+	wide := as.Token("mcp-client", "mcp-secret", "tools:call read admin", m.resource)
 	if r := m.call(wide, "admin_only"); r.status != 200 || textOf(r.body) != "ran" {
 		t.Errorf("modern with admin: %d %s", r.status, r.body)
 	}
@@ -69,10 +70,10 @@ func TestToolScopesRealTokens(t *testing.T) {
 	}
 
 	hiding := startMCP(t, v, mcpOptions{scopes: []string{"tools:call"}, hide: true})
-	if got := hiding.list(as.token("mcp-client", "mcp-secret", "tools:call", hiding.resource)); !slices.Equal(got, []string{"whoami"}) {
+	if got := hiding.list(as.Token("mcp-client", "mcp-secret", "tools:call", hiding.resource)); !slices.Equal(got, []string{"whoami"}) {
 		t.Errorf("tools/list hiding, without admin: %v", got)
 	}
-	if got := hiding.list(as.token("mcp-client", "mcp-secret", "tools:call admin", hiding.resource)); !slices.Equal(got, []string{"whoami", "admin_only"}) {
+	if got := hiding.list(as.Token("mcp-client", "mcp-secret", "tools:call admin", hiding.resource)); !slices.Equal(got, []string{"whoami", "admin_only"}) {
 		t.Errorf("tools/list hiding, with admin: %v", got)
 	}
 	if reports := m.flushReports(); len(reports) != 0 {
