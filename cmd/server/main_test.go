@@ -20,6 +20,10 @@ import (
 	"github.com/toolgrain/toolgrain/internal/demo"
 )
 
+// longTests reports whether the long forms of the soak tests run: TOOLGRAIN_LONG=1, which
+// .ci/run sets.
+func longTests() bool { return os.Getenv("TOOLGRAIN_LONG") != "" }
+
 // serverDir holds the server binary that buildServer compiles once for the whole test binary.
 var serverDir string
 
