@@ -59,6 +59,7 @@ const (
 //
 //	go test -race -run TestClusterChaos -chaos.seed=N ./cmd/server
 func TestClusterChaos(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("chaos test across a cluster: 5 s after the members start")
 	}
