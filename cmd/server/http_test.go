@@ -145,6 +145,7 @@ func (b *httpBinary) send(token, session, body string) *http.Response {
 // metadata, then SIGTERM with a call in flight, which must end that call's stream with no
 // response and exit 0 with the diagnostics flushed.
 func TestBinaryOverHTTP(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
