@@ -19,6 +19,7 @@ import (
 // scope it holds; 2026-07-28: the call's scopes only), a token for another audience gets 401,
 // and the protected-resource metadata names the issuer.
 func TestBinaryWithRealIssuer(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
