@@ -157,14 +157,29 @@ type flights[K comparable] struct {
 	m  map[K]*flight
 }
 
+// errInFlight: a fetch is already in progress and the caller chose not to wait for it.
+var errInFlight = errors.New("auth: a fetch is in progress")
+
 // do runs fetch for key, or waits for the run already in progress and returns its error.
 // fetch's context is ctx: when ctx ends during it, the run is abandoned and a waiter runs
 // fetch again.
 func (g *flights[K]) do(ctx context.Context, key K, fetch func(context.Context) error) error {
+	return g.run(ctx, key, true, fetch)
+}
+
+// try is do, except that it returns errInFlight at once when a run is in progress.
+func (g *flights[K]) try(ctx context.Context, key K, fetch func(context.Context) error) error {
+	return g.run(ctx, key, false, fetch)
+}
+
+func (g *flights[K]) run(ctx context.Context, key K, wait bool, fetch func(context.Context) error) error {
 	for {
 		g.mu.Lock()
 		if f, ok := g.m[key]; ok {
 			g.mu.Unlock()
+			if !wait {
+				return errInFlight
+			}
 			select {
 			case <-f.done:
 				if f.abandoned {

@@ -46,7 +46,8 @@ type JWTConfig struct {
 	// Audience is the resource the tokens must have been issued for: a token's aud (a string
 	// or an array) must contain it. Empty means the endpoint's resource URI of each request
 	// ([streamable.ResourceFromContext]: the transport's AuthConfig.Resource, else the URL the
-	// request was sent to). An audience equals the expected one exactly, or after lowercasing
+	// request was sent to); called outside the transport without [streamable.WithResource],
+	// the verifier then rejects every token. An audience equals the expected one exactly, or after lowercasing
 	// the scheme and host and dropping one trailing slash.
 	Audience string
 
@@ -81,7 +82,8 @@ type JWTConfig struct {
 	MinRefreshInterval time.Duration
 
 	// MaxKeyAge is how long a fetched JWK Set is used before the next request fetches it again
-	// (the other requests keep using the old one meanwhile, and keep it if the fetch fails).
+	// (the other requests keep using the old one meanwhile, without waiting, and keep it if
+	// the fetch fails).
 	// 0 means DefaultMaxKeyAge.
 	MaxKeyAge time.Duration
 
@@ -217,7 +219,7 @@ func (v *JWTVerifier) VerifyToken(ctx context.Context, token string) (*tools.Ide
 	ks := v.keys.keys.Load()
 	switch {
 	case ks == nil:
-		err := v.keys.refresh(ctx)
+		err := v.keys.refresh(ctx, true)
 		if ks = v.keys.keys.Load(); ks == nil {
 			if errors.Is(err, errRateLimited) {
 				err = v.keys.failure()
@@ -228,8 +230,9 @@ func (v *JWTVerifier) VerifyToken(ctx context.Context, token string) (*tools.Ide
 			return nil, err
 		}
 	case v.now().Sub(ks.fetched) > v.maxAge:
-		// Stale: fetched again by this request; the old set decides if that fails.
-		_ = v.keys.refresh(ctx)
+		// Stale: fetched again by this request, unless another is doing it; the old set
+		// decides meanwhile, and if that fails.
+		_ = v.keys.refresh(ctx, false)
 		ks = v.keys.keys.Load()
 	}
 	id, err := v.verify(ctx, token, ks)
@@ -237,7 +240,7 @@ func (v *JWTVerifier) VerifyToken(ctx context.Context, token string) (*tools.Ide
 		return id, err
 	}
 	// A key the cached set does not have: the issuer may have rotated its keys.
-	if ferr := v.keys.refresh(ctx); ferr != nil {
+	if ferr := v.keys.refresh(ctx, true); ferr != nil {
 		if errors.Is(ferr, errRateLimited) {
 			ferr = v.keys.failure()
 		}

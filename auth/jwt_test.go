@@ -193,6 +193,14 @@ func TestJWTVerifierKeyRotation(t *testing.T) {
 	if r := m.call(old, "whoami"); r.status != 200 {
 		t.Fatalf("before the rotation: %d %s", r.status, r.body)
 	}
+	// A second verifier that sees only the old token: its cached set keeps the old key until
+	// the set is older than MaxKeyAge.
+	ct2 := newCountingTransport()
+	v2 := newJWTVerifier(t, as, ct2, &c, auth.JWTConfig{MaxKeyAge: time.Hour})
+	ctx := toolgrain.WithResource(context.Background(), m.resource)
+	if _, err := v2.VerifyToken(ctx, old); err != nil {
+		t.Fatal(err)
+	}
 	as.Rotate(oidctest.NewRSAKey(t, "r2"), oidctest.NewECKey(t, "e2"))
 	fresh := as.Token("mcp-client", "mcp-secret", "tools:call", m.resource)
 	if !strings.Contains(headerOf(t, fresh), `"kid":"r2"`) {
@@ -207,6 +215,16 @@ func TestJWTVerifierKeyRotation(t *testing.T) {
 	}
 	if n := ct.jwks.Load(); n != 2 {
 		t.Errorf("%d JWK Set fetches, want 2 (the first verification, the new kid)", n)
+	}
+	if _, err := v2.VerifyToken(ctx, old); err != nil {
+		t.Errorf("the old key, cached, within MaxKeyAge: %v", err)
+	}
+	c.advance(time.Hour)
+	if _, err := v2.VerifyToken(ctx, old); !errors.Is(err, toolgrain.ErrInvalidToken) {
+		t.Errorf("the old key after MaxKeyAge, the set fetched again without it: %v", err)
+	}
+	if n := ct2.jwks.Load(); n != 2 {
+		t.Errorf("%d JWK Set fetches by the second verifier, want 2 (the first, the stale set)", n)
 	}
 }
 

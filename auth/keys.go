@@ -40,10 +40,15 @@ type keyCache struct {
 }
 
 // refresh fetches the JWK Set unless one was fetched (or tried) less than minInterval ago, or
-// waits for the fetch in progress. It returns nil when a fetch succeeded, errRateLimited when
-// none was allowed, and the fetch's failure otherwise.
-func (c *keyCache) refresh(ctx context.Context) error {
-	return c.flight.do(ctx, struct{}{}, func(ctx context.Context) error {
+// waits for the fetch in progress (with wait; without, it returns errInFlight). It returns nil
+// when a fetch succeeded, errRateLimited when none was allowed, and the fetch's failure
+// otherwise.
+func (c *keyCache) refresh(ctx context.Context, wait bool) error {
+	run := c.flight.do
+	if !wait {
+		run = c.flight.try
+	}
+	return run(ctx, struct{}{}, func(ctx context.Context) error {
 		c.mu.Lock()
 		now := c.now()
 		if !c.lastAttempt.IsZero() && now.Sub(c.lastAttempt) < c.minInterval {
