@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"unicode/utf8"
 
@@ -45,6 +46,8 @@ type Compiled struct {
 //   - an "x-mcp-header" annotation in the input schema that breaks one of the rules below, as
 //     a [*ToolSchemaError] of kind [SchemaInput] naming its location and the rule, one per
 //     annotation;
+//   - a Go type from which no schema can be inferred ([Tool.InputType] lists the rules), as a
+//     [*ToolSchemaError] naming the field ([ToolSchemaError.Field]);
 //   - a nil handler as `tool "<name>": no handler`, and a nil provider, a negative timeout, a
 //     negative concurrency limit, an [ActorHandler] without an actor, or one with providers
 //     likewise, as plain errors.
@@ -65,6 +68,9 @@ type Compiled struct {
 // 9110 token (no spaces, delimiters or control characters), unique in the schema compared
 // case-insensitively, and that the property declare one "type": "string", "integer" or
 // "boolean" ("number" is not allowed). [Compiled.HeaderParams] lists the annotations.
+//
+// A schema left nil is inferred from the tool's Go types, when it has some ([Tool.InputType],
+// [Tool.OutputType], [Func], [Structured]), and then compiled as if it had been written by hand.
 //
 // Compile copies the definitions and their schemas: the Set does not change when defs does.
 // Descriptors keep each schema verbatim as given.
@@ -135,6 +141,7 @@ func compileTool(def *Tool) (*Compiled, []error) {
 		c.def.Annotations = &a
 	}
 
+	inferSchemas(c, &errs)
 	c.input.root = "arguments"
 	if c.def.InputSchema != nil {
 		sch, err := compileSchema(c.def.InputSchema, SchemaInput, true)
@@ -182,6 +189,33 @@ func compileTool(def *Tool) (*Compiled, []error) {
 		c.desc.InputSchema = defaultInputSchema
 	}
 	return c, nil
+}
+
+// inferSchemas sets the input and output schemas that c's definition leaves nil from the Go
+// types it declares ([Tool.InputType], [Tool.OutputType]) or its typed handler's.
+func inferSchemas(c *Compiled, errs *[]error) {
+	in, out := c.def.InputType, c.def.OutputType
+	if th, ok := c.def.Handler.(typedHandler); ok {
+		if in == nil {
+			in = th.argumentType()
+		}
+		if out == nil {
+			out = th.outputType()
+		}
+	}
+	infer := func(t reflect.Type, k SchemaKind) json.RawMessage {
+		raw, ie := inferSchema(t)
+		if ie != nil {
+			*errs = append(*errs, &ToolSchemaError{Tool: c.def.Name, Kind: k, Field: ie.field, Err: ie.err})
+		}
+		return raw
+	}
+	if c.def.InputSchema == nil && in != nil {
+		c.def.InputSchema = infer(in, SchemaInput)
+	}
+	if c.def.OutputSchema == nil && out != nil {
+		c.def.OutputSchema = infer(out, SchemaOutput)
+	}
 }
 
 // checkName returns why name breaks the MCP tool-name rules, or "".
