@@ -18,7 +18,9 @@ import (
 // sessionMACSize is the length of the MAC kept in an id, in bytes (128 bits).
 const sessionMACSize = 16
 
-var b64 = base64.RawURLEncoding
+// b64 decodes strictly: the last character of an unpadded encoding has unused bits, which a
+// lenient decoder ignores, so several strings would verify as one id.
+var b64 = base64.RawURLEncoding.Strict()
 
 // sessionKey derives the key that signs session ids from the cluster secret, so that the secret
 // may also serve other purposes (the request-state key) without the two uses meeting.

@@ -23,11 +23,16 @@ func TestSessionIDNamesItsHome(t *testing.T) {
 	}
 }
 
+const b64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
 func TestSessionIDForgeriesNameNoHome(t *testing.T) {
 	key := sessionKey(bytes.Repeat([]byte{7}, 32))
 	sid := mintSessionID(key, "127.0.0.1:7001")
 	parts := strings.Split(sid, ".")
 	forgedHome := b64.EncodeToString([]byte("10.0.0.9:7001")) + "." + parts[1] + "." + parts[2]
+	// The MAC's last character carries 2 bits of the MAC and 4 unused bits: changing an unused
+	// bit must not give a second string that verifies as the same id.
+	lastBits := sid[:len(sid)-1] + string(b64Alphabet[strings.IndexByte(b64Alphabet, sid[len(sid)-1])^1])
 	otherKey := mintSessionID(sessionKey(bytes.Repeat([]byte{8}, 32)), "127.0.0.1:7001")
 	tests := []struct {
 		name string
@@ -37,6 +42,7 @@ func TestSessionIDForgeriesNameNoHome(t *testing.T) {
 		{"plain_random", protocol.NewSessionID()},
 		{"home_swapped", forgedHome},
 		{"mac_cut", sid[:len(sid)-1]},
+		{"mac_unused_bits", lastBits},
 		{"mac_dropped", parts[0] + "." + parts[1]},
 		{"random_changed", parts[0] + ".AAAA" + parts[1][4:] + "." + parts[2]},
 		{"other_secret", otherKey},

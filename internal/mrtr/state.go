@@ -120,7 +120,9 @@ func (s *Sealer) Open(sealed string) (*State, error) {
 		return nil, ErrTooLarge
 	}
 	body, sig, ok := strings.Cut(sealed, ".")
-	enc := base64.RawURLEncoding
+	// Strict: a lenient decoder ignores the unused bits of the last character, so several
+	// strings would open as one state.
+	enc := base64.RawURLEncoding.Strict()
 	payload, err1 := enc.DecodeString(body)
 	mac, err2 := enc.DecodeString(sig)
 	if !ok || err1 != nil || err2 != nil || !hmac.Equal(mac, s.mac(payload)) {

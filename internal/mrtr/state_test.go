@@ -51,6 +51,9 @@ func TestOpenRejects(t *testing.T) {
 	body, sig, _ := strings.Cut(sealed, ".")
 	flipped := []byte(body)
 	flipped[3] ^= 1
+	// The MAC's last character carries 4 bits of the MAC and 2 unused bits.
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	unused := sealed[:len(sealed)-1] + string(alphabet[strings.IndexByte(alphabet, sealed[len(sealed)-1])^1])
 	tests := []struct {
 		name string
 		give string
@@ -59,6 +62,7 @@ func TestOpenRejects(t *testing.T) {
 	}{
 		{"tampered suffix", sealed + "-TAMPERED", s, ErrTampered},
 		{"flipped payload", string(flipped) + "." + sig, s, ErrTampered},
+		{"mac unused bits", unused, s, ErrTampered},
 		{"no mac", body, s, ErrTampered},
 		{"empty", "", s, ErrTampered},
 		{"other key", sealed, other, ErrTampered},
