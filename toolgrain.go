@@ -158,6 +158,16 @@ type Config struct {
 	// unique; schemas are compiled once, here. See package tools.
 	Tools []tools.Tool
 
+	// Middleware wraps every tool call's handler, in order: the first is the outermost. It runs
+	// after the call's arguments were validated, in both protocol eras and on every transport,
+	// for Go handlers and actor-backed tools alike, calls that run as tasks and tools added
+	// later (AddTools) included; see tools.Middleware for what it sees and how its outcomes
+	// reach the client (an error or a panic is an unexpected failure, a tools.ErrorResult
+	// reaches the client unchanged, nothing is sent after a cancellation). Package
+	// tools/middleware has a per-caller rate limit and a call log. Nil means none, and costs
+	// nothing per call. A nil entry is an error from NewServer.
+	Middleware []tools.Middleware
+
 	// OnError receives unexpected failures privately. Nil logs them on Logger. A callback that
 	// only needs the error can be written as diagnostics.ErrorOnly(func(err error) {...}).
 	OnError OnError
@@ -316,7 +326,7 @@ type Server struct {
 // bad resource or template a *resources.DefinitionError, a bad prompt a
 // *prompts.DefinitionError.
 func NewServer(cfg Config) (*Server, error) {
-	set, err := tools.Compile(cfg.Tools)
+	set, err := tools.Compile(cfg.Tools, cfg.Middleware...)
 	if err != nil {
 		return nil, err
 	}

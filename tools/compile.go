@@ -22,6 +22,7 @@ var defaultInputSchema = json.RawMessage(`{"type":"object"}`)
 type Set struct {
 	list   []*Compiled
 	byName map[string]*Compiled
+	mw     []Middleware // around every tool's calls, also of the tools added by With
 }
 
 // Compiled is one tool after [Compile]: its definition, its precomputed tools/list descriptor
@@ -33,6 +34,7 @@ type Compiled struct {
 	output  *schema       // nil without an output schema
 	meta    *schema       // nil without a metadata schema
 	headers []HeaderParam // the input schema's x-mcp-header arguments; nil without any
+	call    Handler       // the middleware around handle; nil without middleware
 }
 
 // Compile checks every definition and compiles its schemas, once, so that nothing is parsed or
@@ -50,7 +52,12 @@ type Compiled struct {
 //     [*ToolSchemaError] naming the field ([ToolSchemaError.Field]);
 //   - a nil handler as `tool "<name>": no handler`, and a nil provider, a negative timeout, a
 //     negative concurrency limit, an [ActorHandler] without an actor, or one with providers
-//     likewise, as plain errors.
+//     likewise, as plain errors;
+//   - a nil [Middleware], and a middleware that panics or returns a nil Handler when it wraps a
+//     tool's handler, as plain errors.
+//
+// The middleware mw wraps the calls of every tool of the Set, and of the tools later added with
+// [Set.With], the first outermost ([Middleware] says where it runs); [Compiled.Run] applies it.
 //
 // Compile reports every problem it finds: one error as it is, several joined with errors.Join.
 // Find a specific one with errors.As.
@@ -74,16 +81,21 @@ type Compiled struct {
 //
 // Compile copies the definitions and their schemas: the Set does not change when defs does.
 // Descriptors keep each schema verbatim as given.
-func Compile(defs []Tool) (*Set, error) {
+func Compile(defs []Tool, mw ...Middleware) (*Set, error) {
 	s := &Set{
 		list:   make([]*Compiled, 0, len(defs)),
 		byName: make(map[string]*Compiled, len(defs)),
+		mw:     slices.Clone(mw),
 	}
 	var errs []error
+	if err := checkMiddleware(mw); err != nil {
+		errs = append(errs, err)
+		mw = nil
+	}
 	seen := make(map[string]bool, len(defs))
 	for i := range defs {
 		name := defs[i].Name
-		c, toolErrs := compileTool(&defs[i])
+		c, toolErrs := compileTool(&defs[i], mw)
 		errs = append(errs, toolErrs...)
 		if seen[name] {
 			errs = append(errs, &ToolNameError{Name: name, Reason: "duplicate"})
@@ -105,7 +117,7 @@ func Compile(defs []Tool) (*Set, error) {
 	}
 }
 
-func compileTool(def *Tool) (*Compiled, []error) {
+func compileTool(def *Tool, mw []Middleware) (*Compiled, []error) {
 	var errs []error
 	if reason := checkName(def.Name); reason != "" {
 		errs = append(errs, &ToolNameError{Name: def.Name, Reason: reason})
@@ -175,6 +187,13 @@ func compileTool(def *Tool) (*Compiled, []error) {
 	}
 	if len(errs) > 0 {
 		return nil, errs
+	}
+	if len(mw) > 0 {
+		call, err := chain(HandlerFunc(c.handle), mw)
+		if err != nil {
+			return nil, []error{fmt.Errorf("tool %q: %w", def.Name, err)}
+		}
+		c.call = call
 	}
 
 	c.desc = protocol.Tool{

@@ -166,6 +166,11 @@ type Request struct {
 	// Meta is the client-supplied params._meta, or nil when absent. It is not verified: never
 	// trust it for authorisation.
 	Meta json.RawMessage
+
+	// Identity is the caller as the server's token verifier authenticated it, the same as
+	// [IdentityFromContext] of the handler's context; nil without auth (stdio, or HTTP without
+	// it). It must not be modified.
+	Identity *Identity
 }
 
 // Handler runs a tool.
