@@ -432,7 +432,13 @@ func (r *requestActor) receiveBridged(ctx actor.Context, name string) bool {
 	case *tools.ActorResult, *tools.ActorError, error:
 		res, err := tools.ReadActorReply(name, msg)
 		r.deliver(ctx, res, err)
+	case *handlerDone, *actorCallAsked, *inputRequired, *taskWanted,
+		*actor.Started, *actor.Stopped, *actor.Restarting:
+		return false // the request actor's own
 	default:
+		r.stray = fmt.Sprintf("%T", msg)
+		r.eng.log.Debug("request: message outside the actor-tool contract",
+			zap.String("tool", name), zap.String("type", r.stray))
 		return false
 	}
 	return true

@@ -245,7 +245,11 @@ func (r *requestActor) runGo(ctx actor.Context) {
 }
 
 func (r *requestActor) timeoutError() error {
-	return fmt.Errorf("tool %q: %w after %s", r.tool.Name(), ErrTimeout, r.timeout())
+	err := fmt.Errorf("tool %q: %w after %s", r.tool.Name(), ErrTimeout, r.timeout())
+	if r.stray != "" {
+		err = fmt.Errorf("%w; the actor sent %s, which is not a reply of the contract", err, r.stray)
+	}
+	return err
 }
 
 // timeout is the call's timeout: the tool's own, or else the engine's default (for an
@@ -265,13 +269,19 @@ func (r *requestActor) answer(d *handlerDone) {
 	// The deadline passed before this message arrived (its timer's message is still queued):
 	// the call timed out whatever the handler returned, exactly as if the timer had won.
 	if cause := context.Cause(r.hctx); errors.Is(cause, ErrTimeout) {
+		if r.stray != "" {
+			cause = r.timeoutError() // names what the tool's actor sent instead of a reply
+		}
 		if d.err == nil {
 			r.eng.metrics.LateResponseSuppressed(r.tool.Name())
 			r.fail(cause)
 			return
 		}
-		if !errors.Is(d.err, ErrTimeout) {
+		switch {
+		case !errors.Is(d.err, ErrTimeout):
 			d.err = fmt.Errorf("%w (handler returned: %w)", cause, d.err)
+		case r.stray != "":
+			d.err = cause
 		}
 	}
 	var capErr *client.CapabilityError
