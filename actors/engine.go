@@ -321,9 +321,9 @@ func shrinkRegistry(m *actor.SliceMap) {
 	old := m.LocalPIDs
 	m.LocalPIDs = buckets
 	for _, b := range old {
-		for id, p := range b.Items() {
-			m.GetBucket(id).Set(id, p)
-		}
+		// IterCb, not Items: Items starts a goroutine per shard (32 per bucket, 1,024 buckets),
+		// which made every NewServer start 32,768 goroutines.
+		b.IterCb(func(id string, p any) { m.GetBucket(id).Set(id, p) })
 	}
 }
 

@@ -212,6 +212,10 @@ func (s *streamActor) Receive(c actor.Context) {
 		if !s.ended {
 			s.ended = true
 			s.q.push(nil)
+			// A cut in mid-response is worth an operator's eye: the reason says whether the
+			// home's request ended (Stopped) or the connection to the home broke (AddressTerminated).
+			s.node.log.Warn("forwarded request: home side ended before the response did",
+				zap.String("home", s.home.Address), zap.String("actor", m.Who.Id), zap.Stringer("why", m.Why))
 		}
 	case *wire.Envelope:
 		if s.ended {

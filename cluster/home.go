@@ -48,7 +48,7 @@ type homeActor struct {
 }
 
 func (h *homeActor) Receive(c actor.Context) {
-	switch c.Message().(type) {
+	switch m := c.Message().(type) {
 	case *actor.Started:
 		h.node.stats.homes.Add(1)
 		h.stream = actor.NewPID(h.req.ReplyAddress, h.req.ReplyId)
@@ -66,6 +66,10 @@ func (h *homeActor) Receive(c actor.Context) {
 	case *actor.Terminated:
 		h.streamGone = true
 		h.cancel()
+		if !h.done && m.Why == actor.TerminatedReason_AddressTerminated {
+			h.node.log.Warn("forwarded request: connection to the edge member broke before the response ended",
+				zap.String("edge", h.stream.Address))
+		}
 		if h.done {
 			c.Stop(c.Self())
 		}

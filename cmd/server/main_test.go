@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,15 +20,35 @@ import (
 	"github.com/toolgrain/toolgrain/internal/demo"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// serverDir holds the server binary that buildServer compiles once for the whole test binary.
+var serverDir string
 
-// buildServer compiles the command once per test binary.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "toolgrain-server-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	serverDir = dir
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { os.RemoveAll(dir) }))
+}
+
+var (
+	buildOnce sync.Once
+	buildOut  []byte
+	buildErr  error
+)
+
+// buildServer compiles the command once per test binary (with -race when the tests run with it)
+// and returns its path; every test that runs the binary shares it.
 func buildServer(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "server")
-	out, err := exec.Command("go", "build", "-race="+fmt.Sprint(raceEnabled), "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin := filepath.Join(serverDir, "server")
+	buildOnce.Do(func() {
+		buildOut, buildErr = exec.Command("go", "build", "-race="+fmt.Sprint(raceEnabled), "-o", bin, ".").CombinedOutput()
+	})
+	if buildErr != nil {
+		t.Fatalf("go build: %v\n%s", buildErr, buildOut)
 	}
 	return bin
 }
