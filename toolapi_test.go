@@ -14,15 +14,7 @@ import (
 // The tool author's API end to end: schemas inferred from Go types, through the real server
 // over stdio and HTTP, in both protocol eras.
 
-type AddIn struct {
-	A    int    `json:"a"`
-	B    int    `json:"b"`
-	Note string `json:"note,omitempty"`
-}
-
-type AddOut struct {
-	Sum int `json:"sum"`
-}
+// AddIn and AddOut are declared with Example_typedTool.
 
 func addTool() tools.Tool {
 	return tools.Tool{
@@ -39,7 +31,7 @@ func addTool() tools.Tool {
 // field, over every transport and era.
 func TestTypedToolEndToEnd(t *testing.T) {
 	const descriptor = `{"name":"add","description":"Adds two integers.",` +
-		`"inputSchema":{"properties":{"a":{"type":"integer"},"b":{"type":"integer"},"note":{"type":"string"}},"additionalProperties":false,"type":"object","required":["a","b"]},` +
+		`"inputSchema":{"properties":{"a":{"type":"integer","description":"The first term"},"b":{"type":"integer","description":"The second term"},"note":{"type":"string"}},"additionalProperties":false,"type":"object","required":["a","b"]},` +
 		`"outputSchema":{"properties":{"sum":{"type":"integer"}},"additionalProperties":false,"type":"object","required":["sum"]}}`
 	forEachTransportAndEra(t, func() toolgrain.Config {
 		return toolgrain.Config{Tools: []tools.Tool{addTool()}}
