@@ -35,7 +35,10 @@
 // # Tools
 //
 // A tool is a [tools.Tool]: a name, JSON Schemas (input, output, _meta) compiled once, and a
-// handler. A Go handler ([tools.HandlerFunc], [tools.Func], [tools.Structured]) runs on a
+// handler. A typed handler ([tools.Func], [tools.Structured]) needs no schema text: its schemas
+// are inferred from its Go types. [Config].Middleware wraps every call (rate limits, logging,
+// authorisation: see [tools.Middleware] and package tools/middleware). A Go handler
+// ([tools.HandlerFunc], [tools.Func], [tools.Structured]) runs on a
 // goroutine of its own with a context cancelled by the client, a closed connection, the tool's
 // timeout or shutdown. An actor-backed tool ([tools.NewActorHandler] for an actor of the host's,
 // [tools.NewActorPropsHandler] for one the server spawns) receives each call as a
@@ -322,7 +325,8 @@ type Server struct {
 
 // NewServer checks and compiles the tool definitions and starts the actor tree. Construction
 // problems are returned, never panicked: a bad or duplicate tool name is a *tools.ToolNameError,
-// a schema that does not compile (or whose root is not an object) a *tools.ToolSchemaError, a
+// a schema that does not compile (or whose root is not an object), or a Go type from which no
+// schema can be inferred, a *tools.ToolSchemaError, a nil middleware an error, a
 // bad resource or template a *resources.DefinitionError, a bad prompt a
 // *prompts.DefinitionError.
 func NewServer(cfg Config) (*Server, error) {

@@ -11,10 +11,16 @@ import (
 // Func adapts a function with typed input to a [Handler].
 //
 // A tool whose Handler is Func[In] and whose [Tool.InputSchema] is nil gets its input schema
-// from In, once, when the server compiles its tools (see [Tool.InputType] for the rules); a
-// hand-written InputSchema wins. The arguments are validated against that schema (with the
-// same field-by-field feedback as a hand-written one) before the handler runs, so fn only sees
-// arguments that fit In.
+// from In, once, when the server compiles its tools; a hand-written InputSchema wins. The rules
+// are the official Go SDK's, adjusted to encoding/json ([Tool.InputType] has them in full):
+// properties are the exported fields under their json names, and no other is allowed; a field
+// is required unless it is omitempty, omitzero or a pointer; integers are "integer", time.Time
+// a date-time string, slices arrays, maps and nested structs objects, any and json.RawMessage
+// any value; the jsonschema tag adds keywords, as in
+// jsonschema:"description=...,enum=a,enum=b,minimum=0,maximum=10,default=3". A channel, a
+// function, a complex number or a non-empty interface in In is a [*ToolSchemaError] naming the
+// field. The arguments are validated against the schema (with the same field-by-field feedback
+// as a hand-written one) before the handler runs, so fn only sees arguments that fit In.
 //
 // Per call:
 //
@@ -52,8 +58,9 @@ func (*funcHandler[In]) outputType() reflect.Type   { return nil }
 // Structured adapts a function with typed input and typed output to a [Handler].
 //
 // A tool whose Handler is Structured[In, Out] gets its input schema from In, as for [Func], and
-// its output schema from Out when its [Tool.OutputSchema] is nil (see [Tool.InputType] for the
-// rules); hand-written schemas win. Input is handled as by [Func]. The output:
+// its output schema from Out when its [Tool.OutputSchema] is nil, by the same rules (a pointer,
+// slice or map field without omitempty also accepts null, which is how encoding/json sends a
+// nil one); hand-written schemas win. Input is handled as by [Func]. The output:
 //
 //   - is marshalled with encoding/json (without HTML escaping) and sent as the result's
 //     structuredContent, which must be a JSON object and conform to the tool's output schema;
