@@ -203,6 +203,13 @@ type Config struct {
 	MaxMessageSize int
 	// PageSize is the number of tools per tools/list page. 0 means 100.
 	PageSize int
+
+	// HideForbiddenTools leaves out of each caller's tools/list the tools it may not call: those
+	// whose tools.Tool.Scopes its identity lacks (for a caller without identity, every tool
+	// that has scopes). False lists every tool, and a call of one the caller may not make is
+	// refused (403 with the step-up challenge over HTTP with auth, a JSON-RPC error otherwise),
+	// which tells a client which scopes to ask for.
+	HideForbiddenTools bool
 	// DiagnosticsQueue bounds reports waiting for OnError; further ones are dropped and counted.
 	// 0 means 1024.
 	DiagnosticsQueue int
@@ -373,22 +380,23 @@ func NewServer(cfg Config) (*Server, error) {
 		tasksCfg.Gone = cfg.Cluster.TaskGone
 	}
 	eng, err := actors.Start(actors.Config{
-		Relay:            relay,
-		System:           cfg.ActorSystem,
-		Tools:            set,
-		ServerInfo:       protocol.Implementation{Name: cfg.Name, Title: cfg.Title, Version: cfg.Version},
-		Instructions:     cfg.Instructions,
-		OnError:          cfg.OnError,
-		Logger:           cfg.Logger,
-		Metrics:          cfg.Metrics,
-		PageSize:         cfg.PageSize,
-		DiagnosticsQueue: cfg.DiagnosticsQueue,
-		CallbackTimeout:  cfg.CallbackTimeout,
-		CloseGrace:       cfg.ShutdownGrace,
-		Resources:        res,
-		Prompts:          prm,
-		LogLevel:         cfg.LogLevel,
-		ProgressInterval: cfg.ProgressInterval,
+		Relay:              relay,
+		System:             cfg.ActorSystem,
+		Tools:              set,
+		ServerInfo:         protocol.Implementation{Name: cfg.Name, Title: cfg.Title, Version: cfg.Version},
+		Instructions:       cfg.Instructions,
+		OnError:            cfg.OnError,
+		Logger:             cfg.Logger,
+		Metrics:            cfg.Metrics,
+		PageSize:           cfg.PageSize,
+		HideForbiddenTools: cfg.HideForbiddenTools,
+		DiagnosticsQueue:   cfg.DiagnosticsQueue,
+		CallbackTimeout:    cfg.CallbackTimeout,
+		CloseGrace:         cfg.ShutdownGrace,
+		Resources:          res,
+		Prompts:            prm,
+		LogLevel:           cfg.LogLevel,
+		ProgressInterval:   cfg.ProgressInterval,
 
 		MaxCallsPerConnection: cfg.MaxCallsPerConnection,
 		MaxCalls:              cfg.MaxCalls,

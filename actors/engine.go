@@ -77,6 +77,9 @@ type Config struct {
 	Metrics metrics.Recorder
 	// PageSize is the number of tools per tools/list page; 0 means DefaultPageSize.
 	PageSize int
+	// HideForbiddenTools leaves out of a caller's tools/list the tools whose Scopes its
+	// identity lacks (all tools with scopes, for a caller without identity).
+	HideForbiddenTools bool
 	// DiagnosticsQueue bounds the reports waiting for onError; further ones are dropped and
 	// counted. 0 means DefaultDiagnosticsQueue.
 	DiagnosticsQueue int

@@ -142,8 +142,12 @@ func compileTool(def *Tool, mw []Middleware) (*Compiled, []error) {
 	if err := checkTask(def); err != nil {
 		errs = append(errs, fmt.Errorf("tool %q: %w", def.Name, err))
 	}
+	if err := checkScopes(def.Scopes); err != nil {
+		errs = append(errs, fmt.Errorf("tool %q: %w", def.Name, err))
+	}
 
 	c := &Compiled{def: *def}
+	c.def.Scopes = slices.Clone(def.Scopes)
 	c.def.InputSchema = clone(def.InputSchema)
 	c.def.OutputSchema = clone(def.OutputSchema)
 	c.def.MetaSchema = clone(def.MetaSchema)

@@ -148,6 +148,16 @@ type Tool struct {
 	// on the call itself (input_required rounds), then go on as a task. False means the task
 	// is created before the handler runs. Only for a tool with TaskSupport.
 	DeferTask bool
+	// Scopes are the OAuth scopes a call of the tool needs, beyond those every request needs
+	// (the transport's AuthConfig.Scopes): a call whose caller's identity ([IdentityFromContext])
+	// lacks one of them is refused before anything runs. Over Streamable HTTP with auth it gets
+	// 403 with the step-up challenge (WWW-Authenticate: Bearer error="insufficient_scope",
+	// scope="...", resource_metadata="..."); elsewhere (stdio, in memory, HTTP without auth) a
+	// JSON-RPC error naming the missing scopes (protocol.ErrInsufficientScope), a caller with
+	// no identity having no scope. Each must be an RFC 6749 scope token (no space, '"' or '\').
+	// Nil means the endpoint's scopes are enough.
+	Scopes []string
+
 	// TaskTTL is how long a task of the tool is kept from its creation: its result stays
 	// readable until then, and a task still running then is stopped and forgotten. Zero means
 	// the server's default (one hour unless configured). Negative is a construction error.
