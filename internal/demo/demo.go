@@ -1,4 +1,5 @@
-// Package demo is the demonstration tool set served by cmd/server: echo, greet, sleep and fail.
+// Package demo is the demonstration tool set served by cmd/server: echo, greet, sleep, fail and
+// spin.
 // It is a contract that tests, benchmarks and outside clients rely on: names, schemas and
 // behaviour do not change.
 package demo
@@ -84,6 +85,7 @@ func Tools() []tools.Tool {
 			OutputType:  reflect.TypeFor[failOut](),
 			Handler:     tools.Func(fail),
 		},
+		Spin(),
 	}
 }
 
