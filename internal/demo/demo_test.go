@@ -120,6 +120,7 @@ func TestSchemas(t *testing.T) {
 		"sleep": {`{"properties":{"ms":{"type":"integer","maximum":600000,"minimum":0}},"additionalProperties":false,"type":"object","required":["ms"]}`, ``},
 		"fail": {`{"properties":{"mode":{"type":"string","enum":["result","error","panic","bad-output","provider"]}},"additionalProperties":false,"type":"object","required":["mode"]}`,
 			`{"properties":{"status":{"type":"string"}},"additionalProperties":false,"type":"object","required":["status"]}`},
+		"spin":       {`{"properties":{"ms":{"type":"integer","maximum":600000,"minimum":0}},"additionalProperties":false,"type":"object","required":["ms"]}`, ``},
 		"sleep_task": {`{"properties":{"ms":{"type":"integer","maximum":86400000,"minimum":0}},"additionalProperties":false,"type":"object","required":["ms"]}`, ``},
 	}
 	for _, c := range set.List() {
@@ -138,6 +139,7 @@ func TestSchemas(t *testing.T) {
 		{"fail", `{"mode":"nope"}`, `invalid arguments: mode: must be one of "result", "error", "panic", "bad-output", "provider"`},
 		{"fail", `{"mode":5}`, "invalid arguments: mode: must be string, got number"},
 		{"sleep_task", `{"ms":86400001}`, "invalid arguments: ms: must be <= 86400000"},
+		{"spin", `{"ms":600001}`, "invalid arguments: ms: must be <= 600000"},
 	}
 	for _, tt := range feedback {
 		c, _ := set.Lookup(tt.tool)
