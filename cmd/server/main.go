@@ -195,7 +195,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 	cfg := toolgrain.Config{
 		Name:           "toolgrain-demo",
-		Instructions:   "Demonstration tools: echo, greet, sleep and fail.",
+		Instructions:   "Demonstration tools: echo, greet, sleep, fail and spin.",
 		Tools:          demo.Tools(),
 		OnError:        onError,
 		Logger:         log,

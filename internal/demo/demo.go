@@ -1,4 +1,5 @@
-// Package demo is the demonstration tool set served by cmd/server: echo, greet, sleep and fail.
+// Package demo is the demonstration tool set served by cmd/server: echo, greet, sleep, fail and
+// spin.
 // It is a contract that tests, benchmarks and outside clients rely on: names, schemas and
 // behaviour do not change.
 package demo
@@ -78,6 +79,7 @@ func Tools() []tools.Tool {
 			OutputSchema: json.RawMessage(`{"type":"object","properties":{"status":{"type":"string"}},"required":["status"]}`),
 			Handler:      tools.Func(fail),
 		},
+		Spin(),
 	}
 }
 

@@ -37,7 +37,7 @@ func TestContract(t *testing.T) {
 			t.Errorf("%s has no description", tl.Name)
 		}
 	}
-	if got := strings.Join(names, ","); got != "echo,greet,sleep,fail" {
+	if got := strings.Join(names, ","); got != "echo,greet,sleep,fail,spin" {
 		t.Errorf("tools = %s", got)
 	}
 	if _, err := tools.Compile(demo.Tools()); err != nil {
@@ -63,6 +63,29 @@ func TestDirectCallsReturnRawErrors(t *testing.T) {
 	res, err := fail.Handle(context.Background(), &tools.Request{Tool: "fail", Arguments: json.RawMessage(`{"mode":"result"}`)})
 	if err != nil || !res.IsError || res.Content[0].Text != "public failure message" {
 		t.Errorf("result mode: %+v, %v", res, err)
+	}
+}
+
+// TestSpin: the CPU-bound tool answers after its time, and a cancelled call stops spinning.
+func TestSpin(t *testing.T) {
+	res, err := handler(t, "spin").Handle(context.Background(), &tools.Request{Tool: "spin", Arguments: json.RawMessage(`{"ms":20}`)})
+	if err != nil || res.IsError || res.Content[0].Text != "spun" {
+		t.Fatalf("spin = %+v, %v", res, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := handler(t, "spin").Handle(ctx, &tools.Request{Tool: "spin", Arguments: json.RawMessage(`{"ms":600000}`)})
+		done <- err
+	}()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("err = %v, want context.Canceled", err)
+		}
+	case <-time.After(20 * time.Second): // a watchdog, not a timing assertion
+		t.Fatal("spin ignored its cancelled context")
 	}
 }
 
