@@ -196,6 +196,7 @@ func NewJWTVerifier(cfg JWTConfig) (*JWTVerifier, error) {
 		timeout:     cfg.FetchTimeout,
 		minInterval: cfg.MinRefreshInterval,
 		now:         v.now,
+		bind:        v.keyfunc,
 	}
 	if v.keys.client == nil {
 		v.keys.client = &http.Client{}
@@ -257,19 +258,7 @@ func (v *JWTVerifier) VerifyToken(ctx context.Context, token string) (*tools.Ide
 // verify checks token with the keys of ks.
 func (v *JWTVerifier) verify(ctx context.Context, token string, ks *keySet) (*tools.Identity, error) {
 	var c jwtClaims
-	_, err := v.parser.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {
-		if !v.typeAccepted(t.Header["typ"]) {
-			return nil, fmt.Errorf("typ %v is not an access token's", t.Header["typ"])
-		}
-		if _, ok := t.Method.(*jwt.SigningMethodHMAC); ok {
-			return v.secret, nil // only reached with a secret: HS* is not valid otherwise
-		}
-		key, err := ks.kf.Keyfunc(t)
-		if errors.Is(err, jwkset.ErrKeyNotFound) {
-			return nil, errUnknownKey
-		}
-		return key, err
-	})
+	_, err := v.parser.ParseWithClaims(token, &c, ks.keyfunc)
 	if err != nil {
 		if errors.Is(err, errUnknownKey) {
 			return nil, fmt.Errorf("%w: %w", streamable.ErrInvalidToken, errUnknownKey)
@@ -284,6 +273,24 @@ func (v *JWTVerifier) verify(ctx context.Context, token string, ks *keySet) (*to
 		return nil, fmt.Errorf("%w: issued for %q, not %q", streamable.ErrInvalidToken, []string(c.Audience), aud)
 	}
 	return c.identity()
+}
+
+// keyfunc returns the key lookup of tokens in ks: the shared secret for HMAC, else the key of
+// the token's kid in ks, after checking the token's typ.
+func (v *JWTVerifier) keyfunc(ks *keySet) jwt.Keyfunc {
+	return func(t *jwt.Token) (any, error) {
+		if !v.typeAccepted(t.Header["typ"]) {
+			return nil, fmt.Errorf("typ %v is not an access token's", t.Header["typ"])
+		}
+		if _, ok := t.Method.(*jwt.SigningMethodHMAC); ok {
+			return v.secret, nil // only reached with a secret: HS* is not valid otherwise
+		}
+		key, err := ks.kf.Keyfunc(t)
+		if errors.Is(err, jwkset.ErrKeyNotFound) {
+			return nil, errUnknownKey
+		}
+		return key, err
+	}
 }
 
 // typeAccepted reports whether a JWT header's typ is an access token's.

@@ -10,12 +10,16 @@ import (
 	"time"
 
 	"github.com/MicahParks/keyfunc/v3"
+	"github.com/golang-jwt/jwt/v5"
 )
 
 // keySet is one JWK Set as fetched from the issuer.
 type keySet struct {
 	kf      keyfunc.Keyfunc
 	fetched time.Time
+	// keyfunc is the verifier's key lookup in this set, made once per set rather than per
+	// token.
+	keyfunc jwt.Keyfunc
 }
 
 // errRateLimited: a fetch was wanted sooner than the minimum interval after the last one.
@@ -29,6 +33,7 @@ type keyCache struct {
 	timeout     time.Duration
 	minInterval time.Duration
 	now         func() time.Time
+	bind        func(*keySet) jwt.Keyfunc // makes a fetched set's keyfunc
 
 	keys   atomic.Pointer[keySet] // nil until the first successful fetch
 	flight flights[struct{}]
@@ -111,7 +116,9 @@ func (c *keyCache) fetch(ctx context.Context, jwksURL string) (*keySet, string, 
 	if err != nil {
 		return nil, "", fmt.Errorf("auth: JWK Set of %s: %w", redact(req.URL), err)
 	}
-	return &keySet{kf: kf, fetched: c.now()}, jwksURL, nil
+	ks := &keySet{kf: kf, fetched: c.now()}
+	ks.keyfunc = c.bind(ks)
+	return ks, jwksURL, nil
 }
 
 // jsonRaw keeps a JSON document as it is (json.RawMessage, checked to be JSON by the decoder).
