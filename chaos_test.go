@@ -28,7 +28,7 @@ import (
 
 var (
 	chaosSeed     = flag.Uint64("chaos.seed", 0, "seed of TestChaos; 0 takes $TOOLGRAIN_CHAOS_SEED, or else a new one")
-	chaosDuration = flag.Duration("chaos.duration", 30*time.Second, "how long TestChaos drives the server")
+	chaosDuration = flag.Duration("chaos.duration", 0, "how long TestChaos drives the server; 0 means 8 s, or 30 s with TOOLGRAIN_LONG=1")
 )
 
 const (
@@ -56,7 +56,14 @@ const (
 //	go test -run TestChaos -chaos.seed=N .
 func TestChaos(t *testing.T) {
 	if testing.Short() {
-		t.Skip("chaos test: 30 s")
+		t.Skip("chaos test: 8 s, or 30 s with TOOLGRAIN_LONG=1")
+	}
+	duration := *chaosDuration
+	if duration == 0 {
+		duration = 8 * time.Second
+		if longTests() {
+			duration = 30 * time.Second
+		}
 	}
 	seed := *chaosSeed
 	if seed == 0 {
@@ -65,7 +72,7 @@ func TestChaos(t *testing.T) {
 	if seed == 0 {
 		seed = rand.Uint64()
 	}
-	t.Logf("chaos seed %d, %s, %d stdio connections and %d HTTP sessions", seed, *chaosDuration, chaosConns, chaosSessions)
+	t.Logf("chaos seed %d, %s, %d stdio connections and %d HTTP sessions", seed, duration, chaosConns, chaosSessions)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("TestChaos failed with seed %d; replay: go test -run TestChaos -chaos.seed=%d .", seed, seed)
@@ -108,7 +115,7 @@ func TestChaos(t *testing.T) {
 		}
 	}()
 
-	deadline := time.Now().Add(*chaosDuration)
+	deadline := time.Now().Add(duration)
 	conns := make([]*chaosConn, chaosConns)
 	var wg sync.WaitGroup
 	for i := range conns {

@@ -31,13 +31,16 @@ func newServer(t testing.TB, cfg toolgrain.Config) *toolgrain.Server {
 
 // attach serves one more in-process stdio connection of srv. Cleanup closes its input and
 // waits for ServeStdio; it does not close the server.
-func attach(t testing.TB, srv *toolgrain.Server) *stdioClient {
+func attach(t testing.TB, srv *toolgrain.Server) *stdioClient { return attachAs(t, srv, nil) }
+
+// attachAs is attach for a connection the host authenticated as id (ServeStdioAs).
+func attachAs(t testing.TB, srv *toolgrain.Server, id *toolgrain.Identity) *stdioClient {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c := &stdioClient{t: t, srv: srv, in: inW, lines: make(chan string, 1024), done: make(chan error, 1)}
 	go func() {
-		err := srv.ServeStdio(context.Background(), inR, outW)
+		err := srv.ServeStdioAs(context.Background(), inR, outW, id)
 		_ = outW.Close()
 		c.done <- err
 	}()

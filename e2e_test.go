@@ -194,7 +194,7 @@ func TestToolsListPagination(t *testing.T) {
 			break
 		}
 	}
-	if got, want := strings.Join(names, ","), "echo,greet,sleep,fail"; got != want {
+	if got, want := strings.Join(names, ","), "echo,greet,sleep,fail,spin"; got != want {
 		t.Errorf("tools = %s, want %s", got, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,11 @@ import (
 // watchdog bounds every wait in these tests. It is not a performance assertion: it only turns a
 // hang into a failure.
 const watchdog = 20 * time.Second
+
+// longTests reports whether the long forms of the soak and load tests run: TOOLGRAIN_LONG=1,
+// which .ci/run sets. The default forms check the same properties with smaller loads, so that
+// the README's test command stays short.
+func longTests() bool { return os.Getenv("TOOLGRAIN_LONG") != "" }
 
 // stdioClient drives a server over an in-process stdio connection (two pipes) and sees exactly the
 // bytes a real client would.

@@ -44,6 +44,9 @@ func TestCallLimitPerConnection(t *testing.T) {
 	if got := c.srv.Stats().RefusedCalls; got != 2 {
 		t.Errorf("RefusedCalls = %d, want 2", got)
 	}
+	// Cancelled, so that the end of the input does not wait ShutdownGrace for them.
+	c.send(cancelFor("3"))
+	c.send(cancelFor("5"))
 }
 
 // TestCallLimitPerServer: MaxCalls counts the calls of every connection.
@@ -61,6 +64,7 @@ func TestCallLimitPerServer(t *testing.T) {
 	b.send(cancelFor("1"))
 	b.expectPing(`"b2"`) // the cancellation has been handled
 	a.expect(call("3", "echo", `{"text":"y"}`), echoResult("3", "y"))
+	a.send(cancelFor("1")) // so that the end of the input does not wait ShutdownGrace for it
 }
 
 // TestAnsweredCallFreesItsPlaceFirst: a call's place is given back before its answer is sent,

@@ -93,7 +93,7 @@ func TestInMemoryCallErrors(t *testing.T) {
 		t.Errorf("invalid arguments: %+v, %v", res, err)
 	}
 	list, err := c.ListTools(ctx)
-	if err != nil || len(list) != 4 || list[0].Name != "echo" {
+	if err != nil || len(list) != len(demo.Tools()) || list[0].Name != "echo" {
 		t.Errorf("ListTools = %v, %v", list, err)
 	}
 	if _, err := c.Call(ctx, "ping", func() {}); err == nil {

@@ -49,6 +49,15 @@ func (stdioStream) Close()              {}
 // writing them ends when out's Write returns. Close the server afterwards to flush OnError
 // reports and stop the actors.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	return s.ServeStdioAs(ctx, in, out, nil)
+}
+
+// ServeStdioAs is [Server.ServeStdio] for a client the host has authenticated as identity (over
+// stdio MCP has no tokens: the host knows who started it): every request of the connection
+// runs as identity, as if a token verifier had returned it, so handlers find it with
+// tools.IdentityFromContext and tools with Scopes accept or refuse the call by its scopes. A
+// nil identity is ServeStdio. The identity must not be modified afterwards.
+func (s *Server) ServeStdioAs(ctx context.Context, in io.Reader, out io.Writer, identity *Identity) error {
 	var (
 		writeErr    error
 		writeFailed = make(chan struct{})
@@ -75,7 +84,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	// the doc comment); it ends at EOF, at the first read error, or when stop is closed while
 	// it waits for room.
 	go func() {
-		readDone <- s.readLoop(in, conn, w, stop)
+		readDone <- s.readLoop(in, conn, w, stop, identity)
 	}()
 
 	var result error
@@ -147,7 +156,7 @@ func (s *Server) closeWriter(w *protocol.StreamWriter) {
 	}
 }
 
-func (s *Server) readLoop(in io.Reader, conn *actors.Connection, w *protocol.StreamWriter, stop <-chan struct{}) error {
+func (s *Server) readLoop(in io.Reader, conn *actors.Connection, w *protocol.StreamWriter, stop <-chan struct{}, identity *Identity) error {
 	stream := stdioStream{w: w}
 	lr := protocol.NewLineReader(in, s.cfg.MaxMessageSize)
 	for {
@@ -174,7 +183,7 @@ func (s *Server) readLoop(in io.Reader, conn *actors.Connection, w *protocol.Str
 			stream.Send(protocol.EncodeError(id, werr))
 			continue
 		}
-		conn.Deliver(msg, stream)
+		conn.DeliverWith(context.Background(), msg, stream, identity)
 	}
 }
 

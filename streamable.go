@@ -1,6 +1,7 @@
 package toolgrain
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/toolgrain/toolgrain/streamable"
@@ -37,6 +38,17 @@ type Identity = tools.Identity
 // ErrInvalidToken is the rejection a [TokenVerifier] returns (or wraps) for a token it does not
 // accept; it is [streamable.ErrInvalidToken].
 var ErrInvalidToken = streamable.ErrInvalidToken
+
+// ResourceFromContext returns the canonical URI of the MCP endpoint a request being
+// authenticated was sent to, the audience its token must have been issued for; the transport
+// sets it on the context of [TokenVerifier].VerifyToken. See [streamable.ResourceFromContext].
+func ResourceFromContext(ctx context.Context) string { return streamable.ResourceFromContext(ctx) }
+
+// WithResource returns a context whose [ResourceFromContext] is resource, for calling a
+// [TokenVerifier] outside the transport; see [streamable.WithResource].
+func WithResource(ctx context.Context, resource string) context.Context {
+	return streamable.WithResource(ctx, resource)
+}
 
 // Defaults of the Streamable HTTP transport's zero configuration.
 const (

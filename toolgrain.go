@@ -35,7 +35,10 @@
 // # Tools
 //
 // A tool is a [tools.Tool]: a name, JSON Schemas (input, output, _meta) compiled once, and a
-// handler. A Go handler ([tools.HandlerFunc], [tools.Func], [tools.Structured]) runs on a
+// handler. A typed handler ([tools.Func], [tools.Structured]) needs no schema text: its schemas
+// are inferred from its Go types. [Config].Middleware wraps every call (rate limits, logging,
+// authorisation: see [tools.Middleware] and package tools/middleware). A Go handler
+// ([tools.HandlerFunc], [tools.Func], [tools.Structured]) runs on a
 // goroutine of its own with a context cancelled by the client, a closed connection, the tool's
 // timeout or shutdown. An actor-backed tool ([tools.NewActorHandler] for an actor of the host's,
 // [tools.NewActorPropsHandler] for one the server spawns) receives each call as a
@@ -158,6 +161,16 @@ type Config struct {
 	// unique; schemas are compiled once, here. See package tools.
 	Tools []tools.Tool
 
+	// Middleware wraps every tool call's handler, in order: the first is the outermost. It runs
+	// after the call's arguments were validated, in both protocol eras and on every transport,
+	// for Go handlers and actor-backed tools alike, calls that run as tasks and tools added
+	// later (AddTools) included; see tools.Middleware for what it sees and how its outcomes
+	// reach the client (an error or a panic is an unexpected failure, a tools.ErrorResult
+	// reaches the client unchanged, nothing is sent after a cancellation). Package
+	// tools/middleware has a per-caller rate limit and a call log. Nil means none, and costs
+	// nothing per call. A nil entry is an error from NewServer.
+	Middleware []tools.Middleware
+
 	// OnError receives unexpected failures privately. Nil logs them on Logger. A callback that
 	// only needs the error can be written as diagnostics.ErrorOnly(func(err error) {...}).
 	OnError OnError
@@ -190,6 +203,13 @@ type Config struct {
 	MaxMessageSize int
 	// PageSize is the number of tools per tools/list page. 0 means 100.
 	PageSize int
+
+	// HideForbiddenTools leaves out of each caller's tools/list the tools it may not call: those
+	// whose tools.Tool.Scopes its identity lacks (for a caller without identity, every tool
+	// that has scopes). False lists every tool, and a call of one the caller may not make is
+	// refused (403 with the step-up challenge over HTTP with auth, a JSON-RPC error otherwise),
+	// which tells a client which scopes to ask for.
+	HideForbiddenTools bool
 	// DiagnosticsQueue bounds reports waiting for OnError; further ones are dropped and counted.
 	// 0 means 1024.
 	DiagnosticsQueue int
@@ -312,11 +332,12 @@ type Server struct {
 
 // NewServer checks and compiles the tool definitions and starts the actor tree. Construction
 // problems are returned, never panicked: a bad or duplicate tool name is a *tools.ToolNameError,
-// a schema that does not compile (or whose root is not an object) a *tools.ToolSchemaError, a
+// a schema that does not compile (or whose root is not an object), or a Go type from which no
+// schema can be inferred, a *tools.ToolSchemaError, a nil middleware an error, a
 // bad resource or template a *resources.DefinitionError, a bad prompt a
 // *prompts.DefinitionError.
 func NewServer(cfg Config) (*Server, error) {
-	set, err := tools.Compile(cfg.Tools)
+	set, err := tools.Compile(cfg.Tools, cfg.Middleware...)
 	if err != nil {
 		return nil, err
 	}
@@ -359,22 +380,23 @@ func NewServer(cfg Config) (*Server, error) {
 		tasksCfg.Gone = cfg.Cluster.TaskGone
 	}
 	eng, err := actors.Start(actors.Config{
-		Relay:            relay,
-		System:           cfg.ActorSystem,
-		Tools:            set,
-		ServerInfo:       protocol.Implementation{Name: cfg.Name, Title: cfg.Title, Version: cfg.Version},
-		Instructions:     cfg.Instructions,
-		OnError:          cfg.OnError,
-		Logger:           cfg.Logger,
-		Metrics:          cfg.Metrics,
-		PageSize:         cfg.PageSize,
-		DiagnosticsQueue: cfg.DiagnosticsQueue,
-		CallbackTimeout:  cfg.CallbackTimeout,
-		CloseGrace:       cfg.ShutdownGrace,
-		Resources:        res,
-		Prompts:          prm,
-		LogLevel:         cfg.LogLevel,
-		ProgressInterval: cfg.ProgressInterval,
+		Relay:              relay,
+		System:             cfg.ActorSystem,
+		Tools:              set,
+		ServerInfo:         protocol.Implementation{Name: cfg.Name, Title: cfg.Title, Version: cfg.Version},
+		Instructions:       cfg.Instructions,
+		OnError:            cfg.OnError,
+		Logger:             cfg.Logger,
+		Metrics:            cfg.Metrics,
+		PageSize:           cfg.PageSize,
+		HideForbiddenTools: cfg.HideForbiddenTools,
+		DiagnosticsQueue:   cfg.DiagnosticsQueue,
+		CallbackTimeout:    cfg.CallbackTimeout,
+		CloseGrace:         cfg.ShutdownGrace,
+		Resources:          res,
+		Prompts:            prm,
+		LogLevel:           cfg.LogLevel,
+		ProgressInterval:   cfg.ProgressInterval,
 
 		MaxCallsPerConnection: cfg.MaxCallsPerConnection,
 		MaxCalls:              cfg.MaxCalls,

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -183,7 +184,7 @@ func (c *connectionActor) handle(ctx actor.Context, m *protocol.Message, s Strea
 		c.result(s, m.ID, json.RawMessage(`{}`))
 	case protocol.MethodToolsList:
 		if c.requireInit(m, s) {
-			c.listTools(m, s)
+			c.listTools(m, s, caller)
 		}
 	case protocol.MethodToolsCall:
 		if c.requireInit(m, s) {
@@ -323,7 +324,7 @@ func decodeCursor(cur string, n int) (int, bool) {
 	return off, true
 }
 
-func (c *connectionActor) listTools(m *protocol.Message, s Stream) {
+func (c *connectionActor) listTools(m *protocol.Message, s Stream, caller *tools.Identity) {
 	var p protocol.ListToolsParams
 	if len(m.Params) > 0 {
 		if err := json.Unmarshal(m.Params, &p); err != nil {
@@ -332,6 +333,9 @@ func (c *connectionActor) listTools(m *protocol.Message, s Stream) {
 		}
 	}
 	all := c.eng.reg.tools.Load().set.List()
+	if c.eng.cfg.HideForbiddenTools {
+		all = permitted(all, caller)
+	}
 	start := 0
 	if p.Cursor != "" {
 		off, ok := decodeCursor(p.Cursor, len(all))
@@ -352,6 +356,23 @@ func (c *connectionActor) listTools(m *protocol.Message, s Stream) {
 	c.cacheableResult(s, m.ID, &res)
 }
 
+// permitted returns the tools of all that caller may call (all itself when that is every one).
+func permitted(all []*tools.Compiled, caller *tools.Identity) []*tools.Compiled {
+	for i, t := range all {
+		if t.MissingScopes(caller) == nil {
+			continue
+		}
+		out := slices.Clone(all[:i])
+		for _, t := range all[i+1:] {
+			if t.MissingScopes(caller) == nil {
+				out = append(out, t)
+			}
+		}
+		return out
+	}
+	return all
+}
+
 func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Stream, caller *tools.Identity) {
 	p, err := c.callParams(m)
 	if err != nil || p.Name == "" {
@@ -362,6 +383,10 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 	tool, ok := snap.set.Lookup(p.Name)
 	if !ok {
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("unknown tool %q", p.Name)))
+		return
+	}
+	if missing := tool.MissingScopes(caller); missing != nil {
+		reply(s, protocol.EncodeError(m.ID, protocol.ErrInsufficientScope(tool.Name(), missing)))
 		return
 	}
 	if c.idBusy(m, s) {

@@ -77,6 +77,9 @@ type Config struct {
 	Metrics metrics.Recorder
 	// PageSize is the number of tools per tools/list page; 0 means DefaultPageSize.
 	PageSize int
+	// HideForbiddenTools leaves out of a caller's tools/list the tools whose Scopes its
+	// identity lacks (all tools with scopes, for a caller without identity).
+	HideForbiddenTools bool
 	// DiagnosticsQueue bounds the reports waiting for onError; further ones are dropped and
 	// counted. 0 means DefaultDiagnosticsQueue.
 	DiagnosticsQueue int
@@ -322,9 +325,9 @@ func shrinkRegistry(m *actor.SliceMap) {
 	old := m.LocalPIDs
 	m.LocalPIDs = buckets
 	for _, b := range old {
-		for id, p := range b.Items() {
-			m.GetBucket(id).Set(id, p)
-		}
+		// IterCb, not Items: Items starts a goroutine per shard (32 per bucket, 1,024 buckets),
+		// which made every NewServer start 32,768 goroutines.
+		b.IterCb(func(id string, p any) { m.GetBucket(id).Set(id, p) })
 	}
 }
 

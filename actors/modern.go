@@ -68,7 +68,7 @@ func (c *connectionActor) handleModern(ctx actor.Context, in *inbound, s Stream)
 	case protocol.MethodServerDiscover:
 		c.discover(m, s)
 	case protocol.MethodToolsList:
-		c.listTools(m, s)
+		c.listTools(m, s, caller)
 	case protocol.MethodToolsCall:
 		c.callTool(ctx, m, s, caller)
 	case protocol.MethodResourcesList:

@@ -45,17 +45,24 @@ run_clients() {
 			for target in $(rotate $((run - 1 + i)) $http_targets); do
 				say "run $run/$RUNS: clients ($kind, $CLIENTS_N) over http: $target"
 				out="$OUT/$target-http-clients.jsonl"
-				next_port
-				local pprof_port=$port extra=()
-				[ "$target" = toolgrain ] && extra=(--touch-tool)
-				if ! start_http "$target" "$era" --pprof "127.0.0.1:$pprof_port" "${extra[@]}"; then
+				local extra=() bench_extra=()
+				case $target in
+				toolgrain | go-sdk | mcp-go | stdlib)
+					# The Go servers serve net/http/pprof: their heap and goroutines per client.
+					next_port
+					extra=(--pprof "127.0.0.1:$port")
+					bench_extra=(--pprof "http://127.0.0.1:$port/debug/pprof/")
+					;;
+				esac
+				[ "$target" = toolgrain ] && extra+=(--touch-tool)
+				if ! start_http "$target" "$era" "${extra[@]}"; then
 					failures=$((failures + 1))
 					say "  $target did not start over HTTP (see $OUT/servers.stderr)"
 					continue
 				fi
 				rc=0
 				# shellcheck disable=SC2086
-				bin/mcpbench clients --http "$url" --pid "$server_pid" --pprof "http://127.0.0.1:$pprof_port/debug/pprof/" \
+				bin/mcpbench clients --http "$url" --pid "$server_pid" "${bench_extra[@]}" \
 					--name "$target" --era "$era" --kind "$kind" -n "$CLIENTS_N" --idle "$CLIENTS_IDLE" \
 					--trigger "$CLIENTS_TRIGGER" --subscribe "$CLIENTS_SUBSCRIBE" \
 					--json -q ${CLIENTS_FLAGS:-} >>"$out" 2>>"$OUT/mcpbench.stderr" || rc=$?

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# bench/run.sh: build this engine's server, the two SDK peers and the
-# standard-library floor, run every mcpbench scenario against all of them,
+# bench/run.sh: build this engine's server, the Go SDK peers, the TypeScript
+# peers and the standard-library floor, run every mcpbench scenario against
+# all of them,
 # interleaved, several runs each, over stdio and Streamable HTTP, in both
 # protocol eras, then print one side-by-side table of medians with ratios
-# against this engine, the modern-vs-legacy comparison and issue 13's targets
+# against this engine, the modern-vs-legacy comparison and the performance targets
 # judged met or missed, and draw the charts (SVG) next to the results.
 #
 #   bench/run.sh                      # defaults: 20 to 30 minutes on 2 cores
@@ -18,19 +19,27 @@
 #                     cancellation POSTs over legacy HTTP)
 #   THROUGHPUT_CONC="16 64"   concurrent echo calls of the throughput runs,
 #                     one run each
-#   N=10000           cancel: sleep calls in flight
+#   CANCEL_N="1000 10000"   cancel: sleep calls in flight, one cancel run
+#                     per value (N, if set, is the default)
+#   PROGRESS_EVERY=10 cancel: every k-th sleep call asks for progress, so
+#                     progress after the cancellation is counted (0: none)
+#   CPU_N=8           cancel-cpu: CPU-bound calls in flight
 #   WINDOW=1          cancel, mixed: seconds late responses are counted for
 #   SETTLE=2          cancel: seconds before the last memory sample
 #   TIMEOUT=10        seconds any single call may take
 #   STALL=5           cancel: seconds without progress after which sending the
 #                     calls or the cancellations counts as failed
-#   SCENARIOS="throughput cancel mixed errors clients"   clients: N
-#                     connected clients of each kind held open (HTTP only;
+#   SCENARIOS="throughput cancel cancel-cpu mixed errors clients"   clients:
+#                     N connected clients of each kind held open (HTTP only;
 #                     its own knobs, CLIENTS_*, are in bench/clients.sh)
 #   TRANSPORTS="stdio http"
 #   ERAS="legacy modern"   protocol eras (mcpbench --era); a target that does
 #                     not serve one is recorded as not applicable
-#   TARGETS="toolgrain go-sdk mcp-go stdlib"
+#   TARGETS="toolgrain go-sdk mcp-go ts-sdk fastmcp stdlib"
+#                     ts-sdk and fastmcp run on Node 22 from bench/peers/ts
+#                     (npm ci there the first time; versions pinned in its
+#                     package-lock.json) and are driven through mcpbench's
+#                     --tool, --slow-tool and --cpu-tool flags
 #   HTTP=auto         our server over HTTP: auto (use it if it serves HTTP),
 #                     yes (fail if it does not), no (stdio only)
 #   PPROF=yes         throughput runs start each server with --pprof and
@@ -42,7 +51,8 @@
 #   OUT=bench/results/DATE   where the JSON results, the report and the
 #                     charts go
 #   PORT=18300        first HTTP port; each server takes the next ones
-#   TOOLGRAIN_FLAGS, GOSDK_FLAGS, MCPGO_FLAGS, STDLIB_FLAGS   extra server flags
+#   TOOLGRAIN_FLAGS, GOSDK_FLAGS, MCPGO_FLAGS, STDLIB_FLAGS, TSSDK_FLAGS,
+#   FASTMCP_FLAGS     extra server flags
 #   GOSDK_MODERN_HTTP_FLAGS=--stateless   go-sdk's flags for modern HTTP runs:
 #                     the SDK serves 2026-07-28 over HTTP in stateless mode only
 #   MCPBENCH_FLAGS    extra mcpbench flags for every run
@@ -55,16 +65,18 @@ RUNS=${RUNS:-3}
 DURATION=${DURATION:-2}
 WARMUP=${WARMUP:-0.5}
 CONC=${CONC:-16}
-N=${N:-10000}
+CANCEL_N=${CANCEL_N:-${N:-"1000 10000"}}
+PROGRESS_EVERY=${PROGRESS_EVERY:-10}
+CPU_N=${CPU_N:-8}
 WINDOW=${WINDOW:-1}
 SETTLE=${SETTLE:-2}
 TIMEOUT=${TIMEOUT:-10}
 STALL=${STALL:-5}
 THROUGHPUT_CONC=${THROUGHPUT_CONC:-"16 64"}
-SCENARIOS=${SCENARIOS:-"throughput cancel mixed errors clients"}
+SCENARIOS=${SCENARIOS:-"throughput cancel cancel-cpu mixed errors clients"}
 TRANSPORTS=${TRANSPORTS:-"stdio http"}
 ERAS=${ERAS:-"legacy modern"}
-TARGETS=${TARGETS:-"toolgrain go-sdk mcp-go stdlib"}
+TARGETS=${TARGETS:-"toolgrain go-sdk mcp-go ts-sdk fastmcp stdlib"}
 HTTP=${HTTP:-auto}
 PPROF=${PPROF:-yes}
 BASELINE=${BASELINE:-${TARGETS%% *}}
@@ -89,6 +101,17 @@ go build -o bin/mcpbench ./bench/cmd/mcpbench || die "building mcpbench failed"
 (cd bench/peers && go build -o ../../bin/peer-go-sdk ./gosdk && go build -o ../../bin/peer-mcp-go ./mcpgo &&
 	go build -o ../../bin/peer-stdlib ./stdlib) ||
 	die "building the peers failed (they need the Go module proxy once, for their SDKs)"
+node=bench/peers/ts/node_modules/.bin/node
+case " $TARGETS " in *" ts-sdk "* | *" fastmcp "*)
+	# A fresh install unless node_modules already matches the lock file.
+	if ! cmp -s bench/peers/ts/package-lock.json bench/peers/ts/node_modules/.toolgrain-lock 2>/dev/null; then
+		say "installing the TypeScript peers' packages and Node 22 (bench/peers/ts, npm ci)"
+		(cd bench/peers/ts && npm ci --no-audit --no-fund --loglevel=error &&
+			cp package-lock.json node_modules/.toolgrain-lock) ||
+			die "npm ci in bench/peers/ts failed (it needs the npm registry once)"
+	fi
+	say "TypeScript peers on node $($node --version)"
+esac
 
 # server_cmd TARGET ERA TRANSPORT prints the command that starts TARGET
 # (without transport flags).
@@ -102,14 +125,37 @@ server_cmd() {
 		;;
 	mcp-go) echo "bin/peer-mcp-go ${MCPGO_FLAGS:-}" ;;
 	stdlib) echo "bin/peer-stdlib ${STDLIB_FLAGS:-}" ;;
-	*) die "unknown target $1 (known: toolgrain go-sdk mcp-go stdlib)" ;;
+	ts-sdk) echo "$node bench/peers/ts/sdk.mjs ${TSSDK_FLAGS:-}" ;;
+	fastmcp) echo "$node bench/peers/ts/fastmcp.mjs ${FASTMCP_FLAGS:-}" ;;
+	*) die "unknown target $1 (known: toolgrain go-sdk mcp-go ts-sdk fastmcp stdlib)" ;;
+	esac
+}
+
+# tool_flags TARGET SCENARIO prints mcpbench's flags that name the target's
+# tools. The Go servers get the defaults (echo, sleep, spin); the TypeScript
+# peers are driven through the flags, with the names and arguments their
+# tools/list shows, as any server without the demonstration tools would be.
+# The echo text is -payload's 32 bytes.
+tool_flags() {
+	case $1 in
+	ts-sdk | fastmcp)
+		local text
+		text=$(printf 'x%.0s' $(seq 32))
+		printf -- "--tool echo --args {\"text\":\"%s\"} " "$text"
+		case $2 in
+		cancel) printf -- '--slow-tool sleep --slow-args {"ms":600000}' ;;
+		mixed) printf -- '--slow-tool sleep --slow-args {"ms":50} -cancel-within 25ms' ;;
+		cancel-cpu) printf -- '--cpu-tool spin --cpu-args {"ms":10000}' ;;
+		esac
+		;;
 	esac
 }
 
 scenario_flags() {
 	case $1 in
 	throughput | mixed | errors) echo "-c $CONC -d $DURATION -warmup $WARMUP -timeout $TIMEOUT" ;;
-	cancel) echo "-n $N -c $CONC -window $WINDOW -settle $SETTLE -timeout $TIMEOUT -stall $STALL" ;;
+	cancel) echo "-c $CONC -window $WINDOW -settle $SETTLE -timeout $TIMEOUT -stall $STALL -progress-every $PROGRESS_EVERY" ;;
+	cancel-cpu) echo "-n $CPU_N -c $CONC -timeout $TIMEOUT -stall $STALL" ;;
 	clients) ;; # bench/clients.sh
 	*) die "unknown scenario $1" ;;
 	esac
@@ -183,14 +229,15 @@ rotate() {
 }
 
 scenario_list() {
-	# throughput runs once per concurrency; the others once.
+	# throughput runs once per concurrency, cancel once per size; the others
+	# once.
 	local sc
 	for sc in $SCENARIOS; do
-		if [ "$sc" = throughput ]; then
-			for c in $THROUGHPUT_CONC; do printf 'throughput:%s ' "$c"; done
-		else
-			printf '%s ' "$sc"
-		fi
+		case $sc in
+		throughput) for c in $THROUGHPUT_CONC; do printf 'throughput:%s ' "$c"; done ;;
+		cancel) for n in $CANCEL_N; do printf 'cancel:%s ' "$n"; done ;;
+		*) printf '%s ' "$sc" ;;
+		esac
 	done
 }
 
@@ -206,10 +253,16 @@ for run in $(seq "$RUNS"); do
 		fi
 		flags=$(scenario_flags "$sc")
 		label=$sc
-		if [ "$item" != "$sc" ]; then
+		case $item in
+		throughput:*)
 			flags="-c ${item#*:} -d $DURATION -warmup $WARMUP -timeout $TIMEOUT"
 			label="$sc at ${item#*:}"
-		fi
+			;;
+		cancel:*)
+			flags="-n ${item#*:} $flags"
+			label="$sc of ${item#*:}"
+			;;
+		esac
 		for tr in $TRANSPORTS; do
 			for era in $ERAS; do
 				list=$TARGETS
@@ -219,7 +272,8 @@ for run in $(seq "$RUNS"); do
 					say "run $run/$RUNS: $label over $tr, $era era: $target"
 					out="$OUT/$target-$tr-$era-$sc.jsonl"
 					pprof_server=() pprof_bench=()
-					if [ "$PPROF" = yes ] && [ "$sc" = throughput ]; then
+					# Only the Go servers serve net/http/pprof.
+					if [ "$PPROF" = yes ] && [ "$sc" = throughput ] && [[ $target != ts-sdk && $target != fastmcp ]]; then
 						next_port
 						pprof_server=(--pprof "127.0.0.1:$port")
 						pprof_bench=(--pprof "http://127.0.0.1:$port/debug/pprof/")
@@ -229,7 +283,7 @@ for run in $(seq "$RUNS"); do
 					if [ "$tr" = stdio ]; then
 						bin/mcpbench "$sc" --stdio "$(server_cmd "$target" "$era" stdio) --transport stdio ${pprof_server[*]}" \
 							--name "$target" --era "$era" "${pprof_bench[@]}" \
-							--json -q --discard-stderr $flags ${MCPBENCH_FLAGS:-} >>"$out" 2>>"$OUT/mcpbench.stderr" || rc=$?
+							--json -q --discard-stderr $flags $(tool_flags "$target" "$sc") ${MCPBENCH_FLAGS:-} >>"$out" 2>>"$OUT/mcpbench.stderr" || rc=$?
 					else
 						if ! start_http "$target" "$era" "${pprof_server[@]}"; then
 							failures=$((failures + 1))
@@ -237,7 +291,7 @@ for run in $(seq "$RUNS"); do
 							continue
 						fi
 						bin/mcpbench "$sc" --http "$url" --pid "$server_pid" --name "$target" --era "$era" "${pprof_bench[@]}" \
-							--json -q $flags ${MCPBENCH_FLAGS:-} >>"$out" 2>>"$OUT/mcpbench.stderr" || rc=$?
+							--json -q $flags $(tool_flags "$target" "$sc") ${MCPBENCH_FLAGS:-} >>"$out" 2>>"$OUT/mcpbench.stderr" || rc=$?
 						stop_server
 					fi
 					case $rc in

@@ -28,7 +28,7 @@ async function handshakeAndCall(transport) {
     assert.equal(client.getNegotiatedProtocolVersion(), '2025-11-25');
     assert.equal(client.getServerVersion().name, 'toolgrain-demo');
     assert.deepEqual(client.getServerCapabilities().tools, { listChanged: true });
-    assert.equal(client.getInstructions(), 'Demonstration tools: echo, greet, sleep and fail.');
+    assert.equal(client.getInstructions(), 'Demonstration tools: echo, greet, sleep, fail and spin.');
     const res = await withWatchdog(client.callTool({ name: 'echo', arguments: { text: 'hello' } }), 'echo');
     assert.deepEqual(res, { content: [{ type: 'text', text: 'hello' }] });
   } finally {

@@ -174,7 +174,7 @@ export function defineModernScenarios(newTransport) {
           assert.equal(caps.resources?.listChanged, true);
           assert.deepEqual(caps.completions, {});
           assert.deepEqual(caps.logging, {});
-          assert.equal(c.client.getInstructions(), 'Demonstration tools: echo, greet, sleep and fail.');
+          assert.equal(c.client.getInstructions(), 'Demonstration tools: echo, greet, sleep, fail and spin.');
           assert.ok(Number.isInteger(d.ttlMs) && d.ttlMs >= 0, `ttlMs ${d.ttlMs}`);
           assert.ok(['public', 'private'].includes(d.cacheScope), `cacheScope ${d.cacheScope}`);
 
@@ -195,7 +195,7 @@ export function defineModernScenarios(newTransport) {
         const c = await connect(versionNegotiation);
         try {
           const { tools } = await withWatchdog(c.client.listTools(), 'tools/list');
-          assert.deepEqual(tools.map((t) => t.name), ['echo', 'greet', 'sleep', 'fail']);
+          assert.deepEqual(tools.map((t) => t.name), ['echo', 'greet', 'sleep', 'fail', 'spin']);
           for (const t of tools) {
             assert.ok(t.description, `${t.name} has a description`);
             assert.equal(t.inputSchema.type, 'object');
@@ -222,6 +222,8 @@ export function defineModernScenarios(newTransport) {
             { content: [{ type: 'text', text: '{"greeting":"Hello, Ada!"}' }], structuredContent: { greeting: 'Hello, Ada!' } });
           assert.deepEqual(body(await withWatchdog(c.client.callTool({ name: 'sleep', arguments: { ms: 10 } }), 'sleep')),
             { content: [{ type: 'text', text: 'slept' }] });
+          assert.deepEqual(body(await withWatchdog(c.client.callTool({ name: 'spin', arguments: { ms: 10 } }), 'spin')),
+            { content: [{ type: 'text', text: 'spun' }] });
           for (const { response } of exchanges(c, 'tools/call')) {
             assert.equal(response?.result?.resultType, 'complete', JSON.stringify(response));
           }

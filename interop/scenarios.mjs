@@ -26,7 +26,7 @@ export function defineScenarios(connect) {
     try {
       assert.equal(c.client.getServerVersion().name, 'toolgrain-demo');
       assert.deepEqual(c.client.getServerCapabilities().tools, { listChanged: true });
-      assert.equal(c.client.getInstructions(), 'Demonstration tools: echo, greet, sleep and fail.');
+      assert.equal(c.client.getInstructions(), 'Demonstration tools: echo, greet, sleep, fail and spin.');
       await c.client.ping();
     } finally {
       await c.close();
@@ -37,7 +37,7 @@ export function defineScenarios(connect) {
     const c = await connect();
     try {
       const { tools } = await c.client.listTools();
-      assert.deepEqual(tools.map((t) => t.name), ['echo', 'greet', 'sleep', 'fail']);
+      assert.deepEqual(tools.map((t) => t.name), ['echo', 'greet', 'sleep', 'fail', 'spin']);
       for (const t of tools) {
         assert.ok(t.description, `${t.name} has a description`);
         assert.equal(t.inputSchema.type, 'object');
@@ -58,6 +58,8 @@ export function defineScenarios(connect) {
         { content: [{ type: 'text', text: '{"greeting":"Hello, Ada!"}' }], structuredContent: { greeting: 'Hello, Ada!' } });
       assert.deepEqual(await c.client.callTool({ name: 'sleep', arguments: { ms: 10 } }),
         { content: [{ type: 'text', text: 'slept' }] });
+      assert.deepEqual(await c.client.callTool({ name: 'spin', arguments: { ms: 10 } }),
+        { content: [{ type: 'text', text: 'spun' }] });
     } finally {
       await c.close();
     }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -36,12 +37,31 @@ const authRetryAfter = "5"
 // that wraps [ErrInvalidToken]. Any other error — the identity provider is down or answers
 // garbage — and a panic are unexpected failures: the client gets 503 with no detail and the
 // engine's OnError (toolgrain's Config.OnError) gets the original error with nil details. It
-// must honour ctx, which ends after [AuthConfig].VerifyTimeout or when the client goes away.
+// must honour ctx, which ends after [AuthConfig].VerifyTimeout or when the client goes away,
+// and which names the endpoint's resource URI ([ResourceFromContext]).
 //
 // It is called for every HTTP request (sessions never stand for authentication), concurrently:
 // cache on your side if verification is costly.
 type TokenVerifier interface {
 	VerifyToken(ctx context.Context, token string) (*tools.Identity, error)
+}
+
+// resourceKey is the context key of the resource a token is verified for.
+type resourceKey struct{}
+
+// ResourceFromContext returns the canonical URI of the MCP endpoint ([AuthConfig].Resource,
+// completed from the request when it is a path or empty) that the request being authenticated
+// was sent to: the audience its token must have been issued for. The transport sets it on the
+// context it passes to [TokenVerifier].VerifyToken; any other context gives "".
+func ResourceFromContext(ctx context.Context) string {
+	s, _ := ctx.Value(resourceKey{}).(string)
+	return s
+}
+
+// WithResource returns a context whose [ResourceFromContext] is resource, for calling a
+// [TokenVerifier] outside the transport (tests, another transport).
+func WithResource(ctx context.Context, resource string) context.Context {
+	return context.WithValue(ctx, resourceKey{}, resource)
 }
 
 // TokenVerifierFunc adapts a function to [TokenVerifier].
@@ -154,7 +174,7 @@ func (a *authenticator) authenticate(w http.ResponseWriter, r *http.Request) (*t
 		a.challenge(w, r, http.StatusUnauthorized, "", "authentication required")
 		return nil, false
 	}
-	id, err := a.verify(r.Context(), token)
+	id, err := a.verify(WithResource(r.Context(), a.resource(r, r.URL.Path)), token)
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrInvalidToken):
@@ -299,4 +319,55 @@ func (a *authenticator) serveMetadata(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", protocol.MediaTypeJSON)
 	w.Header().Set("Cache-Control", "max-age=3600")
 	_, _ = w.Write(body)
+}
+
+// denyToolScopes answers a tools/call request whose caller's identity lacks a scope of the
+// tool (tools.Tool.Scopes) with 403 and the step-up challenge, before anything runs, and
+// reports whether it did. Without auth it leaves the refusal to the engine (a JSON-RPC error).
+func (h *Handler) denyToolScopes(w http.ResponseWriter, r *http.Request, msg *protocol.Message, id *tools.Identity, modern bool) bool {
+	if h.auth == nil || !msg.IsRequest() || msg.Method != protocol.MethodToolsCall {
+		return false
+	}
+	p, err := msg.CallToolParams()
+	if err != nil {
+		return false
+	}
+	tool, ok := h.eng.Tool(p.Name)
+	if !ok {
+		return false
+	}
+	missing := tool.MissingScopes(id)
+	if missing == nil {
+		return false
+	}
+	werr := protocol.ErrInsufficientScope(tool.Name(), missing)
+	params := []string{`error="insufficient_scope"`,
+		`scope="` + quoteParam(strings.Join(h.auth.stepUpScopes(id, tool.Scopes(), modern), " ")) + `"`,
+		`resource_metadata="` + quoteParam(h.auth.metadataURL(r)) + `"`,
+		`error_description="` + quoteParam(werr.Message) + `"`}
+	w.Header().Set("WWW-Authenticate", "Bearer "+strings.Join(params, ", "))
+	writeFrame(w, http.StatusForbidden, protocol.EncodeError(msg.ID, werr))
+	return true
+}
+
+// stepUpScopes returns the scope of a step-up challenge for an operation that needs the
+// endpoint's scopes and the tool's, as each revision says. MCP 2026-07-28 names the scopes the
+// operation needs, all of them in one challenge, and leaves it to the client to add those it
+// already holds. MCP 2025-11-25 recommends naming the scopes already granted as well, so that a
+// client that asks for exactly the challenge's scopes does not lose them.
+func (a *authenticator) stepUpScopes(id *tools.Identity, tool []string, modern bool) []string {
+	var out []string
+	add := func(list []string) {
+		for _, s := range list {
+			if !slices.Contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	if !modern && id != nil {
+		add(id.Scopes)
+	}
+	add(a.cfg.Scopes)
+	add(tool)
+	return out
 }

@@ -152,7 +152,11 @@ type Options struct {
 //   - A client that disconnects does not cancel its call; notifications/cancelled does, from
 //     any POST of the session. Shutting the server down cancels every call in flight.
 //   - Host and Origin are checked first (403), then the bearer token when [Config].Auth is set
-//     (401, 403 insufficient_scope, 503 when the verifier fails unexpectedly).
+//     (401, 403 insufficient_scope, 503 when the verifier fails unexpectedly). A tools/call
+//     whose caller lacks a scope of the tool (tools.Tool.Scopes) gets 403 with the step-up
+//     challenge (error="insufficient_scope", the scopes to ask for, resource_metadata) and the
+//     JSON-RPC error protocol.ErrInsufficientScope with the request's id, in both eras; the
+//     tool does not run.
 //   - A modern (MCP 2026-07-28) request is a POST whose MCP-Protocol-Version header is
 //     2026-07-28, or whose params._meta carries the envelope; it ignores any Mcp-Session-Id and
 //     opens no session. Its MCP-Protocol-Version, Mcp-Method and Mcp-Name headers must agree
@@ -309,6 +313,9 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, id *tools.Identit
 		return
 	}
 	defer s.release()
+	if h.denyToolScopes(w, r, msg, id, false) {
+		return
+	}
 	if !msg.IsRequest() {
 		s.conn.DeliverWith(r.Context(), msg, discardStream{}, id)
 		w.WriteHeader(http.StatusAccepted)

@@ -63,6 +63,9 @@ func (h *Handler) modernPost(w http.ResponseWriter, r *http.Request, msg *protoc
 		writeFrame(w, modernStatus(werr.Code), protocol.EncodeError(msg.ID, werr))
 		return
 	}
+	if h.denyToolScopes(w, r, msg, id, true) {
+		return
+	}
 	sseOK := protocol.Accepts(r.Header.Values("Accept"), protocol.MediaTypeEventStream)
 	if msg.Method == protocol.MethodSubscriptionsListen && !sseOK {
 		writeFrame(w, http.StatusNotAcceptable, protocol.EncodeError(msg.ID,

@@ -162,6 +162,13 @@ type Stats struct {
 	// NotifyNot202 counts HTTP notification POSTs answered with a 2xx status
 	// other than the 202 the spec requires.
 	NotifyNot202 int64
+	// Progress counts notifications/progress received, for any call.
+	Progress int64
+	// LateProgress counts notifications/progress received for calls started
+	// with [Client.StartWithProgress] after the client sent their
+	// cancellation. The spec says a server sends no progress for a cancelled
+	// request.
+	LateProgress int64
 	// Open counts cancelled calls that could still get a late response:
 	// over stdio, those not answered; over HTTP, those whose response stream
 	// is still open. Every cancellation sent is counted in exactly one of
@@ -192,6 +199,9 @@ type Call struct {
 	// closing is set, under Client.mu, when the client closes the call's
 	// stream to cancel it.
 	closing bool
+	// progress is set for a call whose request carries its id as
+	// progressToken.
+	progress bool
 }
 
 // Done is closed when the call has a response, failed or was cancelled.
@@ -248,7 +258,11 @@ type Client struct {
 	mu        sync.Mutex
 	pending   map[int64]*Call
 	cancelled map[int64]*Call // cancelled calls: a response for one is late
-	lost      error           // set once the connection is gone
+	// quiet holds the ids of cancelled calls that asked for progress: a
+	// progress notification for one is late. Never pruned: a server may
+	// send progress after a late response or after closing the stream.
+	quiet     map[int64]struct{}
+	lost      error // set once the connection is gone
 	stats     Stats
 	unmatched []RawMessage   // responses that matched no call (stdio probes)
 	arrived   chan struct{}  // size 1: signals a new unmatched message
@@ -297,6 +311,7 @@ func newClient() *Client {
 	return &Client{
 		pending:   make(map[int64]*Call),
 		cancelled: make(map[int64]*Call),
+		quiet:     make(map[int64]struct{}),
 		arrived:   make(chan struct{}, 1),
 	}
 }
@@ -407,14 +422,35 @@ func (c *Client) PingMethod() string {
 // params is encoded with encoding/json, except a json.RawMessage, which is
 // sent as is. In the modern era the envelope is added to params._meta.
 func (c *Client) Start(method string, params any) (*Call, error) {
+	return c.start(method, params, false)
+}
+
+// StartWithProgress is [Client.Start] for a request that asks for progress:
+// its params._meta.progressToken is the request's id. Progress
+// notifications for it that arrive after its cancellation was sent are
+// counted in [Stats.LateProgress].
+func (c *Client) StartWithProgress(method string, params any) (*Call, error) {
+	return c.start(method, params, true)
+}
+
+func (c *Client) start(method string, params any, progress bool) (*Call, error) {
 	id := c.nextID.Add(1) - 1
 	modern := c.modern.Load()
+	if progress {
+		p, err := encodeParams(method, params, false)
+		if err != nil {
+			return nil, err
+		}
+		if params, err = withProgressToken(p, id); err != nil {
+			return nil, fmt.Errorf("%s params: %w", method, err)
+		}
+	}
 	p, err := encodeParams(method, params, modern)
 	if err != nil {
 		return nil, err
 	}
 	body := encode(id, method, p)
-	call := &Call{ID: id, Method: method, Sent: time.Now(), done: make(chan struct{}), written: make(chan struct{})}
+	call := &Call{ID: id, Method: method, Sent: time.Now(), done: make(chan struct{}), written: make(chan struct{}), progress: progress}
 	if modern {
 		call.name = headerName(method, p)
 	}
@@ -602,6 +638,9 @@ func (c *Client) markCancelled(call *Call) bool {
 	}
 	delete(c.pending, call.ID)
 	c.cancelled[call.ID] = call
+	if call.progress {
+		c.quiet[call.ID] = struct{}{}
+	}
 	call.err = ErrCancelled
 	call.finished = time.Now()
 	close(call.done)
@@ -614,6 +653,15 @@ func (c *Client) deliver(msg *Message, raw []byte, batch bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
+	case msg.Method == "notifications/progress" && msg.ID == nil:
+		c.stats.Notifications++
+		c.stats.Progress++
+		if id, ok := progressID(msg.Params); ok {
+			if _, late := c.quiet[id]; late {
+				c.stats.LateProgress++
+			}
+		}
+		return
 	case msg.Method != "" && msg.ID == nil:
 		c.stats.Notifications++
 		return
@@ -822,6 +870,42 @@ func WithEnvelope(params []byte) ([]byte, error) {
 	}
 	obj["_meta"] = m
 	return json.Marshal(obj)
+}
+
+// withProgressToken returns params (a JSON object, or nil for none) with
+// _meta.progressToken set to id.
+func withProgressToken(params []byte, id int64) (json.RawMessage, error) {
+	obj := map[string]json.RawMessage{}
+	if p := bytes.TrimSpace(params); len(p) > 0 && string(p) != "null" {
+		if err := json.Unmarshal(p, &obj); err != nil {
+			return nil, err
+		}
+	}
+	meta := map[string]json.RawMessage{}
+	if m := bytes.TrimSpace(obj["_meta"]); len(m) > 0 && string(m) != "null" {
+		if err := json.Unmarshal(m, &meta); err != nil {
+			return nil, fmt.Errorf("_meta: %w", err)
+		}
+	}
+	meta["progressToken"] = json.RawMessage(strconv.FormatInt(id, 10))
+	m, err := json.Marshal(meta)
+	if err != nil {
+		return nil, err
+	}
+	obj["_meta"] = m
+	return json.Marshal(obj)
+}
+
+// progressID reads the integer progressToken of a progress notification's
+// params.
+func progressID(params json.RawMessage) (int64, bool) {
+	var p struct {
+		Token json.RawMessage `json:"progressToken"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return 0, false
+	}
+	return intID(p.Token)
 }
 
 // headerName is the value of a modern HTTP request's Mcp-Name header: the

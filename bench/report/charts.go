@@ -15,7 +15,7 @@ type Chart struct {
 
 // Charts draws a summary: echo throughput, latency (p50 with a whisker to
 // p99), server CPU and allocation per echo call, per target, transport, era
-// and concurrency (with the goals of issue 13 for the baseline as dashed
+// and concurrency (with the performance goals for the baseline as dashed
 // lines), and memory over the cancel burst. A chart without data is left
 // out.
 func Charts(s *Summary, names Names) []Chart {
@@ -98,14 +98,15 @@ func Charts(s *Summary, names Names) []Chart {
 			out = append(out, Chart{Name: "rss_cancel.svg", SVG: c.SVG()})
 		}
 	}
-	return out
+	return append(out, cancellationCharts(s)...)
 }
 
-// groupsOf returns the scenario's groups, in the summary's order.
+// groupsOf returns the scenario's groups, in the summary's order; of the
+// cancel scenario's, the largest burst's.
 func (s *Summary) groupsOf(scenario string) []*Group {
 	var out []*Group
 	for _, g := range s.Groups {
-		if g.Scenario == scenario {
+		if g.Scenario == scenario && (scenario != "cancel" || g == s.Group(scenario, g.Transport, g.Era, 0)) {
 			out = append(out, g)
 		}
 	}

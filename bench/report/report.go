@@ -62,6 +62,9 @@ type Group struct {
 	// Concurrency is the throughput scenario's concurrency; 0 for the other
 	// scenarios, whose groups do not split by it.
 	Concurrency int
+	// Calls is the cancel scenario's burst size (its n); 0 for the other
+	// scenarios, whose groups do not split by it.
+	Calls int
 	// Targets in display order: the baseline first, then by first
 	// appearance.
 	Targets []string
@@ -89,6 +92,9 @@ func (g *Group) Title() string {
 	if g.Concurrency > 0 {
 		t += fmt.Sprintf(", %d concurrent", g.Concurrency)
 	}
+	if g.Calls > 0 {
+		t += fmt.Sprintf(", %s calls", num(float64(g.Calls)))
+	}
 	return t
 }
 
@@ -113,6 +119,20 @@ func concurrency(r *scenario.Result) int {
 	return 0
 }
 
+// calls reads a cancel result's burst size; 0 for other scenarios.
+func calls(r *scenario.Result) int {
+	if r.Scenario != "cancel" {
+		return 0
+	}
+	switch v := r.Params["n"].(type) {
+	case float64:
+		return int(v)
+	case int:
+		return v
+	}
+	return 0
+}
+
 // Summary is a whole report.
 type Summary struct {
 	Baseline string
@@ -120,7 +140,7 @@ type Summary struct {
 	Hosts    []scenario.Host
 }
 
-var scenarioOrder = []string{"throughput", "cancel", "mixed", "errors"}
+var scenarioOrder = []string{"throughput", "cancel", "cancel-cpu", "mixed", "errors"}
 
 // Summarize groups results and takes medians. baseline names the target
 // ratios are computed against; empty means the first target seen.
@@ -128,7 +148,7 @@ func Summarize(results []scenario.Result, baseline string) *Summary {
 	s := &Summary{Baseline: baseline}
 	type key struct {
 		scenario, transport, era string
-		concurrency              int
+		concurrency, calls       int
 	}
 	groups := map[key]*Group{}
 	values := map[key]map[string]map[string][]float64{}
@@ -141,10 +161,10 @@ func Summarize(results []scenario.Result, baseline string) *Summary {
 		if !slices.Contains(s.Hosts, r.Host) {
 			s.Hosts = append(s.Hosts, r.Host)
 		}
-		k := key{r.Scenario, r.Transport, r.EraName(), concurrency(&r)}
+		k := key{r.Scenario, r.Transport, r.EraName(), concurrency(&r), calls(&r)}
 		g := groups[k]
 		if g == nil {
-			g = &Group{Scenario: r.Scenario, Transport: r.Transport, Era: k.era, Concurrency: k.concurrency,
+			g = &Group{Scenario: r.Scenario, Transport: r.Transport, Era: k.era, Concurrency: k.concurrency, Calls: k.calls,
 				Runs: map[string]int{}, Medians: map[string]map[string]float64{}, Probes: map[string]map[string]string{},
 				Expect: map[string]string{}, Notes: map[string][]string{}, NotApplicable: map[string]string{}}
 			groups[k] = g
@@ -227,20 +247,26 @@ func Summarize(results []scenario.Result, baseline string) *Summary {
 		if a.Era != b.Era {
 			return a.Era == "legacy" // legacy first, then modern
 		}
-		return a.Concurrency < b.Concurrency
+		if a.Concurrency != b.Concurrency {
+			return a.Concurrency < b.Concurrency
+		}
+		return a.Calls < b.Calls
 	})
 	return s
 }
 
 // Group returns the group of a scenario, transport, era and concurrency (0
-// for scenarios other than throughput), or nil.
+// for scenarios other than throughput), or nil. Of the cancel scenario's
+// groups, one per burst size, it returns the largest burst's.
 func (s *Summary) Group(scenario, transport, era string, concurrency int) *Group {
+	var found *Group
 	for _, g := range s.Groups {
-		if g.Scenario == scenario && g.Transport == transport && g.Era == era && g.Concurrency == concurrency {
-			return g
+		if g.Scenario == scenario && g.Transport == transport && g.Era == era && g.Concurrency == concurrency &&
+			(found == nil || g.Calls > found.Calls) {
+			found = g
 		}
 	}
-	return nil
+	return found
 }
 
 func transportRank(t string) string {
@@ -384,10 +410,13 @@ type JSON struct {
 	Hosts         []scenario.Host `json:"hosts"`
 	Rows          []Row           `json:"rows"`
 	NotApplicable []NotApplicable `json:"not_applicable,omitempty"`
-	// Targets are the verdicts on issue 13's goals (see [Evaluate]).
+	// Targets are the verdicts on the performance goals (see [Evaluate]).
 	Targets []Verdict `json:"targets,omitempty"`
 	// Eras compares legacy and modern echo (see [Eras]).
 	Eras []EraRow `json:"eras,omitempty"`
+	// Cancellation is every target's cancellation behaviour (see
+	// [Cancellation]).
+	Cancellation []CancelRow `json:"cancellation,omitempty"`
 }
 
 // NotApplicable is a target that could not run a scenario in an era.
@@ -405,6 +434,7 @@ type Row struct {
 	Transport   string   `json:"transport"`
 	Era         string   `json:"era"`
 	Concurrency int      `json:"concurrency,omitempty"`
+	Calls       int      `json:"calls,omitempty"`
 	Target      string   `json:"target"`
 	Metric      string   `json:"metric"`
 	Median      float64  `json:"median"`
@@ -423,7 +453,7 @@ func ToJSON(s *Summary) JSON {
 				if !ok || math.IsNaN(v) {
 					continue
 				}
-				row := Row{Scenario: g.Scenario, Transport: g.Transport, Era: g.Era, Concurrency: g.Concurrency,
+				row := Row{Scenario: g.Scenario, Transport: g.Transport, Era: g.Era, Concurrency: g.Concurrency, Calls: g.Calls,
 					Target: t, Metric: m, Median: v, Runs: g.Runs[t]}
 				if okBase && v != 0 && t != s.Baseline {
 					ratio := base / v

@@ -45,7 +45,7 @@ const (
 	NA Status = "n/a"
 )
 
-// Verdict is one goal of issue 13 for one transport, era and concurrency.
+// Verdict is one performance goal for one transport, era and concurrency.
 type Verdict struct {
 	Goal        string `json:"goal"`
 	Transport   string `json:"transport"`
@@ -71,7 +71,7 @@ const (
 	maxLateResponse = 0
 )
 
-// Evaluate judges issue 13's performance goals on a summary: per transport
+// Evaluate judges the performance goals on a summary: per transport
 // and era of ours, and per concurrency of its throughput runs. Each goal
 // compares ours with the SDK or the floor in the same era; when they did not
 // run in that era (not applicable), their legacy figures are used, and the
@@ -279,7 +279,7 @@ func num(v float64) string {
 // WriteTargets prints the verdicts as a table.
 func WriteTargets(w io.Writer, vs []Verdict) error {
 	ew := &errWriter{w: w}
-	fmt.Fprintln(ew, "\n== issue 13 targets ==")
+	fmt.Fprintln(ew, "\n== performance targets ==")
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "transport\tera\tconc\tgoal\tstatus\tresult")
 	for _, v := range vs {

@@ -18,11 +18,17 @@ import (
 // should not send). It samples the server's memory and threads before the
 // load, with the calls in flight, after the window and after cfg.Settle.
 func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
-	r := newResult("cancel", t, map[string]any{
+	params := map[string]any{
 		"n": cfg.N, "sleep_ms": cfg.SleepMs, "window_sec": cfg.Window.Seconds(),
 		"settle_sec": cfg.Settle.Seconds(), "load_wait_sec": cfg.LoadWait.Seconds(),
 		"timeout_sec": cfg.Timeout.Seconds(), "stall_sec": cfg.Stall.Seconds(),
-	})
+	}
+	if cfg.ProgressEvery > 0 {
+		params["progress_every"] = cfg.ProgressEvery
+	}
+	toolParamsOf(params, "", cfg.Fast)
+	toolParamsOf(params, "slow_", cfg.Slow)
+	r := newResult("cancel", t, params)
 	c, err := t.Dial(ctx)
 	if err != nil {
 		return nil, err
@@ -31,8 +37,8 @@ func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	r.connected(c)
 	pid := t.pid(c)
 
-	echoParams := toolParams("echo", map[string]any{"text": "after"})
-	if err := firstEcho(ctx, c, cfg, "cancel", echoParams, "after"); err != nil {
+	fast := fastCall(cfg, "after")
+	if err := firstCall(ctx, c, cfg, "cancel", fast); err != nil {
 		return nil, err
 	}
 	if pid <= 0 {
@@ -50,23 +56,17 @@ func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
 
 	// Load: every sleep call in flight.
 	var phase atomic.Value
-	phase.Store("sending sleep calls")
+	phase.Store("sending the slow calls")
 	var started atomic.Int64
 	prog := startProgress(cfg.Progress, func() string {
 		st := c.Stats()
 		return fmt.Sprintf("cancel: %s (%d/%d started, %d late so far)", phase.Load(), started.Load(), cfg.N, st.Late)
 	})
 	defer prog.Stop()
-	sleepParams := toolParams("sleep", map[string]any{"ms": cfg.SleepMs})
-	var calls []*client.Call
-	for range cfg.N {
-		call, err := c.Start("tools/call", sleepParams)
-		if err != nil {
-			r.note("could start only %d of %d sleep calls: %v", len(calls), cfg.N, err)
-			break
-		}
-		calls = append(calls, call)
-		started.Add(1)
+	slow := slowCall(cfg, cfg.SleepMs)
+	calls, err := startMany(c, slow, cfg.N, cfg.ProgressEvery, &started)
+	if err != nil {
+		r.note("could start only %d of %d %s calls: %v", len(calls), cfg.N, slow.name, err)
 	}
 	r.set("sent", float64(len(calls)))
 	phase.Store("waiting for the server to take the calls")
@@ -74,12 +74,12 @@ func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	if flushErr != nil {
 		// Anything sent now would queue behind the unread calls: the ping is
 		// skipped, and the cancellations wait cfg.Stall at most.
-		r.note("not all %d sleep calls reached the server: %v", len(calls), flushErr)
+		r.note("not all %d %s calls reached the server: %v", len(calls), slow.name, flushErr)
 	} else {
 		r.set("written", float64(len(calls)))
 		pingStart := time.Now()
 		if err := ping(ctx, c, cfg.Timeout); err != nil {
-			r.note("no answer to a %s with the sleep calls in flight: %v", c.PingMethod(), err)
+			r.note("no answer to a %s with the %s calls in flight: %v", c.PingMethod(), slow.name, err)
 		} else {
 			r.set("loaded_ping_ms", ms(time.Since(pingStart)))
 		}
@@ -100,7 +100,10 @@ func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	r.set("answered_before_cancel", float64(early))
 	if early > 0 {
 		msg, err := calls[firstDone(calls)].Result()
-		r.note("%d sleep calls were answered before any cancellation, e.g. %s", early, describe(msg, err))
+		if early == len(calls) {
+			return nil, fmt.Errorf("cancel: every %s call was answered before its cancellation, e.g. %s: none was in flight (its arguments must make it run longer than -load-wait)", slow.name, describe(msg, err))
+		}
+		r.note("%d %s calls were answered before any cancellation, e.g. %s", early, slow.name, describe(msg, err))
 	}
 
 	// Cancel them all, then see how soon the server answers again.
@@ -120,14 +123,17 @@ func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		r.set("cancel_send_ms", ms(lastCancel.Sub(firstCancel)))
 	}
 	phase.Store("follow-up echo")
+	echoed, progressAtEcho := false, int64(0)
 	if cancelErr != nil {
 		r.note("no follow-up echo: the cancellations themselves did not get through")
-	} else if msg, err := callOnce(ctx, c, cfg.Timeout, "tools/call", echoParams); err != nil || !echoOK(msg, "after") {
-		r.note("the follow-up echo was not answered correctly within %s: %s", cfg.Timeout, describe(msg, err))
+	} else if msg, err := callOnce(ctx, c, cfg.Timeout, "tools/call", fast.params); !fast.ok(msg, err) {
+		r.note("the follow-up %s was not answered correctly within %s: %s", fast.name, cfg.Timeout, describe(msg, err))
 	} else {
 		now := time.Now()
 		r.set("echo_after_first_cancel_ms", ms(now.Sub(firstCancel)))
 		r.set("echo_after_last_cancel_ms", ms(now.Sub(lastCancel)))
+		echoed = true
+		progressAtEcho = c.Stats().LateProgress
 	}
 
 	// Window: late responses.
@@ -139,6 +145,7 @@ func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	if cancelErr == nil {
 		r.set("late_responses", float64(st.Late))
 		r.set("late_ok", float64(st.LateOK))
+		lateProgress(r, cfg, st, echoed, progressAtEcho)
 	} else {
 		// Cancellations the server never read say nothing about late
 		// responses; a zero here would flatter it.
@@ -179,6 +186,45 @@ func httpStreams(r *Result, t Target, st client.Stats) bool {
 		r.set("quiet_closes", float64(st.QuietCloses))
 	}
 	return true
+}
+
+// startMany starts n calls of sc; every k-th (k = progressEvery > 0) asks
+// for progress. started counts them as they go.
+func startMany(c *client.Client, sc call, n, progressEvery int, started *atomic.Int64) ([]*client.Call, error) {
+	calls := make([]*client.Call, 0, n)
+	for i := range n {
+		start := c.Start
+		if progressEvery > 0 && i%progressEvery == 0 {
+			start = c.StartWithProgress
+		}
+		call, err := start("tools/call", sc.params)
+		if err != nil {
+			return calls, err
+		}
+		calls = append(calls, call)
+		started.Add(1)
+	}
+	return calls, nil
+}
+
+// lateProgress records, when the calls asked for progress, the progress
+// notifications received for the cancelled calls: progress_after_cancel,
+// all that came after their cancellation was sent, including those already
+// on their way; late_progress, those that came after the follow-up call was
+// answered, when the server had read every cancellation (over stdio it
+// reads in order; over HTTP every cancellation was accepted before).
+func lateProgress(r *Result, cfg Config, st client.Stats, echoed bool, atEcho int64) {
+	if cfg.ProgressEvery <= 0 {
+		return
+	}
+	r.set("progress_received", float64(st.Progress))
+	r.set("progress_after_cancel", float64(st.LateProgress))
+	if echoed {
+		r.set("late_progress", float64(st.LateProgress-atEcho))
+	}
+	if st.Progress == 0 {
+		r.note("no progress notification arrived at all: the server sends none for this tool, so late_progress says nothing")
+	}
 }
 
 func firstDone(calls []*client.Call) int {

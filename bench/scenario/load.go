@@ -25,7 +25,9 @@ const (
 // tally is what one worker saw in the measured window.
 type tally struct {
 	ok, errors int64 // in the window
-	all        int64 // outOK over the whole run, warm-up included
+	// Of the errors in the window: isError results and JSON-RPC errors.
+	errTool, errRPC int64
+	all             int64 // outOK over the whole run, warm-up included
 	// Counted by the op itself, over the whole run.
 	leaks, rpcErrors int64
 	lat              []time.Duration // of outOK operations
@@ -39,6 +41,8 @@ func (t *tally) add(o *tally) {
 	t.ok += o.ok
 	t.all += o.all
 	t.errors += o.errors
+	t.errTool += o.errTool
+	t.errRPC += o.errRPC
 	t.leaks += o.leaks
 	t.rpcErrors += o.rpcErrors
 	t.lat = append(t.lat, o.lat...)
@@ -84,6 +88,14 @@ func (w *worker) record(o outcome, start, end time.Time) {
 func (w *worker) fail(start, end time.Time, msg *client.Message, err error) {
 	if w.t.firstErr == "" {
 		w.t.firstErr = describe(msg, err)
+	}
+	if w.l.inWindow(end) {
+		switch errorKind(msg, err) {
+		case "tool":
+			w.t.errTool++
+		case "rpc":
+			w.t.errRPC++
+		}
 	}
 	w.record(outError, start, end)
 }
@@ -193,12 +205,6 @@ func callOnce(ctx context.Context, c *client.Client, timeout time.Duration, meth
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return c.Call(ctx, method, params)
-}
-
-// echoOK reports whether msg is a successful echo of text.
-func echoOK(msg *client.Message, text string) bool {
-	r, err := client.DecodeToolResult(msg)
-	return err == nil && !r.IsError && r.Text() == text
 }
 
 // window samples the server at the measured window's edges: its CPU time

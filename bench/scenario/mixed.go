@@ -28,12 +28,15 @@ import (
 // up in late_ok; late_responses minus late_ok are cancellations the server
 // answered itself.
 func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
-	r := newResult("mixed", t, map[string]any{
+	params := map[string]any{
 		"concurrency": cfg.Concurrency, "duration_sec": cfg.Duration.Seconds(),
 		"warmup_sec": cfg.Warmup.Seconds(), "cancel_frac": cfg.CancelFrac,
 		"sleep_ms": cfg.MixedSleepMs, "max_sleeps": cfg.MaxSleeps, "cancel_within_sec": maxDelaySec(cfg),
 		"window_sec": cfg.Window.Seconds(), "payload_bytes": cfg.Payload,
-	})
+	}
+	toolParamsOf(params, "", cfg.Fast)
+	toolParamsOf(params, "slow_", cfg.Slow)
+	r := newResult("mixed", t, params)
 	c, err := t.Dial(ctx)
 	if err != nil {
 		return nil, err
@@ -42,10 +45,9 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	r.connected(c)
 	pid := t.pid(c)
 
-	text := strings.Repeat("x", cfg.Payload)
-	echoParams := toolParams("echo", map[string]any{"text": text})
-	sleepParams := toolParams("sleep", map[string]any{"ms": cfg.MixedSleepMs})
-	if err := firstEcho(ctx, c, cfg, "mixed", echoParams, text); err != nil {
+	fast := fastCall(cfg, strings.Repeat("x", cfg.Payload))
+	slow := slowCall(cfg, cfg.MixedSleepMs)
+	if err := firstCall(ctx, c, cfg, "mixed", fast); err != nil {
 		return nil, err
 	}
 	maxDelay := cfg.CancelWithin
@@ -57,6 +59,7 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		sleepers            sync.WaitGroup
 		slots               = make(chan struct{}, max(cfg.MaxSleeps, 1)) // sleep calls in flight
 		cancelled, sleepErr atomic.Int64                                 // in the window
+		sleepTool, sleepRPC atomic.Int64                                 // of sleepErr: isError results, JSON-RPC errors
 		cancelsSent         atomic.Int64                                 // in the whole run
 		firstSleepErr       atomic.Pointer[string]
 	)
@@ -76,12 +79,18 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		case <-call.Done():
 			// Answered before its cancellation: only a rejection is this
 			// fast.
+			msg, err := call.Result()
 			if l.inWindow(time.Now()) {
 				sleepErr.Add(1)
+				switch errorKind(msg, err) {
+				case "tool":
+					sleepTool.Add(1)
+				case "rpc":
+					sleepRPC.Add(1)
+				}
 			}
 			l.failed.Add(1)
-			msg, err := call.Result()
-			firstSleepErr.CompareAndSwap(nil, ptr("sleep answered before its cancellation: "+describe(msg, err)))
+			firstSleepErr.CompareAndSwap(nil, ptr(slow.name+" answered before its cancellation: "+describe(msg, err)))
 			return
 		case <-ctx.Done():
 			return
@@ -104,7 +113,7 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 			if inWindow {
 				sleepErr.Add(1)
 			}
-			what := "sleep answered while its cancellation was being sent"
+			what := slow.name + " answered while its cancellation was being sent"
 			if err != nil {
 				what = "cancellation failed: " + err.Error()
 			}
@@ -117,9 +126,9 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	sum, lost := runLoad(ctx, cfg, cfg.Concurrency, func(opCtx context.Context, w *worker) error {
 		begin := time.Now()
 		if w.rng.Float64() >= cfg.CancelFrac {
-			msg, err := callOnce(opCtx, c, cfg.Timeout, "tools/call", echoParams)
+			msg, err := callOnce(opCtx, c, cfg.Timeout, "tools/call", fast.params)
 			done := time.Now()
-			if err != nil || !echoOK(msg, text) {
+			if !fast.ok(msg, err) {
 				w.fail(begin, done, msg, err)
 				return c.Lost()
 			}
@@ -131,7 +140,7 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		case <-opCtx.Done():
 			return nil
 		}
-		call, err := c.Start("tools/call", sleepParams)
+		call, err := c.Start("tools/call", slow.params)
 		if err != nil {
 			<-slots
 			w.fail(begin, time.Now(), nil, err)
@@ -165,7 +174,10 @@ func Mixed(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		sum.firstErr = *firstSleepErr.Load()
 	}
 	sum.errors += sleepErr.Load()
+	sum.errTool += sleepTool.Load()
+	sum.errRPC += sleepRPC.Load()
 	noteErrors(r, sum)
+	errorKinds(r, sum)
 	latencyMetrics(r, "", sum.lat)
 	cpu.perCall(r, sum.ok+nCancelled)
 

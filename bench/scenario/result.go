@@ -127,6 +127,9 @@ var Metrics = []MetricInfo{
 	{"p99_ms", "ms", Lower, "99th percentile latency"},
 	{"max_ms", "ms", Lower, "slowest measured call"},
 	{"errors", "calls", Lower, "calls that failed: wrong answer, JSON-RPC error, transport error or timeout"},
+	{"errors_tool", "calls", Lower, "of the errors: isError results (tool errors; never taken for answers)"},
+	{"errors_rpc", "calls", Lower, "of the errors: JSON-RPC errors (refusals, unknown tool, invalid params)"},
+	{"errors_other", "calls", Lower, "of the errors: transport errors, timeouts, wrong answers"},
 	{"server_cpu_us_per_call", "µs", Lower, "server CPU time (user+system) per measured call, from /proc (needs a pid)"},
 	{"server_alloc_bytes_per_call", "B", Lower, "bytes the server's Go runtime allocated per measured call (runtime.MemStats.TotalAlloc from its net/http/pprof; needs --pprof)"},
 	{"server_allocs_per_call", "allocs", Lower, "heap objects the server's Go runtime allocated per measured call (runtime.MemStats.Mallocs; needs --pprof)"},
@@ -139,6 +142,9 @@ var Metrics = []MetricInfo{
 	// cancellation
 	{"late_responses", "responses", Lower, "responses received for calls after their cancellation was sent (the spec says none)"},
 	{"late_ok", "responses", Lower, "of those, successful results (the call finished as the cancel crossed it, or the cancel was ignored)"},
+	{"progress_received", "notifications", Neutral, "cancel: progress notifications received (the slow calls that asked for progress, -progress-every)"},
+	{"progress_after_cancel", "notifications", Lower, "cancel: progress notifications for cancelled calls received after their cancellation was sent, including those already on their way"},
+	{"late_progress", "notifications", Lower, "cancel: progress notifications for cancelled calls received after the follow-up call was answered, when the server had taken every cancellation (the spec says none)"},
 	{"streams_open_after_window", "streams", Lower, "HTTP: POST streams of cancelled calls still open when the window ended"},
 	{"quiet_closes", "streams", Higher, "legacy HTTP: POST streams of cancelled calls the server ended without a response (the good outcome)"},
 	{"streams_closed_by_client", "streams", Neutral, "modern HTTP: POST streams of cancelled calls the client closed, which is how it cancels them"},
@@ -159,6 +165,12 @@ var Metrics = []MetricInfo{
 	{"threads_loaded", "", Lower, "cancel: with all sleep calls in flight"},
 	{"threads_after", "", Lower, "cancel: at the end of the late-response window"},
 	{"threads_settled", "", Lower, "cancel: after the settle period"},
+	// cancel-cpu
+	{"cpu_idle_pct", "%", Lower, "cancel-cpu: server CPU (percent of one core) while idle, before the CPU-bound calls"},
+	{"cpu_loaded_pct", "%", Neutral, "cancel-cpu: server CPU with the CPU-bound calls in flight"},
+	{"cpu_after_cancel_pct", "%", Lower, "cancel-cpu: server CPU over the window after the last cancellation"},
+	{"cpu_work_left_pct", "%", Lower, "cancel-cpu: (after - idle) / (loaded - idle): the share of the cancelled work that kept running"},
+	{"work_stopped", "yes=1", Higher, "cancel-cpu: 1 when the server's CPU fell back within 25 % of the way to idle after the cancellation, 0 when the cancelled work kept running"},
 	// errors
 	{"probes", "probes", Neutral, "errors: bad inputs sent"},
 	{"probes_survived", "probes", Higher, "errors: probes after which the session still answered a ping"},

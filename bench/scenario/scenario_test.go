@@ -3,6 +3,7 @@ package scenario_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -265,6 +266,49 @@ func TestCancel(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestCancelLateProgress: progress notifications for cancelled calls are
+// counted, those after the follow-up call as late; a server that keeps
+// sending them is told from one that stops.
+func TestCancelLateProgress(t *testing.T) {
+	for _, tt := range targets {
+		if !isStdio(tt.name) {
+			continue // the fake sends progress over stdio only
+		}
+		for _, keep := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/keeps_sending=%v", tt.name, keep), func(t *testing.T) {
+				cfg := quick()
+				cfg.ProgressEvery = 2
+				cfg.LoadWait = 100 * time.Millisecond
+				cfg.Window = 200 * time.Millisecond
+				opts := fakemcp.Options{ProgressEvery: 10 * time.Millisecond, ProgressAfterCancel: keep}
+				r, err := scenario.Cancel(context.Background(), tt.make(t, opts), cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				received, late := metric(t, r, "progress_received"), metric(t, r, "late_progress")
+				if received == 0 || metric(t, r, "progress_after_cancel") < late {
+					t.Errorf("metrics %v", r.Metrics)
+				}
+				if keep && late == 0 || !keep && late != 0 {
+					t.Errorf("late_progress = %v from a server that keeps sending: %v", late, keep)
+				}
+				if r.Params["progress_every"] != 2 {
+					t.Errorf("params = %v", r.Params)
+				}
+			})
+		}
+	}
+	// Without -progress-every no call asks for progress, and nothing is
+	// reported about it.
+	r, err := scenario.Cancel(context.Background(), stdioTarget(t, fakemcp.Options{ProgressEvery: time.Millisecond}), quick())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Metrics["late_progress"]; ok {
+		t.Errorf("metrics %v: late_progress without progress tokens", r.Metrics)
 	}
 }
 

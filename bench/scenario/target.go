@@ -78,6 +78,21 @@ type Config struct {
 	ReplyWait    time.Duration // errors: how long to wait for a reply to a probe
 	Clients      ClientsConfig // clients: the kind of client and what to measure
 	Oversize     int           // errors: bytes of the oversized message
+	// Fast is the quick call of throughput and mixed, and the cancel
+	// scenarios' follow-up; zero means echo with Payload bytes of text.
+	Fast ToolCall
+	// Slow is the long call cancel and mixed put in flight and cancel; zero
+	// means sleep of SleepMs (cancel) or MixedSleepMs (mixed).
+	Slow ToolCall
+	// CPU is the CPU-bound call of cancel-cpu; zero means spin for
+	// [DefaultCPUMs].
+	CPU ToolCall
+	// ProgressEvery makes every k-th slow call of cancel and cancel-cpu ask
+	// for progress (a progressToken), so that progress sent after the
+	// cancellation is counted; zero means none.
+	ProgressEvery int
+	CPUCalls      int           // cancel-cpu: CPU-bound calls in flight
+	Idle          time.Duration // cancel-cpu: how long the idle CPU is measured
 	// Progress receives a progress line once a second; nil means none.
 	Progress io.Writer
 }
@@ -101,6 +116,8 @@ func DefaultConfig() Config {
 		MaxSleeps:    1024,
 		ReplyWait:    time.Second,
 		Oversize:     5 << 20,
+		CPUCalls:     8,
+		Idle:         time.Second,
 	}
 }
 
@@ -218,11 +235,15 @@ func NotApplicable(err error) bool {
 
 // NotApplicableResult is the result of a scenario that could not run because
 // the target does not serve the era asked for: no metrics, and the reason.
-// The load scenarios' concurrency is kept, which reports group by.
+// The load scenarios' concurrency and the cancel scenarios' size are kept,
+// which reports group by.
 func NotApplicableResult(scenario string, t Target, cfg Config, reason error) *Result {
 	params := map[string]any{}
 	switch scenario {
 	case "cancel":
+		params["n"] = cfg.N // the burst size, which reports group by
+	case "cancel-cpu":
+		params["n"] = cfg.CPUCalls
 	case "clients": // its results group by kind and count
 		params["kind"], params["n"] = cfg.Clients.withDefaults().Kind, cfg.N
 	default:
@@ -235,20 +256,6 @@ func NotApplicableResult(scenario string, t Target, cfg Config, reason error) *R
 
 // codeUnsupportedVersion is JSON-RPC error -32022, UnsupportedProtocolVersion.
 const codeUnsupportedVersion = -32022
-
-// firstEcho calls echo once before a scenario's load, so that a target that
-// cannot answer fails early. In the modern era a -32022 answer means the
-// target does not serve it: the error wraps [ErrNotApplicable].
-func firstEcho(ctx context.Context, c *client.Client, cfg Config, scenario string, params any, text string) error {
-	msg, err := callOnce(ctx, c, cfg.Timeout, "tools/call", params)
-	if err == nil && echoOK(msg, text) {
-		return nil
-	}
-	if err == nil && msg.Error != nil && msg.Error.Code == codeUnsupportedVersion && c.Era() == client.Modern {
-		return fmt.Errorf("%s: %w: the first echo call was refused: %s", scenario, ErrNotApplicable, describe(msg, nil))
-	}
-	return fmt.Errorf("%s: a first echo call failed: %v", scenario, describe(msg, err))
-}
 
 // ping checks the server still answers, with the era's request for it.
 func ping(ctx context.Context, c *client.Client, timeout time.Duration) error {

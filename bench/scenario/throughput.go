@@ -14,10 +14,12 @@ import (
 // load) and under load; when its pprof URL is known, its allocation per
 // call.
 func Throughput(ctx context.Context, t Target, cfg Config) (*Result, error) {
-	r := newResult("throughput", t, map[string]any{
+	params := map[string]any{
 		"concurrency": cfg.Concurrency, "duration_sec": cfg.Duration.Seconds(),
 		"warmup_sec": cfg.Warmup.Seconds(), "payload_bytes": cfg.Payload,
-	})
+	}
+	toolParamsOf(params, "", cfg.Fast)
+	r := newResult("throughput", t, params)
 	c, err := t.Dial(ctx)
 	if err != nil {
 		return nil, err
@@ -26,9 +28,8 @@ func Throughput(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	r.connected(c)
 	pid := t.pid(c)
 
-	text := strings.Repeat("x", cfg.Payload)
-	params := toolParams("echo", map[string]any{"text": text})
-	if err := firstEcho(ctx, c, cfg, "throughput", params, text); err != nil {
+	fast := fastCall(cfg, strings.Repeat("x", cfg.Payload))
+	if err := firstCall(ctx, c, cfg, "throughput", fast); err != nil {
 		return nil, err
 	}
 	if s, ok := sample(pid); ok {
@@ -40,9 +41,9 @@ func Throughput(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	start, end := cpu.hooks()
 	sum, lost := runLoad(ctx, cfg, cfg.Concurrency, func(ctx context.Context, w *worker) error {
 		begin := time.Now()
-		msg, err := callOnce(ctx, c, cfg.Timeout, "tools/call", params)
+		msg, err := callOnce(ctx, c, cfg.Timeout, "tools/call", fast.params)
 		done := time.Now()
-		if err != nil || !echoOK(msg, text) {
+		if !fast.ok(msg, err) {
 			w.fail(begin, done, msg, err)
 			return c.Lost()
 		}
@@ -56,6 +57,7 @@ func Throughput(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	r.set("calls_total", float64(sum.all))
 	r.set("errors", float64(sum.errors))
 	noteErrors(r, sum)
+	errorKinds(r, sum)
 	latencyMetrics(r, "", sum.lat)
 	cpu.perCall(r, sum.ok)
 	r.clientNotes(c)

@@ -20,7 +20,7 @@ import (
 
 var (
 	clusterChaosSeed     = flag.Uint64("chaos.seed", 0, "seed of TestClusterChaos; 0 takes $TOOLGRAIN_CHAOS_SEED, or else a new one")
-	clusterChaosDuration = flag.Duration("chaos.duration", 10*time.Second, "how long TestClusterChaos drives the cluster")
+	clusterChaosDuration = flag.Duration("chaos.duration", 0, "how long TestClusterChaos drives the cluster; 0 means 5 s, or 10 s with TOOLGRAIN_LONG=1")
 )
 
 const (
@@ -50,16 +50,25 @@ const (
 // diagnostics file holds exactly one report per unexpected failure and no arguments, no member
 // logged a race in Toolgrain code, and no member has a forward in progress.
 //
-// The run lasts 10 s by default: on a 2-core machine the three race-built members and the test
-// share the cores, and 10 s gives each kind of call and cancellation a few dozen times, with
-// every member forwarding and serving forwarded requests, while keeping the package's test time
-// (each cluster test starts its own members) within CI's budget. A failure prints its seed;
+// The run lasts 5 s (10 s with TOOLGRAIN_LONG=1, as .ci/run sets): on a 2-core machine the
+// three race-built members and the test share the cores, and 5 s gives each kind of call and
+// cancellation a dozen times or more, with every member forwarding and serving forwarded
+// requests, while keeping the package's test time (each cluster test starts its own members)
+// short. A failure prints its seed;
 // replay it with
 //
 //	go test -race -run TestClusterChaos -chaos.seed=N ./cmd/server
 func TestClusterChaos(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
-		t.Skip("chaos test across a cluster: 10 s after the members start")
+		t.Skip("chaos test across a cluster: 5 s after the members start")
+	}
+	duration := *clusterChaosDuration
+	if duration == 0 {
+		duration = 5 * time.Second
+		if longTests() {
+			duration = 10 * time.Second
+		}
 	}
 	seed := *clusterChaosSeed
 	if seed == 0 {
@@ -69,7 +78,7 @@ func TestClusterChaos(t *testing.T) {
 		seed = rand.Uint64()
 	}
 	t.Logf("cluster chaos seed %d, %s, %d legacy sessions and %d modern clients, %d calls in flight each",
-		seed, *clusterChaosDuration, clusterChaosLegacy, clusterChaosModern, clusterChaosInFlight)
+		seed, duration, clusterChaosLegacy, clusterChaosModern, clusterChaosInFlight)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("TestClusterChaos failed with seed %d; replay: go test -race -run TestClusterChaos -chaos.seed=%d ./cmd/server", seed, seed)
@@ -94,7 +103,7 @@ func TestClusterChaos(t *testing.T) {
 		drivers = append(drivers, &chaosDriver{r: r, name: "M" + strconv.Itoa(i), rng: rand.New(rand.NewPCG(seed, uint64(100+i)))})
 	}
 
-	deadline := time.Now().Add(*clusterChaosDuration)
+	deadline := time.Now().Add(duration)
 	var wg sync.WaitGroup
 	for _, d := range drivers {
 		wg.Add(1)

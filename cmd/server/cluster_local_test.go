@@ -54,6 +54,7 @@ func TestWithoutFlags(t *testing.T) {
 // listens on every interface without TLS: it must refuse to start, and start with
 // --cluster-insecure.
 func TestClusterMemberRefusesPlainTextBeyondLoopback(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	key := t.TempDir() + "/key"
 	if err := os.WriteFile(key, make([]byte, 32), 0o600); err != nil {
@@ -69,10 +70,15 @@ func TestClusterMemberRefusesPlainTextBeyondLoopback(t *testing.T) {
 // consecutivePorts returns the first of n consecutive loopback ports free now.
 func consecutivePorts(t *testing.T, n int) int {
 	t.Helper()
+	portsMu.Lock()
+	defer portsMu.Unlock()
 	for try := 0; try < 50; try++ {
 		base := 20000 + rand.IntN(20000)
 		var lns []net.Listener
 		ok := true
+		for i := 0; i < n; i++ {
+			ok = ok && !portsTaken[base+i]
+		}
 		for i := 0; i < n && ok; i++ {
 			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+i))
 			if err != nil {
@@ -85,6 +91,9 @@ func consecutivePorts(t *testing.T, n int) int {
 			l.Close()
 		}
 		if ok {
+			for i := 0; i < n; i++ {
+				portsTaken[base+i] = true
+			}
 			return base
 		}
 	}
@@ -97,6 +106,7 @@ func consecutivePorts(t *testing.T, n int) int {
 // answers on another), share the --auth-token and append their reports to the one
 // --diagnostics-file; SIGTERM to the command ends every member.
 func TestClusterLocalCommand(t *testing.T) {
+	t.Parallel()
 	bin := buildServer(t)
 	port := consecutivePorts(t, 3)
 	diag := t.TempDir() + "/diag.jsonl"

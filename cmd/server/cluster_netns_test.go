@@ -15,6 +15,7 @@ import (
 // health check. The expectations are TestClusterMemberKilled's, with the bound of a hung member.
 // It needs root (and ip); elsewhere it is skipped.
 func TestClusterMemberPartitioned(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for ip netns")
 	}

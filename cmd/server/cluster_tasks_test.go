@@ -22,6 +22,7 @@ import (
 // answer failed within 5 s (the remote connection to a killed process breaks at once; the
 // member list drops it within about two 1 s polls) and each answer must come back within 2 s.
 func TestClusterTasks(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary and runs three members")
 	}
@@ -164,6 +165,7 @@ func TestClusterTasks(t *testing.T) {
 // is (see restart), the first task's completion by 20 s of polling, and the retries after the
 // restart by 15 s (see below); bounds that only stop a hung test.
 func TestClusterTaskHomeRestarted(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary and runs two members")
 	}

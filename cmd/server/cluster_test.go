@@ -126,10 +126,7 @@ func startClusterSpec(t testing.TB, n int, spec clusterSpec) *testCluster {
 		spec.prefix = func(int) []string { return nil }
 	}
 	bin := buildServer(t)
-	ports, err := freePorts(4 * n)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ports := testPorts(t, 4*n)
 	dir := t.TempDir()
 	key := dir + "/key"
 	if err := os.WriteFile(key, bytes.Repeat([]byte("k"), 32), 0o600); err != nil {
@@ -516,6 +513,7 @@ func nextData(t *testing.T, events <-chan event, d time.Duration) event {
 // progress, elicitation (the request on one member's stream, the answer posted to another),
 // resumption with Last-Event-ID, DELETE; then modern requests and list-change notifications.
 func TestClusterLegacySessionOnEveryNode(t *testing.T) {
+	t.Parallel()
 	c := startCluster(t, 3)
 	p := c.proxy.URL
 	sid, b0 := c.initialize(p)
@@ -799,6 +797,7 @@ type outcome struct {
 // afterwards; the survivors keep serving through the proxy, and their goroutines return to what
 // they were before the calls.
 func TestClusterMemberKilled(t *testing.T) {
+	t.Parallel()
 	testMemberLost(t, clusterSpec{}, bySignal(syscall.SIGKILL), false, 2*time.Second)
 }
 
@@ -818,6 +817,7 @@ func bySignal(sig syscall.Signal) func(t *testing.T, c *testCluster) {
 // open, so its loss is seen by the automanaged health check (a 2 s HTTP timeout after a 1 s
 // poll) rather than by the broken connection: the bound is 6 s.
 func TestClusterMemberHung(t *testing.T) {
+	t.Parallel()
 	testMemberLost(t, clusterSpec{}, bySignal(syscall.SIGSTOP), true, 6*time.Second)
 }
 

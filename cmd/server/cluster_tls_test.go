@@ -61,6 +61,7 @@ func writeTLS(t *testing.T, dir string) (cert, key, ca string) {
 // TestClusterMutualTLS runs two members whose remote traffic is mutual TLS: a session opened
 // on one is served through the other.
 func TestClusterMutualTLS(t *testing.T) {
+	t.Parallel()
 	cert, key, ca := writeTLS(t, t.TempDir())
 	c := startClusterWith(t, 2, func(int, []string) []string {
 		return []string{"--cluster-tls-cert", cert, "--cluster-tls-key", key, "--cluster-tls-ca", ca}

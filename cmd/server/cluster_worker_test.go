@@ -18,6 +18,7 @@ import (
 // with "Tool execution failed" within a second, and the report in the diagnostics file names the
 // lost member.
 func TestClusterRemoteWorkerTool(t *testing.T) {
+	t.Parallel()
 	diag := t.TempDir() + "/diag.jsonl"
 	c := startWorkerCluster(t, diag)
 	sid, _ := c.initialize(c.members[0].base)
@@ -127,6 +128,7 @@ func waitLogCount(t *testing.T, m *member, s string, n int, d time.Duration) {
 // calls alternate between them; when worker 2 is killed, the calls that follow all run on
 // worker 1 and succeed.
 func TestClusterRemoteWorkersChosen(t *testing.T) {
+	t.Parallel()
 	c := startClusterWith(t, 3, func(i int, remotes []string) []string {
 		if i == 0 {
 			return []string{"--cluster-remote-tools", remotes[1] + "," + remotes[2]}
@@ -166,6 +168,7 @@ func TestClusterRemoteWorkersChosen(t *testing.T) {
 // (a 2 s health-check timeout after a 1 s poll); the call then ends with "Tool execution failed",
 // never a hang, within 6 s.
 func TestClusterRemoteWorkerHung(t *testing.T) {
+	t.Parallel()
 	diag := t.TempDir() + "/diag.jsonl"
 	c := startWorkerCluster(t, diag)
 	sid, _ := c.initialize(c.members[0].base)

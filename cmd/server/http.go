@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,7 +19,9 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/auth"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/tools"
 )
 
 // httpSpanName names an HTTP server span "{method} {route}" as the HTTP conventions do, the
@@ -51,6 +55,12 @@ type httpOptions struct {
 	scopes               listFlag
 	authorizationServers listFlag
 	resource             string
+	issuer               string
+	audience             string
+	introspectionURL     string
+	clientID             string
+	clientSecretFile     string
+	toolScopes           listFlag
 	allowedOrigins       listFlag
 	allowedHosts         listFlag
 	idleTimeout          time.Duration
@@ -62,6 +72,12 @@ func (o *httpOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "HTTP: listen `address`; the endpoint is /mcp")
 	fs.Var(&o.tokens, "auth-token", "HTTP: accept the bearer `TOKEN[:SCOPE,...]` (repeatable; turns auth on). A token without a scope list has every --auth-scope; auth-outage makes the verifier fail unexpectedly")
 	fs.Var(&o.scopes, "auth-scope", "HTTP with auth: a `scope` every request needs (repeatable); tokens without it get 403 insufficient_scope")
+	fs.StringVar(&o.issuer, "auth-issuer", "", "HTTP: accept JWT access tokens of the issuer `URL` (RFC 8414 or OpenID metadata, its JWKS); turns auth on and is listed in the protected-resource metadata")
+	fs.StringVar(&o.audience, "auth-audience", "", "HTTP with --auth-issuer or --auth-introspection-url: the audience `URL` tokens must be issued for (default: --resource, else the endpoint URL of each request)")
+	fs.StringVar(&o.introspectionURL, "auth-introspection-url", "", "HTTP: accept opaque tokens the introspection endpoint `URL` (RFC 7662) says are active; turns auth on (with --auth-issuer too, JWTs go to the JWT verifier)")
+	fs.StringVar(&o.clientID, "auth-client-id", "", "HTTP with --auth-introspection-url: this server's client `ID` at the authorization server")
+	fs.StringVar(&o.clientSecretFile, "auth-client-secret-file", "", "HTTP with --auth-introspection-url: a file holding this server's client secret (`PATH`; a trailing newline is ignored)")
+	fs.Var(&o.toolScopes, "tool-scope", "HTTP with auth: `TOOL=SCOPE[,SCOPE...]`, the scopes a call of TOOL needs (repeatable); a token without them gets 403 and the step-up challenge")
 	fs.Var(&o.authorizationServers, "authorization-server", "HTTP with auth: issuer `URL` listed in the protected-resource metadata (repeatable)")
 	fs.StringVar(&o.resource, "resource", "", "HTTP with auth: the public `URL` of the endpoint, for tokens' audience and the metadata (default: the request's host and /mcp)")
 	fs.Var(&o.allowedOrigins, "allowed-origin", "HTTP: a browser `origin` accepted besides the endpoint's own (repeatable; * for any)")
@@ -80,13 +96,67 @@ func (o *httpOptions) check() error {
 			return fmt.Errorf("--auth-token %q: empty token", t)
 		}
 	}
-	if len(o.tokens) == 0 && (len(o.scopes) > 0 || len(o.authorizationServers) > 0 || o.resource != "") {
-		return errors.New("--auth-scope, --authorization-server and --resource need --auth-token")
+	if len(o.tokens) > 0 && (o.issuer != "" || o.introspectionURL != "") {
+		return errors.New("--auth-token (static demo tokens) cannot be combined with --auth-issuer or --auth-introspection-url")
+	}
+	if o.introspectionURL != "" && (o.clientID == "" || o.clientSecretFile == "") {
+		return errors.New("--auth-introspection-url needs --auth-client-id and --auth-client-secret-file")
+	}
+	if o.introspectionURL == "" && (o.clientID != "" || o.clientSecretFile != "") {
+		return errors.New("--auth-client-id and --auth-client-secret-file need --auth-introspection-url")
+	}
+	if o.audience != "" && o.issuer == "" && o.introspectionURL == "" {
+		return errors.New("--auth-audience needs --auth-issuer or --auth-introspection-url")
+	}
+	if !o.authOn() && (len(o.scopes) > 0 || len(o.authorizationServers) > 0 || o.resource != "" || len(o.toolScopes) > 0) {
+		return errors.New("--auth-scope, --authorization-server, --resource and --tool-scope need --auth-token, --auth-issuer or --auth-introspection-url")
+	}
+	for _, ts := range o.toolScopes {
+		if _, _, err := parseToolScope(ts); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-func (o *httpOptions) config() toolgrain.HTTPConfig {
+// authOn reports whether a flag turns bearer auth on.
+func (o *httpOptions) authOn() bool {
+	return len(o.tokens) > 0 || o.issuer != "" || o.introspectionURL != ""
+}
+
+// parseToolScope reads a --tool-scope value, TOOL=SCOPE[,SCOPE...].
+func parseToolScope(v string) (string, []string, error) {
+	tool, list, ok := strings.Cut(v, "=")
+	var scopes []string
+	for _, s := range strings.Split(list, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			scopes = append(scopes, s)
+		}
+	}
+	if !ok || tool == "" || len(scopes) == 0 {
+		return "", nil, fmt.Errorf("--tool-scope %q: want TOOL=SCOPE[,SCOPE...]", v)
+	}
+	return tool, scopes, nil
+}
+
+// applyToolScopes sets the Scopes of the tools --tool-scope names; naming a tool the server
+// does not have is an error.
+func (o *httpOptions) applyToolScopes(list []tools.Tool) ([]tools.Tool, error) {
+	for _, v := range o.toolScopes {
+		name, scopes, err := parseToolScope(v)
+		if err != nil {
+			return nil, err
+		}
+		i := slices.IndexFunc(list, func(t tools.Tool) bool { return t.Name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("--tool-scope %q: no tool %q", v, name)
+		}
+		list[i].Scopes = append(list[i].Scopes, scopes...)
+	}
+	return list, nil
+}
+
+func (o *httpOptions) config() (toolgrain.HTTPConfig, error) {
 	cfg := toolgrain.HTTPConfig{
 		SessionIdleTimeout:    o.idleTimeout,
 		MaxSessions:           o.maxSessions,
@@ -94,20 +164,74 @@ func (o *httpOptions) config() toolgrain.HTTPConfig {
 		AllowedOrigins:        o.allowedOrigins,
 		AllowedHosts:          o.allowedHosts,
 	}
-	if len(o.tokens) > 0 {
-		resource := o.resource
-		if resource == "" {
-			resource = endpoint
-		}
-		cfg.Auth = &toolgrain.AuthConfig{
-			Verifier:             newStaticVerifier(o.tokens, o.scopes),
-			Scopes:               o.scopes,
-			Resource:             resource,
-			AuthorizationServers: o.authorizationServers,
-			ResourceName:         "Toolgrain demo",
-		}
+	if !o.authOn() {
+		return cfg, nil
 	}
-	return cfg
+	resource := o.resource
+	if resource == "" {
+		resource = endpoint
+	}
+	servers := o.authorizationServers
+	if o.issuer != "" && !slices.Contains(servers, o.issuer) {
+		servers = append([]string{o.issuer}, servers...)
+	}
+	verifier, err := o.verifier()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Auth = &toolgrain.AuthConfig{
+		Verifier:             verifier,
+		Scopes:               o.scopes,
+		Resource:             resource,
+		AuthorizationServers: servers,
+		ResourceName:         "Toolgrain demo",
+	}
+	return cfg, nil
+}
+
+// verifier returns the token verifier the flags ask for: the static demo tokens, the JWT
+// verifier of --auth-issuer, the introspection verifier of --auth-introspection-url, or both of
+// these, JWTs (three dot-separated parts) going to the first and other tokens to the second.
+func (o *httpOptions) verifier() (toolgrain.TokenVerifier, error) {
+	if len(o.tokens) > 0 {
+		return newStaticVerifier(o.tokens, o.scopes), nil
+	}
+	audience := o.audience
+	if audience == "" && !strings.HasPrefix(o.resource, "/") {
+		audience = o.resource // "" leaves it to each request's endpoint URL
+	}
+	var jwtV, introV toolgrain.TokenVerifier
+	if o.issuer != "" {
+		v, err := auth.NewJWTVerifier(auth.JWTConfig{Issuer: o.issuer, Audience: audience})
+		if err != nil {
+			return nil, fmt.Errorf("--auth-issuer: %w", err)
+		}
+		jwtV = v
+	}
+	if o.introspectionURL != "" {
+		secret, err := os.ReadFile(o.clientSecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("--auth-client-secret-file: %w", err)
+		}
+		v, err := auth.NewIntrospectionVerifier(auth.IntrospectionConfig{URL: o.introspectionURL, ClientID: o.clientID,
+			ClientSecret: strings.TrimRight(string(secret), "\r\n"), Issuer: o.issuer, Audience: audience})
+		if err != nil {
+			return nil, fmt.Errorf("--auth-introspection-url: %w", err)
+		}
+		introV = v
+	}
+	switch {
+	case introV == nil:
+		return jwtV, nil
+	case jwtV == nil:
+		return introV, nil
+	}
+	return toolgrain.TokenVerifierFunc(func(ctx context.Context, token string) (*toolgrain.Identity, error) {
+		if strings.Count(token, ".") == 2 {
+			return jwtV.VerifyToken(ctx, token)
+		}
+		return introV.VerifyToken(ctx, token)
+	}), nil
 }
 
 // staticVerifier is the demo verifier: a fixed set of tokens, each standing for the subject
@@ -182,7 +306,7 @@ func serveHTTP(ctx context.Context, srv *toolgrain.Server, o *options, tel *tele
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
 	}
-	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && len(o.http.tokens) == 0 {
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && !o.http.authOn() {
 		log.Warn("serving beyond loopback without authentication", zap.String("addr", ln.Addr().String()))
 	}
 	log.Info("serving", zap.String("transport", "http"), zap.String("url", "http://"+ln.Addr().String()+endpoint))

@@ -145,6 +145,7 @@ func (b *httpBinary) send(token, session, body string) *http.Response {
 // metadata, then SIGTERM with a call in flight, which must end that call's stream with no
 // response and exit 0 with the diagnostics flushed.
 func TestBinaryOverHTTP(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -272,7 +273,7 @@ func TestSessionLimitFlags(t *testing.T) {
 		if err != nil {
 			t.Fatalf("parseFlags(%q): %v", tt.give, err)
 		}
-		if cfg := o.http.config(); cfg.MaxSessions != tt.wantMax || cfg.MaxSessionsPerSubject != tt.wantPerSubject {
+		if cfg, err := o.http.config(); err != nil || cfg.MaxSessions != tt.wantMax || cfg.MaxSessionsPerSubject != tt.wantPerSubject {
 			t.Errorf("parseFlags(%q): MaxSessions %d, MaxSessionsPerSubject %d; want %d, %d", tt.give, cfg.MaxSessions, cfg.MaxSessionsPerSubject, tt.wantMax, tt.wantPerSubject)
 		}
 	}
@@ -283,7 +284,15 @@ func TestHTTPFlags(t *testing.T) {
 		give    []string
 		wantErr string
 	}{
-		{[]string{"--auth-token", "x"}, "--auth-token needs --transport http"},
+		{[]string{"--auth-token", "x"}, "need --transport http"},
+		{[]string{"--auth-issuer", "https://as.example"}, "need --transport http"},
+		{[]string{"--tool-scope", "fail=admin"}, "need --transport http"},
+		{[]string{"--transport", "http", "--tool-scope", "fail=admin"}, "need --auth-token, --auth-issuer or --auth-introspection-url"},
+		{[]string{"--transport", "http", "--auth-issuer", "https://as.example", "--tool-scope", "fail"}, `--tool-scope "fail": want TOOL=SCOPE[,SCOPE...]`},
+		{[]string{"--transport", "http", "--auth-issuer", "https://as.example", "--auth-token", "x"}, "cannot be combined"},
+		{[]string{"--transport", "http", "--auth-introspection-url", "https://as.example/introspect"}, "needs --auth-client-id and --auth-client-secret-file"},
+		{[]string{"--transport", "http", "--auth-client-id", "rs"}, "need --auth-introspection-url"},
+		{[]string{"--transport", "http", "--auth-audience", "https://mcp.example/mcp"}, "--auth-audience needs --auth-issuer or --auth-introspection-url"},
 		{[]string{"--transport", "http", "--addr", "nope"}, `--addr "nope"`},
 		{[]string{"--transport", "http", "--auth-token", ":scope"}, "empty token"},
 		{[]string{"--transport", "http", "--auth-scope", "s"}, "need --auth-token"},

@@ -142,8 +142,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	switch o.transport {
 	case "stdio":
-		if len(o.http.tokens) > 0 {
-			return nil, errors.New("--auth-token needs --transport http (stdio takes no auth)")
+		if o.http.authOn() || len(o.http.toolScopes) > 0 {
+			return nil, errors.New("--auth-token, --auth-issuer, --auth-introspection-url and --tool-scope need --transport http (stdio takes no auth)")
 		}
 	case "http":
 		if err := o.http.check(); err != nil {
@@ -201,7 +201,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 	cfg := toolgrain.Config{
 		Name:           "toolgrain-demo",
-		Instructions:   "Demonstration tools: echo, greet, sleep and fail.",
+		Instructions:   "Demonstration tools: echo, greet, sleep, fail and spin.",
 		Tools:          demo.Tools(),
 		OnError:        onError,
 		Logger:         log,
@@ -255,7 +255,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		cfg.MeterProvider = tel.mp
 	}
 	if o.transport == "http" {
-		cfg.HTTP = o.http.config()
+		if cfg.HTTP, err = o.http.config(); err != nil {
+			return err
+		}
 	}
 	// The store is closed after the server has shut down: this defer runs after every later one.
 	taskCfg, store, err := o.tasks.config()
@@ -299,6 +301,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if o.cluster.remoteTool != "" {
 			cfg.Tools = append(cfg.Tools, remoteSleepTool(node, strings.Split(o.cluster.remoteTool, ",")))
 		}
+	}
+	if cfg.Tools, err = o.http.applyToolScopes(cfg.Tools); err != nil {
+		return err
 	}
 	srv, err := toolgrain.NewServer(cfg)
 	if err != nil {

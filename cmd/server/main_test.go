@@ -5,12 +5,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,15 +22,79 @@ import (
 	"github.com/toolgrain/toolgrain/internal/demo"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// longTests reports whether the long forms of the soak tests run: TOOLGRAIN_LONG=1, which
+// .ci/run sets.
+func longTests() bool { return os.Getenv("TOOLGRAIN_LONG") != "" }
 
-// buildServer compiles the command once per test binary.
+// serverDir holds the server binary that buildServer compiles once for the whole test binary.
+var serverDir string
+
+// testParallel is how many of this package's parallel tests run at once unless -parallel says
+// otherwise. They are mostly waits on child processes (a member's start, a hung member's
+// detection, a shutdown's grace), so more of them than the two cores overlap well.
+const testParallel = 4
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", strconv.Itoa(testParallel))
+	}
+	dir, err := os.MkdirTemp("", "toolgrain-server-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	serverDir = dir
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { os.RemoveAll(dir) }))
+}
+
+var (
+	portsMu sync.Mutex
+	// portsTaken are the ports handed to this package's tests: a port the kernel gave out and
+	// that was released for a child process to bind is never handed to a test running beside it.
+	portsTaken = map[int]bool{}
+)
+
+// testPorts returns n distinct free ports on 127.0.0.1 that no other test of this process got.
+func testPorts(t testing.TB, n int) []int {
+	t.Helper()
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	var ports []int
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 100*n {
+			t.Fatalf("found %d free ports of %d", len(ports), n)
+		}
+		got, err := freePorts(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !portsTaken[got[0]] {
+			portsTaken[got[0]] = true
+			ports = append(ports, got[0])
+		}
+	}
+	return ports
+}
+
+var (
+	buildOnce sync.Once
+	buildOut  []byte
+	buildErr  error
+)
+
+// buildServer compiles the command once per test binary (with -race when the tests run with it)
+// and returns its path; every test that runs the binary shares it.
 func buildServer(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "server")
-	out, err := exec.Command("go", "build", "-race="+fmt.Sprint(raceEnabled), "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin := filepath.Join(serverDir, "server")
+	buildOnce.Do(func() {
+		buildOut, buildErr = exec.Command("go", "build", "-race="+fmt.Sprint(raceEnabled), "-o", bin, ".").CombinedOutput()
+	})
+	if buildErr != nil {
+		t.Fatalf("go build: %v\n%s", buildErr, buildOut)
 	}
 	return bin
 }
@@ -36,6 +103,7 @@ func buildServer(t testing.TB) string {
 // demonstration tool and fail mode with their exact answers, then EOF, which must end the process
 // with status 0 after flushing the diagnostics file.
 func TestBinaryOverStdio(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -161,6 +229,7 @@ func TestFlags(t *testing.T) {
 // TestFixturesOverStdio runs the server in process with --fixtures conformance: the fixture
 // tools, resources and prompts answer next to the demonstration tools.
 func TestFixturesOverStdio(t *testing.T) {
+	t.Parallel()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
@@ -244,6 +313,7 @@ func serveInProcess(t *testing.T, args ...string) (exchange func(string) string,
 // other's requestState (what lets any of several processes take a client's retry); a key file
 // too short is refused at start.
 func TestRequestStateKeyFile(t *testing.T) {
+	t.Parallel()
 	key := filepath.Join(t.TempDir(), "key")
 	if err := os.WriteFile(key, bytes.Repeat([]byte("k"), 32), 0o600); err != nil {
 		t.Fatal(err)

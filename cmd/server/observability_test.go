@@ -108,6 +108,7 @@ func stringAttr(attrs []*commonpb.KeyValue, key string) string {
 // Prometheus metrics (the engine's collector and OpenTelemetry's, by OTEL_METRICS_EXPORTER) and
 // the profiles.
 func TestBinaryExportsToOTLP(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -214,6 +215,7 @@ func TestBinaryExportsToOTLP(t *testing.T) {
 // TestBinaryConsoleTracesOverStdio: over stdio the console exporter writes to stderr, and
 // stdout carries the protocol's messages only.
 func TestBinaryConsoleTracesOverStdio(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

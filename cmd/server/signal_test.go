@@ -23,6 +23,7 @@ import (
 // while the client reads nothing (the server must not wait forever for stdout). A stdout that
 // the client closes ends the server with exit 1.
 func TestBinaryShutdown(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -91,6 +92,7 @@ func TestBinaryShutdown(t *testing.T) {
 // here). The official TypeScript client probes a server with server/discover, closes stdin and
 // sends SIGTERM: an answered probe leaves nothing in flight, and the server exits at once.
 func TestBinaryEndOfInput(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

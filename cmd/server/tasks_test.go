@@ -46,6 +46,7 @@ func (s *binary) modern(id int, method, params string) taskCall {
 // file: the finished task is still readable with its result, and the one that was running is
 // failed with the "server restarted" error, not unknown.
 func TestBinaryTaskStoreSurvivesKill(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}

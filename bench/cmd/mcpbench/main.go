@@ -49,6 +49,7 @@ const usage = `mcpbench: load and cancellation benchmarks for any MCP server.
 
 Usage:
   mcpbench SCENARIO (--stdio "CMD ARGS" | --http URL) [flags]
+  mcpbench tools (--stdio "CMD ARGS" | --http URL)
   mcpbench report [--baseline NAME] [--json] [FILE ...]
 
 Scenarios:
@@ -59,6 +60,9 @@ Scenarios:
               server memory and threads before, loaded, after and settled
   mixed       echo load where -cancel-frac of the calls are short sleep calls
               cancelled mid-flight: completed calls/s, late responses, errors
+  cancel-cpu  -n CPU-bound calls in flight, then all cancelled: the server's
+              CPU after the cancellation against its idle CPU (did the work
+              stop?)
   errors      a battery of bad inputs (malformed JSON, batch, unknown method
               and tool, bad arguments, odd ids, an oversized message, the
               fail tool's modes) and the error path under load (fail calls)
@@ -66,10 +70,14 @@ Scenarios:
               over HTTP: server memory per client, time to open, idle CPU,
               and with --trigger the fan-out of a list change
 
-The server must offer the tools echo {text}, sleep {ms} and, for errors, fail
-{mode}. Results print as a table, or with --json as one JSON object per run;
-report reads such objects (files or stdin) and prints medians side by side.
-Run "mcpbench SCENARIO -h" for a scenario's flags.
+By default the scenarios call the demonstration tools echo {text}, sleep {ms},
+spin {ms} and, for errors, fail {mode}. Any other server is measured with its
+own tools: --tool NAME --args JSON names the quick call, --slow-tool and
+--slow-args the long call that is cancelled, --cpu-tool and --cpu-args the
+CPU-bound call; "mcpbench tools" lists a server's tools and prints a command
+line for each scenario. Results print as a table, or with --json as one JSON
+object per run; report reads such objects (files or stdin) and prints medians
+side by side. Run "mcpbench SCENARIO -h" for a scenario's flags.
 
 --era modern drives the server in MCP 2026-07-28: no initialize, the envelope
 in every request's _meta; over HTTP the modern headers, no session, and
@@ -88,6 +96,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return nil
 	case "report":
 		return runReport(args[1:], stdin, stdout, stderr)
+	case "tools":
+		return runTools(ctx, args[1:], stdout, stderr)
 	}
 	sc, ok := scenarios[args[0]]
 	if !ok {

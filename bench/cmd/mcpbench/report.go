@@ -33,8 +33,10 @@ throughput), the median of each metric for each target side by side, with
 the ratio baseline ÷ target. The "better" column says which direction is
 good for each metric. For the errors scenario it also prints each probe's
 most frequent outcome per target. Targets that do not serve an era show
-n/a. Then it compares each target's legacy and modern echo, and judges the
-performance targets of issue 13 for the baseline (as ours) against --versus
+n/a. Then it compares each target's legacy and modern echo, tabulates every
+target's cancellation behaviour (late responses and progress per cancel burst,
+the follow-up echo, memory, whether cancelled CPU-bound work stopped), and judges the
+performance targets for the baseline (as ours) against --versus
 and --floor, marking each met or missed. With --svg it also draws charts.
 
 Flags:
@@ -90,9 +92,9 @@ Flags:
 		}
 	}()
 	sum := report.Summarize(results, *baseline)
-	verdicts, eras := report.Evaluate(sum, names), report.Eras(sum)
+	verdicts, eras, cancels := report.Evaluate(sum, names), report.Eras(sum), report.Cancellation(sum)
 	if *md != "" {
-		if err := writeMarkdown(*md, verdicts, eras); err != nil {
+		if err := writeMarkdown(*md, verdicts, eras, cancels); err != nil {
 			return err
 		}
 	}
@@ -108,7 +110,7 @@ Flags:
 	}
 	if *asJSON {
 		j := report.ToJSON(sum)
-		j.Targets, j.Eras = verdicts, eras
+		j.Targets, j.Eras, j.Cancellation = verdicts, eras, cancels
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(j)
@@ -121,19 +123,31 @@ Flags:
 			return err
 		}
 	}
+	if len(cancels) > 0 {
+		if err := report.WriteCancellation(stdout, cancels); err != nil {
+			return err
+		}
+	}
 	if len(verdicts) > 0 {
 		return report.WriteTargets(stdout, verdicts)
 	}
 	return nil
 }
 
-func writeMarkdown(name string, verdicts []report.Verdict, eras []report.EraRow) error {
+func writeMarkdown(name string, verdicts []report.Verdict, eras []report.EraRow, cancels []report.CancelRow) error {
 	var b bytes.Buffer
+	if len(cancels) > 0 {
+		b.WriteString("## Cancellation: every target\n\n")
+		if err := report.WriteCancellationMarkdown(&b, cancels); err != nil {
+			return err
+		}
+		b.WriteString("\n")
+	}
 	b.WriteString("## Modern vs legacy: echo (legacy / modern)\n\n")
 	if err := report.WriteErasMarkdown(&b, eras); err != nil {
 		return err
 	}
-	b.WriteString("\n## Issue 13 targets\n\n")
+	b.WriteString("\n## Performance targets\n\n")
 	if err := report.WriteTargetsMarkdown(&b, verdicts); err != nil {
 		return err
 	}

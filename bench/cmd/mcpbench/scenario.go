@@ -45,6 +45,18 @@ var scenarios = map[string]scenarioSpec{
 			fs.Var(seconds{&cfg.LoadWait}, "load-wait", "wait with the calls in flight before the loaded memory sample")
 			fs.Var(seconds{&cfg.Timeout}, "timeout", "limit for each call (ping, echo)")
 			fs.Var(seconds{&cfg.Stall}, "stall", "sending the sleep calls or the cancellations fails once nothing could be sent for this long")
+			fs.IntVar(&cfg.ProgressEvery, "progress-every", cfg.ProgressEvery, "every k-th slow call asks for progress (a progressToken), so progress after the cancellation is counted (0: none)")
+		}},
+	"cancel-cpu": {"cancel-cpu", "N CPU-bound calls in flight, all cancelled: did the server stop the work? Its CPU after the cancellation against its idle CPU", scenario.CancelCPU,
+		func(fs *flag.FlagSet, cfg *scenario.Config) {
+			cfg.LoadWait, cfg.Window = time.Second, 2*time.Second
+			fs.IntVar(&cfg.CPUCalls, "n", cfg.CPUCalls, "CPU-bound calls to put in flight")
+			fs.Var(seconds{&cfg.Idle}, "idle", "how long the idle server's CPU is measured")
+			fs.Var(seconds{&cfg.LoadWait}, "load-wait", "wait with the calls in flight; the loaded CPU is measured over its second half")
+			fs.Var(seconds{&cfg.Window}, "window", "how long after the last cancellation the server's CPU is measured")
+			fs.IntVar(&cfg.Concurrency, "c", cfg.Concurrency, "HTTP: cancellation POSTs sent in parallel")
+			fs.Var(seconds{&cfg.Timeout}, "timeout", "limit for each call")
+			fs.Var(seconds{&cfg.Stall}, "stall", "sending the calls or the cancellations fails once nothing could be sent for this long")
 		}},
 	"mixed": {"mixed", "echo load with a fraction of short sleep calls cancelled mid-flight", scenario.Mixed,
 		func(fs *flag.FlagSet, cfg *scenario.Config) {
@@ -122,6 +134,8 @@ func runScenario(ctx context.Context, sc scenarioSpec, args []string, stdout, st
 	fs.BoolVar(&q, "q", false, "no progress line on stderr")
 	fs.Var(&hdrs, "header", `HTTP: extra request header "Name: value" (repeatable)`)
 	fs.Var(seconds{&connectTimeout}, "connect-timeout", "how long to keep retrying the handshake while an HTTP server starts")
+	var tools toolFlags
+	tools.register(fs)
 	fs.StringVar(&eraName, "era", eraName, "protocol era: legacy (initialize, sessions; MCP 2025-11-25) or modern (server/discover, the envelope in every request, no session; MCP 2026-07-28)")
 	sc.flags(fs, &cfg)
 	fs.Usage = func() {
@@ -145,6 +159,10 @@ func runScenario(ctx context.Context, sc scenarioSpec, args []string, stdout, st
 	era, err := client.ParseEra(eraName)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcpbench %s: --era: %v\n", sc.name, err)
+		return errUsage
+	}
+	if err := tools.apply(&cfg); err != nil {
+		fmt.Fprintf(stderr, "mcpbench %s: %v\n", sc.name, err)
 		return errUsage
 	}
 	if !q {

@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -62,7 +63,45 @@ type Options struct {
 	// refuse every modern tools/call with -32022 (unsupported protocol
 	// version).
 	RefuseModernCalls bool
+	// Foreign makes the fake a server without the demonstration tools: it
+	// offers reverse {message}, long_operation {duration (seconds), steps}
+	// and burn_cpu {millis} instead (see [ForeignTools]).
+	Foreign bool
+	// KeepSpinning makes the CPU-bound tool (spin, or burn_cpu) ignore
+	// cancellation and spin for its whole duration, like a handler that
+	// never looks at its context; its answer is dropped.
+	KeepSpinning bool
+	// ProgressEvery makes the sleep tool (or long_operation) send
+	// notifications/progress at this interval when the call has a
+	// progressToken, over stdio only; zero means never.
+	ProgressEvery time.Duration
+	// ProgressAfterCancel makes a cancelled sleep keep sending its progress
+	// notifications, against the spec, until its duration ends.
+	ProgressAfterCancel bool
+	// FailEvery makes every k-th call of the quick tool (echo, or reverse)
+	// fail, counted from the first: an isError result, then a JSON-RPC
+	// error (-31000, a refusal), in turn; zero means never.
+	FailEvery int
 }
+
+// DemoTools is the tools/list result of the fake with the demonstration
+// tools.
+const DemoTools = `[` +
+	`{"name":"echo","inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}},` +
+	`{"name":"sleep","description":"Waits ms milliseconds.","inputSchema":{"type":"object","properties":{"ms":{"type":"integer","minimum":0,"maximum":600000}},"required":["ms"]}},` +
+	`{"name":"spin","description":"Keeps a CPU busy for ms milliseconds.","inputSchema":{"type":"object","properties":{"ms":{"type":"integer","minimum":0,"maximum":600000}},"required":["ms"]}},` +
+	`{"name":"fail","inputSchema":{"type":"object","properties":{"mode":{"enum":["result","error","panic","bad-output","provider"]}},"required":["mode"]}}]`
+
+// ForeignTools is the tools/list result of the fake with Options.Foreign:
+// other names and argument shapes than the demonstration tools'. reverse
+// answers its message reversed (an isError result for an empty one),
+// long_operation runs for duration seconds, honouring cancellation, and
+// burn_cpu keeps a CPU busy for millis milliseconds.
+const ForeignTools = `[` +
+	`{"name":"reverse","description":"Reverses a message.","inputSchema":{"type":"object","properties":{"message":{"type":"string","minLength":1},"shout":{"type":"boolean"}},"required":["message"]}},` +
+	`{"name":"long_operation","description":"Runs a long operation with progress.","inputSchema":{"type":"object","properties":{"duration":{"type":"number","description":"how long, in seconds","maximum":3600},"steps":{"type":"integer","minimum":1,"default":5}},"required":["steps"]}},` +
+	`{"name":"burn_cpu","description":"Busy work.","inputSchema":{"type":"object","properties":{"millis":{"type":"integer","minimum":1}},"required":["millis"]}},` +
+	`{"name":"delete_everything","description":"A tool no benchmark should call.","inputSchema":{"type":"object","properties":{}}}]`
 
 // ModernVersion is the revision of the modern era.
 const ModernVersion = "2026-07-28"
@@ -81,6 +120,7 @@ type Server struct {
 	opts Options
 
 	mu          sync.Mutex
+	quick       int // calls of the quick tool, for FailEvery
 	received    []Request
 	released    int                 // held streams the client ended
 	disconnects int                 // calls ended because the client closed their stream
@@ -234,7 +274,7 @@ func (s *Server) handle(line []byte, h http.Header, httpModern bool, send func([
 		send(errorReply(m.ID, -32022, "Unsupported protocol version: "+version))
 		return m.ID
 	}
-	r := replier{id: m.ID, modern: modern}
+	r := replier{id: m.ID, modern: modern, stream: h == nil}
 	switch {
 	case m.Method == "server/discover" && modern:
 		v, _ := json.Marshal(s.versions())
@@ -247,6 +287,12 @@ func (s *Server) handle(line []byte, h http.Header, httpModern bool, send func([
 		send(errorReply(m.ID, -32022, "Unsupported protocol version: "+version))
 	case m.Method == "tools/call":
 		s.call(r, m.Params, send)
+	case m.Method == "tools/list":
+		list := DemoTools
+		if s.opts.Foreign {
+			list = ForeignTools
+		}
+		send(r.result(`{"tools":` + list + `}`))
 	default:
 		send(errorReply(m.ID, -32601, "method not found"))
 	}
@@ -257,6 +303,9 @@ func (s *Server) handle(line []byte, h http.Header, httpModern bool, send func([
 type replier struct {
 	id     json.RawMessage
 	modern bool
+	// stream is set over a stream (stdio), where the fake may send
+	// notifications besides the one reply.
+	stream bool
 }
 
 // result wraps a result object; a modern result gets resultType and the
@@ -278,8 +327,29 @@ func (s *Server) call(r replier, params json.RawMessage, send func([]byte)) {
 	var p struct {
 		Name      string         `json:"name"`
 		Arguments map[string]any `json:"arguments"`
+		Meta      struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
 	}
 	json.Unmarshal(params, &p)
+	if (p.Name == "echo" || p.Name == "reverse") && s.opts.FailEvery > 0 {
+		s.mu.Lock()
+		s.quick++
+		n := s.quick
+		s.mu.Unlock()
+		if n%s.opts.FailEvery == 0 {
+			if (n/s.opts.FailEvery)%2 == 1 {
+				send(r.tool("the quick tool failed on purpose", true))
+			} else {
+				send(errorReply(r.id, -31000, "server busy: too many calls in flight"))
+			}
+			return
+		}
+	}
+	if s.opts.Foreign {
+		s.foreignCall(r, p.Name, p.Arguments, p.Meta.ProgressToken, send)
+		return
+	}
 	switch p.Name {
 	case "echo":
 		text, ok := p.Arguments["text"].(string)
@@ -296,31 +366,145 @@ func (s *Server) call(r replier, params json.RawMessage, send func([]byte)) {
 		send(r.tool("boom: "+Marker, true)) // a leak, on purpose
 	case "sleep":
 		ms, _ := p.Arguments["ms"].(float64)
-		s.sleep(r, time.Duration(ms)*time.Millisecond, send)
+		s.sleep(r, time.Duration(ms)*time.Millisecond, p.Meta.ProgressToken, send)
+	case "spin":
+		ms, _ := p.Arguments["ms"].(float64)
+		s.spin(r, time.Duration(ms)*time.Millisecond, send)
 	default:
 		send(errorReply(r.id, -32602, "unknown tool"))
 	}
 }
 
-func (s *Server) sleep(r replier, d time.Duration, send func([]byte)) {
+func (s *Server) foreignCall(r replier, name string, args map[string]any, token json.RawMessage, send func([]byte)) {
+	switch name {
+	case "reverse":
+		msg, _ := args["message"].(string)
+		if msg == "" {
+			send(r.tool("message must be a non-empty string", true))
+			return
+		}
+		rs := []rune(msg)
+		slices.Reverse(rs)
+		send(r.tool(string(rs), false))
+	case "long_operation":
+		secs, ok := args["duration"].(float64)
+		if !ok {
+			secs = 10
+		}
+		s.sleep(r, time.Duration(secs*float64(time.Second)), token, send)
+	case "burn_cpu":
+		ms, _ := args["millis"].(float64)
+		s.spin(r, time.Duration(ms)*time.Millisecond, send)
+	default:
+		send(errorReply(r.id, -32602, "unknown tool"))
+	}
+}
+
+// spin keeps a CPU busy for d, checking for cancellation after every slice
+// of work unless Options.KeepSpinning.
+func (s *Server) spin(r replier, d time.Duration, send func([]byte)) {
+	ctx, sl, key, early := s.track(r, send)
+	if early {
+		return
+	}
+	s.wg.Add(1)
+	// Owned by the server: ends after d, on cancellation (unless
+	// KeepSpinning), or on Close, which waits on wg.
+	go func() {
+		defer s.wg.Done()
+		end := time.Now().Add(d)
+		x := uint64(1)
+		for time.Now().Before(end) {
+			for range 20000 {
+				x = x*6364136223846793005 + 1442695040888963407
+			}
+			if s.ctx.Err() != nil || !s.opts.KeepSpinning && ctx.Err() != nil {
+				return
+			}
+		}
+		spun.Add(x & 1)
+		s.finish(r, sl, key, "spun")
+	}()
+}
+
+// spun keeps the spin loop's result alive, so the compiler keeps the loop.
+var spun atomic.Uint64
+
+// track registers a call in flight, cancellable by its id; early reports
+// that its cancellation arrived first (it is then over).
+func (s *Server) track(r replier, send func([]byte)) (ctx context.Context, sl *sleeper, key string, early bool) {
 	ctx, cancel := context.WithCancel(s.ctx)
-	sl := &sleeper{cancel: cancel, answer: send}
-	key := string(r.id)
+	sl = &sleeper{cancel: cancel, answer: send}
+	key = string(r.id)
 	s.mu.Lock()
 	s.inflight[key] = sl
-	early := s.early[key]
+	early = s.early[key]
 	delete(s.early, key)
 	s.mu.Unlock()
 	if early {
 		s.cancelCall(key)
+	}
+	return ctx, sl, key, early
+}
+
+// finish answers a call in flight with text, unless it was cancelled or
+// answered meanwhile.
+func (s *Server) finish(r replier, sl *sleeper, key, text string) {
+	s.mu.Lock()
+	answer := sl.answer
+	sl.answer = nil
+	if s.inflight[key] == sl {
+		delete(s.inflight, key)
+	}
+	s.mu.Unlock()
+	sl.cancel()
+	if answer != nil {
+		answer(r.tool(text, false))
+	}
+}
+
+func (s *Server) sleep(r replier, d time.Duration, token json.RawMessage, send func([]byte)) {
+	ctx, sl, key, early := s.track(r, send)
+	if early {
 		return
+	}
+	// Progress goes straight to the stream (over HTTP a POST carries one
+	// reply, so the fake sends none there).
+	if s.opts.ProgressEvery > 0 && len(token) > 0 && r.stream {
+		s.wg.Add(1)
+		// Owned by the server: ends with the call (or, with
+		// ProgressAfterCancel, after d), or on Close.
+		go func() {
+			defer s.wg.Done()
+			tick := time.NewTicker(s.opts.ProgressEvery)
+			defer tick.Stop()
+			end := time.NewTimer(d)
+			defer end.Stop()
+			done := ctx.Done()
+			for n := 1; ; n++ {
+				select {
+				case <-tick.C:
+					s.mu.Lock()
+					if ctx.Err() == nil || s.opts.ProgressAfterCancel {
+						send([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":` + string(token) + `,"progress":` + strconv.Itoa(n) + `}}`))
+					}
+					s.mu.Unlock()
+				case <-done:
+					if !s.opts.ProgressAfterCancel || s.ctx.Err() != nil {
+						return
+					}
+					done = s.ctx.Done()
+				case <-end.C:
+					return
+				}
+			}
+		}()
 	}
 	s.wg.Add(1)
 	// Owned by the server: ends after d, on cancellation, or on Close,
 	// which waits on wg.
 	go func() {
 		defer s.wg.Done()
-		defer cancel()
 		t := time.NewTimer(d)
 		defer t.Stop()
 		select {
@@ -328,14 +512,7 @@ func (s *Server) sleep(r replier, d time.Duration, send func([]byte)) {
 		case <-ctx.Done():
 			return
 		}
-		s.mu.Lock()
-		answer := sl.answer
-		sl.answer = nil
-		delete(s.inflight, key)
-		s.mu.Unlock()
-		if answer != nil {
-			answer(r.tool("slept", false))
-		}
+		s.finish(r, sl, key, "slept")
 	}()
 }
 
@@ -350,6 +527,9 @@ func (s *Server) cancelCall(key string) {
 	if sl != nil {
 		answer = sl.answer
 		sl.answer = nil
+		// Under s.mu, so that no progress of the call is sent once the
+		// cancellation has been taken (see sleep).
+		sl.cancel()
 	} else {
 		s.early[key] = true
 	}
@@ -357,7 +537,6 @@ func (s *Server) cancelCall(key string) {
 	if sl == nil {
 		return
 	}
-	sl.cancel()
 	if answer != nil && s.opts.AnswerCancelled {
 		answer(replier{id: json.RawMessage(key)}.tool("cancelled", true))
 	} else if answer != nil {

@@ -1,4 +1,4 @@
-// Command gosdk serves the demonstration tool set (echo, greet, sleep, fail)
+// Command gosdk serves the demonstration tool set (echo, greet, sleep, spin, fail)
 // with github.com/modelcontextprotocol/go-sdk, written the way that SDK's
 // documentation and examples teach: typed handlers registered with
 // [mcp.AddTool], schemas inferred from Go types and refined where the
@@ -46,6 +46,9 @@ type (
 	}
 	sleepIn struct {
 		Ms int `json:"ms" jsonschema:"milliseconds to sleep"`
+	}
+	spinIn struct {
+		Ms int `json:"ms" jsonschema:"milliseconds to keep a CPU busy"`
 	}
 	failIn struct {
 		Mode string `json:"mode"`
@@ -111,6 +114,14 @@ func newServer(recoverPanics bool) (*mcp.Server, error) {
 	sleepSchema.Properties["ms"].Minimum = jsonschema.Ptr(0.0)
 	sleepSchema.Properties["ms"].Maximum = jsonschema.Ptr(float64(demo.MaxSleepMs))
 	mcp.AddTool(server, &mcp.Tool{Name: "sleep", Description: "Waits ms milliseconds.", InputSchema: sleepSchema}, sleep)
+
+	spinSchema, err := jsonschema.For[spinIn](nil)
+	if err != nil {
+		return nil, err
+	}
+	spinSchema.Properties["ms"].Minimum = jsonschema.Ptr(0.0)
+	spinSchema.Properties["ms"].Maximum = jsonschema.Ptr(float64(demo.MaxSleepMs))
+	mcp.AddTool(server, &mcp.Tool{Name: "spin", Description: "Keeps a CPU busy for ms milliseconds.", InputSchema: spinSchema}, spin)
 
 	failSchema, err := jsonschema.For[failIn](nil)
 	if err != nil {
@@ -181,6 +192,13 @@ func sleep(ctx context.Context, req *mcp.CallToolRequest, in sleepIn) (*mcp.Call
 			})
 		}
 	}
+}
+
+func spin(ctx context.Context, _ *mcp.CallToolRequest, in spinIn) (*mcp.CallToolResult, any, error) {
+	if err := demo.Spin(ctx, time.Duration(in.Ms)*time.Millisecond); err != nil {
+		return nil, nil, err
+	}
+	return &mcp.CallToolResult{Content: text(demo.SpunText)}, nil, nil
 }
 
 func fail(ctx context.Context, _ *mcp.CallToolRequest, in failIn) (*mcp.CallToolResult, any, error) {

@@ -56,6 +56,9 @@ func TestTools(t *testing.T) {
 	if text(r) != "Hello, Ann!" || string(sc) != `{"greeting":"Hello, Ann!"}` {
 		t.Errorf("greet = %q, %s", text(r), sc)
 	}
+	if r := call("spin", map[string]any{"ms": 1}); text(r) != demo.SpunText {
+		t.Errorf("spin = %q", text(r))
+	}
 	if r := call("sleep", map[string]any{"ms": 1}); text(r) != demo.SleptText {
 		t.Errorf("sleep = %q", text(r))
 	}

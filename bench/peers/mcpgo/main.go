@@ -1,4 +1,4 @@
-// Command mcpgo serves the demonstration tool set (echo, greet, sleep, fail)
+// Command mcpgo serves the demonstration tool set (echo, greet, sleep, spin, fail)
 // with github.com/mark3labs/mcp-go, written the way that SDK's README and
 // examples teach: tools built with mcp.NewTool and property options, plain
 // handlers that read arguments with the request's Require* helpers.
@@ -93,6 +93,10 @@ func newServer(validate bool) *server.MCPServer {
 		mcp.WithDescription("Waits ms milliseconds."),
 		mcp.WithInteger("ms", mcp.Required(), mcp.Min(0), mcp.Max(demo.MaxSleepMs)),
 	), sleep)
+	s.AddTool(mcp.NewTool("spin",
+		mcp.WithDescription("Keeps a CPU busy for ms milliseconds."),
+		mcp.WithInteger("ms", mcp.Required(), mcp.Min(0), mcp.Max(demo.MaxSleepMs)),
+	), spin)
 	s.AddTool(mcp.NewTool("fail",
 		mcp.WithDescription("Fails in the chosen way."),
 		mcp.WithString("mode", mcp.Required(), mcp.Enum(demo.Modes...)),
@@ -116,6 +120,17 @@ func greet(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, err
 	}
 	g := demo.Greeting(name)
 	return mcp.NewToolResultStructured(greetOut{Greeting: g}, g), nil
+}
+
+func spin(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	ms, err := req.RequireInt("ms")
+	if err != nil {
+		return mcp.NewToolResultError(err.Error()), nil
+	}
+	if err := demo.Spin(ctx, time.Duration(ms)*time.Millisecond); err != nil {
+		return nil, err
+	}
+	return mcp.NewToolResultText(demo.SpunText), nil
 }
 
 func sleep(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -1,4 +1,4 @@
-// Command stdlib serves the demonstration tool set (echo, greet, sleep, fail)
+// Command stdlib serves the demonstration tool set (echo, greet, sleep, spin, fail)
 // with the Go standard library alone: no MCP SDK, no schema validation, no
 // actors. Newline-delimited JSON-RPC over stdio, and a plain net/http handler
 // for Streamable HTTP. It is the floor the other servers are measured

@@ -296,6 +296,7 @@ var tools = map[string]func(context.Context, toolCall) (toolResult, error){
 	"echo":  echo,
 	"greet": greet,
 	"sleep": sleep,
+	"spin":  spin,
 	"fail":  fail,
 }
 
@@ -304,6 +305,7 @@ var toolList = json.RawMessage(`[` +
 	`{"name":"echo","description":"Returns its text.","inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}},` +
 	`{"name":"greet","description":"Greets someone by name.","inputSchema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]},"outputSchema":{"type":"object","properties":{"greeting":{"type":"string"}},"required":["greeting"]}},` +
 	`{"name":"sleep","description":"Waits ms milliseconds.","inputSchema":{"type":"object","properties":{"ms":{"type":"integer","minimum":0,"maximum":600000}},"required":["ms"]}},` +
+	`{"name":"spin","description":"Keeps a CPU busy for ms milliseconds.","inputSchema":{"type":"object","properties":{"ms":{"type":"integer","minimum":0,"maximum":600000}},"required":["ms"]}},` +
 	`{"name":"fail","description":"Fails in the chosen way.","inputSchema":{"type":"object","properties":{"mode":{"type":"string","enum":["result","error","panic","bad-output","provider"]}},"required":["mode"]},"outputSchema":` + demo.FailOutputSchema + `}` +
 	`]`)
 
@@ -359,6 +361,23 @@ func sleep(ctx context.Context, c toolCall) (toolResult, error) {
 			c.notify(b)
 		}
 	}
+}
+
+func spin(ctx context.Context, c toolCall) (toolResult, error) {
+	var (
+		ms  int64
+		err error
+	)
+	if c.args.Ms != nil {
+		ms, err = c.args.Ms.Int64()
+	}
+	if err != nil || c.args.Ms == nil || ms < 0 || ms > demo.MaxSleepMs {
+		return text(fmt.Sprintf("invalid arguments: ms must be an integer from 0 to %d", demo.MaxSleepMs), true), nil
+	}
+	if err := demo.Spin(ctx, time.Duration(ms)*time.Millisecond); err != nil {
+		return toolResult{}, err
+	}
+	return text(demo.SpunText, false), nil
 }
 
 func fail(ctx context.Context, c toolCall) (toolResult, error) {

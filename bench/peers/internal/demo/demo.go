@@ -1,5 +1,6 @@
 // Package demo holds what the peer servers share: the demonstration tool
-// contract (names, limits, public and private texts) and the process plumbing
+// contract (names, limits, public and private texts, the spin tool's CPU
+// loop) and the process plumbing
 // every peer needs (flags, signal handling, the HTTP listener).
 //
 // The tools' behaviour itself lives in each peer's main package, written with
@@ -17,6 +18,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -30,6 +32,7 @@ const (
 	PublicFailure = "public failure message"
 	MaxSleepMs    = 600000
 	SleptText     = "slept"
+	SpunText      = "spun"
 	EndpointPath  = "/mcp"
 )
 
@@ -54,6 +57,27 @@ const FailOutputSchema = `{"type":"object","properties":{"value":{"type":"number
 func Provider(_ context.Context) error {
 	return fmt.Errorf("credentials provider unreachable at 10.0.0.7:5432: %s", Marker)
 }
+
+// Spin keeps a CPU busy for d, as the spin tool does, and returns ctx's
+// error as soon as ctx is done: it looks at ctx between slices of work of
+// about 50 µs, the way a CPU-bound Go handler honours cancellation.
+func Spin(ctx context.Context, d time.Duration) error {
+	end := time.Now().Add(d)
+	x := uint64(1)
+	for time.Now().Before(end) {
+		for range 10000 {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	spun.Add(x & 1)
+	return nil
+}
+
+// spun keeps Spin's result alive, so that the compiler keeps its loop.
+var spun atomic.Uint64
 
 // Greeting is the greet tool's text.
 func Greeting(name string) string { return "Hello, " + name + "!" }

@@ -2,11 +2,13 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestServeHTTPStopsWithContext(t *testing.T) {
@@ -84,4 +86,24 @@ func TestStartPprof(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop()
+}
+
+// TestSpin: the CPU loop runs its time, and stops as soon as its context
+// is done.
+func TestSpin(t *testing.T) {
+	if err := Spin(context.Background(), 20*time.Millisecond); err != nil {
+		t.Errorf("Spin = %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Spin(ctx, time.Hour) }()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Spin = %v, want context.Canceled", err)
+		}
+	case <-time.After(20 * time.Second): // a watchdog, not a timing assertion
+		t.Fatal("Spin ignored its cancelled context")
+	}
 }

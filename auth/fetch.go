@@ -1,0 +1,208 @@
+package auth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultFetchTimeout bounds each HTTP request to the authorization server (metadata, JWKS,
+// introspection) when the configuration's FetchTimeout is zero.
+const DefaultFetchTimeout = 5 * time.Second
+
+// maxDocument bounds the body of a metadata document, a JWK Set or an introspection answer.
+const maxDocument = 1 << 20
+
+// StatusError is the error of an answer from the authorization server whose HTTP status is not
+// the one expected (a metadata document or JWK Set not found, an introspection endpoint
+// answering 5xx or refusing the server's credentials). It is an unexpected failure (503), never
+// a rejection: the provider did not say anything about the token.
+type StatusError struct {
+	URL    string // the URL requested, without query
+	Status int    // the HTTP status of the answer
+}
+
+// Error returns "auth: <URL> answered <status> <text>".
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("auth: %s answered %d %s", e.URL, e.Status, http.StatusText(e.Status))
+}
+
+// doJSON sends req with timeout and decodes a 200 answer's JSON body, of at most maxDocument
+// bytes, into v.
+func doJSON(ctx context.Context, client *http.Client, timeout time.Duration, req *http.Request, v any) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req = req.WithContext(ctx)
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("auth: %s %s: %w", req.Method, redact(req.URL), err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDocument))
+		return &StatusError{URL: redact(req.URL), Status: resp.StatusCode}
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDocument+1))
+	if err != nil {
+		return fmt.Errorf("auth: reading %s: %w", redact(req.URL), err)
+	}
+	if len(body) > maxDocument {
+		return fmt.Errorf("auth: %s: answer larger than %d bytes", redact(req.URL), maxDocument)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("auth: %s: not a JSON document: %w", redact(req.URL), err)
+	}
+	return nil
+}
+
+// redact returns u without its query, user information and fragment, for error texts.
+func redact(u *url.URL) string {
+	c := *u
+	c.User, c.RawQuery, c.Fragment = nil, "", ""
+	return c.String()
+}
+
+// checkURL checks that s is an absolute http or https URL without fragment.
+func checkURL(what, s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("auth: %s %q: %w", what, s, err)
+	}
+	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Fragment != "" {
+		return nil, fmt.Errorf("auth: %s %q: want an absolute http or https URL without fragment", what, s)
+	}
+	return u, nil
+}
+
+// metadataURLs returns the locations of the authorization server metadata of issuer, in the
+// order MCP clients try them: RFC 8414 with the well-known part inserted after the host, OpenID
+// Connect Discovery inserted the same way, then OpenID Connect Discovery appended to a
+// path-bearing issuer.
+func metadataURLs(issuer *url.URL) []string {
+	path := strings.TrimSuffix(issuer.EscapedPath(), "/")
+	base := issuer.Scheme + "://" + issuer.Host
+	urls := []string{
+		base + "/.well-known/oauth-authorization-server" + path,
+		base + "/.well-known/openid-configuration" + path,
+	}
+	if path != "" {
+		urls = append(urls, base+path+"/.well-known/openid-configuration")
+	}
+	return urls
+}
+
+// serverMetadata is what the verifiers read of an authorization server's metadata.
+type serverMetadata struct {
+	Issuer                string `json:"issuer"`
+	JWKSURI               string `json:"jwks_uri"`
+	IntrospectionEndpoint string `json:"introspection_endpoint"`
+}
+
+// discover fetches issuer's metadata, trying each location of [metadataURLs] until one exists
+// (404 and other 4xx move on to the next; a failure to reach the server, a 5xx or a malformed
+// document ends the search). The document's issuer must be the configured one, character for
+// character (RFC 8414 §3.3).
+func discover(ctx context.Context, client *http.Client, timeout time.Duration, issuer string) (*serverMetadata, error) {
+	u, err := checkURL("issuer", issuer)
+	if err != nil {
+		return nil, err
+	}
+	var last error
+	for _, loc := range metadataURLs(u) {
+		req, err := http.NewRequest(http.MethodGet, loc, nil)
+		if err != nil {
+			return nil, fmt.Errorf("auth: metadata of %s: %w", issuer, err)
+		}
+		var md serverMetadata
+		err = doJSON(ctx, client, timeout, req, &md)
+		var se *StatusError
+		if errors.As(err, &se) && se.Status >= 400 && se.Status < 500 {
+			last = err
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if md.Issuer != issuer {
+			return nil, fmt.Errorf("auth: %s names the issuer %q, not %q", loc, md.Issuer, issuer)
+		}
+		return &md, nil
+	}
+	return nil, fmt.Errorf("auth: no authorization server metadata for %s: %w", issuer, last)
+}
+
+// flight is one fetch in progress, which the requests that need its result wait for.
+type flight struct {
+	done chan struct{}
+	// abandoned: the request running it went away before it ended, so it decided nothing and
+	// a waiting request must start its own.
+	abandoned bool
+	err       error
+}
+
+// flights runs at most one fetch per key at a time: the first request that needs one runs it
+// on its own goroutine, the others wait for its result or for their own context to end.
+// (golang.org/x/sync/singleflight lets a waiter neither give up when its context ends nor take
+// over a fetch its starter abandoned.)
+type flights[K comparable] struct {
+	mu sync.Mutex
+	m  map[K]*flight
+}
+
+// errInFlight: a fetch is already in progress and the caller chose not to wait for it.
+var errInFlight = errors.New("auth: a fetch is in progress")
+
+// do runs fetch for key, or waits for the run already in progress and returns its error.
+// fetch's context is ctx: when ctx ends during it, the run is abandoned and a waiter runs
+// fetch again.
+func (g *flights[K]) do(ctx context.Context, key K, fetch func(context.Context) error) error {
+	return g.run(ctx, key, true, fetch)
+}
+
+// try is do, except that it returns errInFlight at once when a run is in progress.
+func (g *flights[K]) try(ctx context.Context, key K, fetch func(context.Context) error) error {
+	return g.run(ctx, key, false, fetch)
+}
+
+func (g *flights[K]) run(ctx context.Context, key K, wait bool, fetch func(context.Context) error) error {
+	for {
+		g.mu.Lock()
+		if f, ok := g.m[key]; ok {
+			g.mu.Unlock()
+			if !wait {
+				return errInFlight
+			}
+			select {
+			case <-f.done:
+				if f.abandoned {
+					continue
+				}
+				return f.err
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if g.m == nil {
+			g.m = make(map[K]*flight)
+		}
+		f := &flight{done: make(chan struct{})}
+		g.m[key] = f
+		g.mu.Unlock()
+
+		f.err = fetch(ctx)
+		f.abandoned = f.err != nil && ctx.Err() != nil
+		g.mu.Lock()
+		delete(g.m, key)
+		g.mu.Unlock()
+		close(f.done)
+		return f.err
+	}
+}

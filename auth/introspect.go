@@ -1,0 +1,346 @@
+package auth
+
+import (
+	"container/list"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolgrain/toolgrain/streamable"
+	"github.com/toolgrain/toolgrain/tools"
+)
+
+// Defaults of [IntrospectionConfig].
+const (
+	// DefaultCacheSize bounds the answers an [IntrospectionVerifier] keeps when
+	// [IntrospectionConfig].CacheSize is 0.
+	DefaultCacheSize = 10000
+	// DefaultCacheTTL is how long an answer is kept when [IntrospectionConfig].CacheTTL is 0.
+	DefaultCacheTTL = time.Minute
+)
+
+// IntrospectionConfig configures an [IntrospectionVerifier]. URL, ClientID and ClientSecret
+// are required.
+type IntrospectionConfig struct {
+	// URL is the authorization server's introspection endpoint (RFC 7662), its metadata's
+	// introspection_endpoint.
+	URL string
+
+	// ClientID and ClientSecret are this server's credentials at the authorization server,
+	// sent with each introspection request by HTTP Basic authentication (client_secret_basic).
+	ClientID     string
+	ClientSecret string
+
+	// Issuer, when set, must be the iss of an answer that has one. Empty means iss is not
+	// checked.
+	Issuer string
+
+	// Audience is the resource the tokens must have been issued for: the answer's aud (a string
+	// or an array) must contain it, and an answer without aud is a rejection. Empty means the
+	// endpoint's resource URI of each request ([streamable.ResourceFromContext]), as for
+	// [JWTConfig].Audience.
+	Audience string
+
+	// CacheSize bounds the answers kept (the least recently used goes first); each is keyed
+	// by the SHA-256 of its token, never the token itself. 0 means DefaultCacheSize; negative
+	// means none is kept: every request asks the server.
+	CacheSize int
+
+	// CacheTTL is how long an answer is kept, and never past the token's exp: a token revoked
+	// at the authorization server is still accepted for up to this long. Answers saying a
+	// token is not active are kept as long, so a token repeated in a flood costs one request.
+	// 0 means DefaultCacheTTL.
+	CacheTTL time.Duration
+
+	// HTTPClient sends the introspection requests. Nil means a client of its own with
+	// net/http's default transport; either way each request is bounded by FetchTimeout.
+	HTTPClient *http.Client
+
+	// FetchTimeout bounds each introspection request. 0 means DefaultFetchTimeout.
+	FetchTimeout time.Duration
+
+	// Now returns the current time. Nil means time.Now.
+	Now func() time.Time
+}
+
+// IntrospectionVerifier verifies opaque access tokens by asking the authorization server
+// (token introspection, RFC 7662) and caches the answers. It is a [streamable.TokenVerifier]
+// (toolgrain.TokenVerifier); its methods are safe for concurrent use.
+//
+// A token is accepted when the server says it is active (a 400 answer, a refusal to
+// introspect the token, says it is not), and the answer says it is valid here
+// and now: token_type (when present) is Bearer or access_token, iss (when present and Issuer is
+// set) is the issuer, aud contains the audience, exp (when present) is not past, nbf (when
+// present) is not in the future, and it names a sub or a client_id. Otherwise VerifyToken
+// returns an error wrapping [streamable.ErrInvalidToken] that says why (the client gets 401).
+//
+// An introspection endpoint that cannot be reached, is slow, answers anything but 200 with a
+// JSON object or 400 (a 401 for this server's credentials included) makes VerifyToken fail
+// with that error, which is not a rejection (the client gets 503 and the error reaches OnError), unless
+// the cache holds an answer for the token. Concurrent verifications of one token share one
+// request.
+type IntrospectionVerifier struct {
+	cfg    IntrospectionConfig
+	auth   string // the Authorization header of the requests
+	now    func() time.Time
+	cache  *answerCache // nil: no cache
+	flight flights[[sha256.Size]byte]
+}
+
+var _ streamable.TokenVerifier = (*IntrospectionVerifier)(nil)
+
+// NewIntrospectionVerifier returns the verifier configured by cfg. It checks the configuration
+// only (no network I/O).
+func NewIntrospectionVerifier(cfg IntrospectionConfig) (*IntrospectionVerifier, error) {
+	if cfg.URL == "" {
+		return nil, errors.New("auth: IntrospectionConfig.URL is empty")
+	}
+	if _, err := checkURL("introspection endpoint", cfg.URL); err != nil {
+		return nil, err
+	}
+	if cfg.ClientID == "" || cfg.ClientSecret == "" {
+		return nil, errors.New("auth: IntrospectionConfig needs ClientID and ClientSecret")
+	}
+	v := &IntrospectionVerifier{cfg: cfg, now: cfg.Now}
+	if v.now == nil {
+		v.now = time.Now
+	}
+	if v.cfg.HTTPClient == nil {
+		v.cfg.HTTPClient = &http.Client{}
+	}
+	if v.cfg.FetchTimeout <= 0 {
+		v.cfg.FetchTimeout = DefaultFetchTimeout
+	}
+	if v.cfg.CacheTTL <= 0 {
+		v.cfg.CacheTTL = DefaultCacheTTL
+	}
+	switch {
+	case v.cfg.CacheSize == 0:
+		v.cache = newAnswerCache(DefaultCacheSize)
+	case v.cfg.CacheSize > 0:
+		v.cache = newAnswerCache(v.cfg.CacheSize)
+	}
+	// RFC 6749 §2.3.1: the client id and secret are form-encoded before Basic encoding.
+	req, _ := http.NewRequest(http.MethodPost, cfg.URL, nil)
+	req.SetBasicAuth(url.QueryEscape(cfg.ClientID), url.QueryEscape(cfg.ClientSecret))
+	v.auth = req.Header.Get("Authorization")
+	return v, nil
+}
+
+// Introspection is the authorization server's answer about an active token, the Extra of its
+// identity. It must not be modified: cached answers are shared.
+type Introspection struct {
+	Active    bool     `json:"active"`
+	Scope     string   `json:"scope,omitempty"`
+	ClientID  string   `json:"client_id,omitempty"`
+	Username  string   `json:"username,omitempty"`
+	TokenType string   `json:"token_type,omitempty"`
+	Exp       int64    `json:"exp,omitempty"`
+	Iat       int64    `json:"iat,omitempty"`
+	Nbf       int64    `json:"nbf,omitempty"`
+	Sub       string   `json:"sub,omitempty"`
+	Aud       audience `json:"aud,omitempty"`
+	Iss       string   `json:"iss,omitempty"`
+	Jti       string   `json:"jti,omitempty"`
+	// Raw is the whole answer, members the fields above leave out included.
+	Raw json.RawMessage `json:"-"`
+}
+
+// MarshalJSON returns Raw, so that the answer crosses a cluster as the server gave it.
+func (in *Introspection) MarshalJSON() ([]byte, error) {
+	if len(in.Raw) == 0 {
+		return []byte("{}"), nil
+	}
+	return in.Raw, nil
+}
+
+// audience is an aud member: a string or an array of strings.
+type audience []string
+
+func (a *audience) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*a = audience{s}
+		return nil
+	}
+	return json.Unmarshal(b, (*[]string)(a))
+}
+
+// answer is a cached introspection: the server's answer and the identity it stands for (nil
+// when the token is not active).
+type answer struct {
+	in      *Introspection
+	id      *tools.Identity
+	expires time.Time
+}
+
+// VerifyToken verifies token and returns its identity: Subject is sub (else client_id), Scopes
+// come from scope, and Extra is the server's [*Introspection]. See [IntrospectionVerifier] for
+// what is a rejection and what is a failure.
+func (v *IntrospectionVerifier) VerifyToken(ctx context.Context, token string) (*tools.Identity, error) {
+	key := sha256.Sum256([]byte(token))
+	a := v.cache.get(key, v.now())
+	if a == nil && v.cache != nil {
+		var mine *answer // set when this request ran the introspection
+		err := v.flight.do(ctx, key, func(ctx context.Context) error {
+			var err error
+			if mine, err = v.introspect(ctx, token); err == nil {
+				v.cache.put(key, mine)
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		if a = mine; a == nil {
+			a = v.cache.get(key, v.now()) // nil if already evicted: asked again below
+		}
+	}
+	if a == nil {
+		var err error
+		if a, err = v.introspect(ctx, token); err != nil {
+			return nil, err
+		}
+	}
+	return v.decide(ctx, a)
+}
+
+// introspect asks the server about token.
+func (v *IntrospectionVerifier) introspect(ctx context.Context, token string) (*answer, error) {
+	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
+	req, err := http.NewRequest(http.MethodPost, v.cfg.URL, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, fmt.Errorf("auth: introspection: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", v.auth)
+	var raw jsonRaw
+	err = doJSON(ctx, v.cfg.HTTPClient, v.cfg.FetchTimeout, req, &raw)
+	var se *StatusError
+	if errors.As(err, &se) && se.Status == http.StatusBadRequest {
+		// The request is well formed, so the server refused it for the token's sake (some
+		// refuse to introspect a JWT, for one): it does not say the token is active.
+		return &answer{in: &Introspection{}, expires: v.now().Add(v.cfg.CacheTTL)}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	in := &Introspection{Raw: json.RawMessage(raw)}
+	if err := json.Unmarshal(raw, in); err != nil {
+		return nil, fmt.Errorf("auth: introspection answer of %s: %w", redact(req.URL), err)
+	}
+	now := v.now()
+	a := &answer{in: in, expires: now.Add(v.cfg.CacheTTL)}
+	if in.Exp > 0 {
+		if exp := time.Unix(in.Exp, 0); exp.Before(a.expires) {
+			a.expires = exp
+		}
+	}
+	if in.Active {
+		sub := in.Sub
+		if sub == "" {
+			sub = in.ClientID
+		}
+		a.id = &tools.Identity{Subject: sub, Scopes: strings.Fields(in.Scope), Extra: in}
+	}
+	return a, nil
+}
+
+// decide applies the rules of [IntrospectionVerifier] to an answer.
+func (v *IntrospectionVerifier) decide(ctx context.Context, a *answer) (*tools.Identity, error) {
+	in, now := a.in, v.now()
+	reject := func(format string, args ...any) (*tools.Identity, error) {
+		return nil, fmt.Errorf("%w: "+format, append([]any{streamable.ErrInvalidToken}, args...)...)
+	}
+	switch tt := strings.ToLower(in.TokenType); {
+	case !in.Active:
+		return reject("not active")
+	case tt != "" && tt != "bearer" && tt != "access_token":
+		return reject("token_type %q", in.TokenType)
+	case v.cfg.Issuer != "" && in.Iss != "" && in.Iss != v.cfg.Issuer:
+		return reject("issued by %q", in.Iss)
+	case in.Exp > 0 && !now.Before(time.Unix(in.Exp, 0)):
+		return reject("expired")
+	case in.Nbf > 0 && now.Before(time.Unix(in.Nbf, 0)):
+		return reject("not yet valid")
+	case a.id.Subject == "":
+		return reject("neither sub nor client_id")
+	}
+	aud := v.cfg.Audience
+	if aud == "" {
+		aud = streamable.ResourceFromContext(ctx)
+	}
+	if !audienceHas(in.Aud, aud) {
+		return reject("issued for %q, not %q", []string(in.Aud), aud)
+	}
+	return a.id, nil
+}
+
+// answerCache keeps at most max answers, the least recently used going first, each until its
+// expiry. A nil *answerCache keeps nothing.
+type answerCache struct {
+	mu  sync.Mutex
+	max int
+	m   map[[sha256.Size]byte]*list.Element
+	lru list.List // of *cached, most recently used first
+}
+
+type cached struct {
+	key [sha256.Size]byte
+	a   *answer
+}
+
+func newAnswerCache(max int) *answerCache {
+	return &answerCache{max: max, m: make(map[[sha256.Size]byte]*list.Element)}
+}
+
+// get returns the unexpired answer under key, or nil.
+func (c *answerCache) get(key [sha256.Size]byte, now time.Time) *answer {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	if !ok {
+		return nil
+	}
+	ent := e.Value.(*cached)
+	if !now.Before(ent.a.expires) {
+		c.lru.Remove(e)
+		delete(c.m, key)
+		return nil
+	}
+	c.lru.MoveToFront(e)
+	return ent.a
+}
+
+// put enters a under key, dropping the least recently used answer when full.
+func (c *answerCache) put(key [sha256.Size]byte, a *answer) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[key]; ok {
+		e.Value.(*cached).a = a
+		c.lru.MoveToFront(e)
+		return
+	}
+	if c.lru.Len() >= c.max {
+		last := c.lru.Back()
+		c.lru.Remove(last)
+		delete(c.m, last.Value.(*cached).key)
+	}
+	c.m[key] = c.lru.PushFront(&cached{key: key, a: a})
+}

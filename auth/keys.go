@@ -1,0 +1,130 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/MicahParks/keyfunc/v3"
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// keySet is one JWK Set as fetched from the issuer.
+type keySet struct {
+	kf      keyfunc.Keyfunc
+	fetched time.Time
+	// keyfunc is the verifier's key lookup in this set, made once per set rather than per
+	// token.
+	keyfunc jwt.Keyfunc
+}
+
+// errRateLimited: a fetch was wanted sooner than the minimum interval after the last one.
+var errRateLimited = errors.New("auth: JWK Set fetched too recently")
+
+// keyCache holds the issuer's current JWK Set and fetches it again when asked to, at most once
+// per minInterval, lazily: on the goroutine of the request that needs it.
+type keyCache struct {
+	issuer      string // for discovery; "" when jwksURL is configured
+	client      *http.Client
+	timeout     time.Duration
+	minInterval time.Duration
+	now         func() time.Time
+	bind        func(*keySet) jwt.Keyfunc // makes a fetched set's keyfunc
+
+	keys   atomic.Pointer[keySet] // nil until the first successful fetch
+	flight flights[struct{}]
+
+	mu          sync.Mutex
+	jwksURL     string // configured or discovered; "" until discovered
+	lastAttempt time.Time
+	lastErr     error // the last attempt's failure; nil after a success
+}
+
+// refresh fetches the JWK Set unless one was fetched (or tried) less than minInterval ago, or
+// waits for the fetch in progress (with wait; without, it returns errInFlight). It returns nil
+// when a fetch succeeded, errRateLimited when none was allowed, and the fetch's failure
+// otherwise.
+func (c *keyCache) refresh(ctx context.Context, wait bool) error {
+	run := c.flight.do
+	if !wait {
+		run = c.flight.try
+	}
+	return run(ctx, struct{}{}, func(ctx context.Context) error {
+		c.mu.Lock()
+		now := c.now()
+		if !c.lastAttempt.IsZero() && now.Sub(c.lastAttempt) < c.minInterval {
+			c.mu.Unlock()
+			return errRateLimited
+		}
+		prev := c.lastAttempt
+		c.lastAttempt = now
+		jwksURL := c.jwksURL
+		c.mu.Unlock()
+
+		ks, url, err := c.fetch(ctx, jwksURL)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		switch {
+		case err != nil && ctx.Err() != nil:
+			// The request that ran it went away: nothing was learnt about the issuer.
+			c.lastAttempt = prev
+		case err != nil:
+			c.lastErr = err
+		default:
+			c.jwksURL, c.lastErr = url, nil
+			c.keys.Store(ks)
+		}
+		return err
+	})
+}
+
+// failure returns the error of the last fetch attempt, nil if it succeeded.
+func (c *keyCache) failure() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastErr
+}
+
+// fetch discovers the JWK Set's URL when jwksURL is "", then fetches and parses the set.
+func (c *keyCache) fetch(ctx context.Context, jwksURL string) (*keySet, string, error) {
+	if jwksURL == "" {
+		md, err := discover(ctx, c.client, c.timeout, c.issuer)
+		if err != nil {
+			return nil, "", err
+		}
+		if md.JWKSURI == "" {
+			return nil, "", fmt.Errorf("auth: the metadata of %s has no jwks_uri", c.issuer)
+		}
+		if _, err := checkURL("jwks_uri", md.JWKSURI); err != nil {
+			return nil, "", err
+		}
+		jwksURL = md.JWKSURI
+	}
+	req, err := http.NewRequest(http.MethodGet, jwksURL, nil)
+	if err != nil {
+		return nil, "", fmt.Errorf("auth: JWK Set: %w", err)
+	}
+	var raw jsonRaw
+	if err := doJSON(ctx, c.client, c.timeout, req, &raw); err != nil {
+		return nil, "", err
+	}
+	kf, err := keyfunc.NewJWKSetJSON([]byte(raw))
+	if err != nil {
+		return nil, "", fmt.Errorf("auth: JWK Set of %s: %w", redact(req.URL), err)
+	}
+	ks := &keySet{kf: kf, fetched: c.now()}
+	ks.keyfunc = c.bind(ks)
+	return ks, jwksURL, nil
+}
+
+// jsonRaw keeps a JSON document as it is (json.RawMessage, checked to be JSON by the decoder).
+type jsonRaw []byte
+
+func (r *jsonRaw) UnmarshalJSON(b []byte) error {
+	*r = append((*r)[:0], b...)
+	return nil
+}
