@@ -194,4 +194,3 @@ func TestPassivation(t *testing.T) {
 		t.Errorf("%d connections after close", n)
 	}
 }
-

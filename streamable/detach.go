@@ -189,8 +189,8 @@ type wireStream struct {
 	h       *hub
 	id      uint64
 	conn    net.Conn
-	chunked bool            // HTTP/1.1: every write is a chunk, and the end is the last chunk
-	ended   func() bool     // true: end the stream (its connection is over)
+	chunked bool        // HTTP/1.1: every write is a chunk, and the end is the last chunk
+	ended   func() bool // true: end the stream (its connection is over)
 	onEnd   func(endReason)
 	own     chan struct{}   // serveOwn's wake-up; nil for a stream served by the hub's goroutines
 	raw     syscall.RawConn // the socket, for the poller; nil for a stream served by its own goroutines
