@@ -110,7 +110,7 @@ func (c *connectionActor) Receive(ctx actor.Context) {
 		if !c.conn.stateless {
 			c.conn.actorStopped()
 		}
-		c.eng.tel.sessionEnded(c.opened, c.version, c.conn.transport)
+		c.eng.tel.sessionEnded(c.opened, c.version, c.conn.transport())
 		c.eng.forget(c.conn)
 		c.conn.closeDone()
 	case *passivate:

@@ -167,6 +167,9 @@ type Engine struct {
 	plainAnn  *protocol.Annotation
 	listeners listeners    // the open subscriptions/listen streams of every connection
 	interned  interned     // what passive connections share (passivate.go)
+	// noCaps and noInfo are what a connection that started passive holds before initialize.
+	noCaps *protocol.ClientCapabilities
+	noInfo *protocol.Implementation
 	tasks     *taskService // the tasks extension; nil when disabled (tasks.go)
 
 	tel         *telemetry   // OpenTelemetry; nil when it records nothing
@@ -238,6 +241,7 @@ func Start(cfg Config) (*Engine, error) {
 	e := &Engine{cfg: cfg, log: cfg.Logger, conns: make(map[*Connection]struct{}), pool: newWorkerPool(), logLevel: level,
 		sealer: sealer, serverMeta: protocol.MetaMembers(cfg.ServerInfo)}
 	e.plainAnn = &protocol.Annotation{Meta: e.serverMeta}
+	e.noCaps, e.noInfo = &protocol.ClientCapabilities{}, &protocol.Implementation{}
 	e.listeners.init()
 	e.dispatcher = poolDispatcher{pool: e.pool}
 	e.system = cfg.System
@@ -367,33 +371,37 @@ func (e *Engine) report(err error, d *diagnostics.ToolErrorDetails) {
 	e.system.Root.Send(e.diag, &report{err: err, details: d})
 }
 
-// Connection is the handle a transport holds on its connection actor.
+// Connection is the handle a transport holds on its connection actor. Its zero value is not
+// usable: it is made by the Engine's Connect functions, or opened in place by
+// [Engine.OpenIdle]. It must not be copied.
 type Connection struct {
 	eng    *Engine
 	pid    *actor.PID
 	done   chan struct{}
-	close  sync.Once
-	finish sync.Once
 	notify Stream // messages unrelated to any request; nil drops them
-	inbox  *inbox
-	// stateless: the connection serves the modern requests of many clients; see
-	// [Engine.ConnectStateless].
-	stateless bool
-	// transport is the connection's network.transport, told by its name; session its legacy
-	// HTTP session id, once named (NameSession). Both are for telemetry only.
-	transport string
-	session   atomic.Pointer[string]
-	name      string // for logs
+	inbox  inbox
+	// session is its legacy HTTP session id, once named (NameSession), and name its name, which
+	// also tells its network.transport (networkTransport): both for logs and telemetry only.
+	session atomic.Pointer[string]
+	name    string
 
 	// Passivation (passivate.go): the phase of the connection's actor, guarded by pmu, and
 	// what a passive connection keeps of it. pid is guarded by pmu too, but on a stateless
 	// connection, which never passivates.
-	pmu   sync.Mutex
-	pcond sync.Cond // on pmu: the phase settled
-	phase phase
-	snap  *snapshot
-	kept  []any // broadcasts that came while the phase was settling
+	pmu     sync.Mutex
+	settled chan struct{} // made by a goroutine waiting for the phase to settle; closed when it does
+	kept    *[]any        // broadcasts that came while the phase was settling
+	snap    snapshot      // valid while passive or activating
+	phase   phase
+	// stateless: the connection serves the modern requests of many clients; see
+	// [Engine.ConnectStateless].
+	stateless bool
+	// closeSent and finishSent: Close and Finish did their work (guarded by pmu).
+	closeSent, finishSent bool
 }
+
+// transport is the connection's network.transport, told by its name.
+func (c *Connection) transport() string { return networkTransport(c.name) }
 
 // Connect spawns a connection actor. name is used in logs, and tells telemetry the
 // connection's network.transport: "stdio" is a pipe, a name that starts with "http" is TCP.
@@ -406,7 +414,7 @@ func (e *Engine) Connect(name string) (*Connection, error) { return e.ConnectNot
 // stream while one is open (and drops, or keeps for replay, otherwise). The engine never closes
 // notify. name is as for [Engine.Connect].
 func (e *Engine) ConnectNotify(name string, notify Stream) (*Connection, error) {
-	return e.connect(&Connection{eng: e, notify: notify, inbox: newInbox()}, name)
+	return e.connect(&Connection{eng: e, notify: notify}, name)
 }
 
 // ConnectStateless spawns a connection actor that serves the modern (MCP 2026-07-28) requests
@@ -416,7 +424,7 @@ func (e *Engine) ConnectNotify(name string, notify Stream) (*Connection, error) 
 // ([Connection.StreamGone]). Only the server-wide limit on calls in flight applies to it. name
 // is as for [Engine.Connect].
 func (e *Engine) ConnectStateless(name string) (*Connection, error) {
-	return e.connect(&Connection{eng: e, done: make(chan struct{}), inbox: newInbox(), stateless: true}, name)
+	return e.connect(&Connection{eng: e, done: make(chan struct{}), stateless: true}, name)
 }
 
 // StreamGone tells a stateless connection that the client of the stream s went away: the
@@ -427,8 +435,7 @@ func (c *Connection) StreamGone(s Stream) {
 }
 
 func (e *Engine) connect(c *Connection, name string) (*Connection, error) {
-	c.transport, c.name = networkTransport(name), name
-	c.pcond.L = &c.pmu
+	c.name = name
 	pid, err := e.spawnConnection(c, nil)
 	if err != nil {
 		return nil, err
@@ -484,19 +491,19 @@ func (c *Connection) NameSession(id string) { c.session.Store(&id) }
 // connection actor stops once their handlers returned (or after the close grace). It does not
 // wait; see [Connection.Done].
 func (c *Connection) Close() {
-	c.close.Do(func() { c.stop(&inputEnded{}) })
+	c.stop(&inputEnded{}, &c.closeSent)
 }
 
-// stop sends msg, which ends the connection, to its actor; a passive connection (which has
-// nothing in progress) ends at once.
-func (c *Connection) stop(msg any) {
-	if c.stateless {
-		c.eng.system.Root.Send(c.pid, msg)
-		return
-	}
+// stop sends msg, which ends the connection, to its actor, once (sent says whether it was); a
+// passive connection (which has nothing in progress) ends at once.
+func (c *Connection) stop(msg any, sent *bool) {
 	c.pmu.Lock()
 	defer c.pmu.Unlock()
-	if !c.closePassive() {
+	if *sent {
+		return
+	}
+	*sent = true
+	if c.stateless || !c.closePassive() {
 		c.eng.system.Root.Send(c.pid, msg)
 	}
 }
@@ -510,7 +517,7 @@ func (c *Connection) stop(msg any) {
 // grace, what is still in flight is cancelled as by [Connection.Close], which also cuts the
 // wait short at any time. It does not wait; see [Connection.Done].
 func (c *Connection) Finish() {
-	c.finish.Do(func() { c.stop(&inputFinished{}) })
+	c.stop(&inputFinished{}, &c.finishSent)
 }
 
 // Done is closed when the connection has ended (its actor stopped for good).

@@ -92,7 +92,6 @@ type inbox struct {
 	messages atomic.Int64  // messages delivered and not yet handled, for telemetry
 }
 
-func newInbox() *inbox { return &inbox{} }
 
 func (b *inbox) add(n int) {
 	b.mu.Lock()

@@ -63,20 +63,29 @@ type snapshot struct {
 // initializes and then waits (a legacy HTTP session) never costs an actor. The connection
 // should be passivated again when idle ([Connection.Passivate]), under the same conditions.
 func (e *Engine) ConnectIdle(name string, notify Stream) (*Connection, error) {
-	c := &Connection{eng: e, notify: notify, inbox: newInbox(), phase: phasePassive}
-	c.transport, c.name = networkTransport(name), name
-	c.pcond.L = &c.pmu
-	c.snap = &snapshot{caps: &protocol.ClientCapabilities{}, info: &protocol.Implementation{}, level: int32(e.logLevel)}
+	c := new(Connection)
+	if err := e.OpenIdle(c, name, notify); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// OpenIdle is [Engine.ConnectIdle] for a Connection the caller allocated, zero, within a record
+// of its own (a transport's session), so that a waiting connection costs one allocation with
+// its owner's. c must not be used before, nor copied after.
+func (e *Engine) OpenIdle(c *Connection, name string, notify Stream) error {
+	c.eng, c.notify, c.name, c.phase = e, notify, name, phasePassive
+	c.snap = snapshot{caps: e.noCaps, info: e.noInfo, level: int32(e.logLevel)}
 	if e.tel != nil {
 		c.snap.opened = time.Now()
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	e.conns[c] = struct{}{}
-	return c, nil
+	return nil
 }
 
 // initializeParams reads the params of initialize, or returns the error that answers it.
@@ -107,7 +116,7 @@ func (c *Connection) initializePassive(in *inbound) {
 		reply(in.stream, protocol.EncodeError(m.ID, werr))
 		return
 	}
-	snap := c.snap
+	snap := &c.snap
 	snap.initialized = true
 	snap.version = protocol.NegotiateVersion(p.ProtocolVersion)
 	snap.caps = c.eng.interned.caps(protocol.ParseClientCapabilities(p.Capabilities))
@@ -179,9 +188,7 @@ func (c *Connection) send(msg any) {
 	}
 	c.pmu.Lock()
 	defer c.pmu.Unlock()
-	for c.phase == phasePassivating || c.phase == phaseActivating {
-		c.pcond.Wait()
-	}
+	c.waitSettled()
 	if in, ok := msg.(*inbound); ok && c.phase == phasePassive && in.rec == nil {
 		switch {
 		case !in.msg.IsRequest():
@@ -217,8 +224,22 @@ func (c *Connection) livePID() *actor.PID {
 		case phasePassive:
 			c.activate()
 		default:
-			c.pcond.Wait()
+			c.waitSettled()
 		}
+	}
+}
+
+// waitSettled waits while a passivation or an activation is in progress. c.pmu is held, and
+// released while waiting.
+func (c *Connection) waitSettled() {
+	for c.phase == phasePassivating || c.phase == phaseActivating {
+		if c.settled == nil {
+			c.settled = make(chan struct{})
+		}
+		ch := c.settled
+		c.pmu.Unlock()
+		<-ch
+		c.pmu.Lock()
 	}
 }
 
@@ -229,18 +250,18 @@ func (c *Connection) activate() {
 	snap := c.snap
 	c.phase = phaseActivating
 	c.pmu.Unlock()
-	pid, err := c.eng.spawnConnection(c, snap)
+	pid, err := c.eng.spawnConnection(c, &snap)
 	c.pmu.Lock()
+	c.snap = snapshot{}
 	if err != nil {
 		c.eng.log.Debug("passive connection could not be brought back", zap.Error(err))
-		c.snap = nil
 		c.settle(phaseEnded)
 		c.pmu.Unlock()
-		c.ended(snap)
+		c.ended(&snap)
 		c.pmu.Lock()
 		return
 	}
-	c.pid, c.snap = pid, nil
+	c.pid = pid
 	c.settle(phaseLive)
 }
 
@@ -248,12 +269,16 @@ func (c *Connection) activate() {
 // kept meanwhile are handled. c.pmu is held.
 func (c *Connection) settle(p phase) {
 	c.phase = p
-	kept := c.kept
-	c.kept = nil
-	for _, msg := range kept {
-		c.broadcastLocked(msg)
+	if kept := c.kept; kept != nil {
+		c.kept = nil
+		for _, msg := range *kept {
+			c.broadcastLocked(msg)
+		}
 	}
-	c.pcond.Broadcast()
+	if c.settled != nil {
+		close(c.settled)
+		c.settled = nil
+	}
 }
 
 // broadcast hands the connection an engine-wide message (a list change, a resource update,
@@ -272,7 +297,10 @@ func (c *Connection) broadcastLocked(msg any) {
 	case phaseLive:
 		c.eng.system.Root.Send(c.pid, msg)
 	case phasePassivating, phaseActivating:
-		c.kept = append(c.kept, msg)
+		if c.kept == nil {
+			c.kept = new([]any)
+		}
+		*c.kept = append(*c.kept, msg)
 	case phasePassive:
 		c.notifyPassive(msg)
 	}
@@ -281,7 +309,7 @@ func (c *Connection) broadcastLocked(msg any) {
 // notifyPassive sends what the actor would send for msg on the notification path, from the
 // snapshot. c.pmu is held.
 func (c *Connection) notifyPassive(msg any) {
-	snap := c.snap
+	snap := &c.snap
 	if c.notify == nil || !snap.initialized {
 		return
 	}
@@ -310,18 +338,16 @@ func (c *Connection) notifyPassive(msg any) {
 // [Connection.Finish]: it reports false when the connection is live, for the caller to tell
 // its actor. c.pmu is held.
 func (c *Connection) closePassive() bool {
-	for c.phase == phasePassivating || c.phase == phaseActivating {
-		c.pcond.Wait()
-	}
+	c.waitSettled()
 	switch c.phase {
 	case phaseEnded:
 		return true
 	case phasePassive:
 		snap := c.snap
-		c.snap = nil
+		c.snap = snapshot{}
 		c.settle(phaseEnded)
 		c.pmu.Unlock()
-		c.ended(snap)
+		c.ended(&snap)
 		c.pmu.Lock()
 		return true
 	}
@@ -332,7 +358,7 @@ func (c *Connection) closePassive() bool {
 // records the session's end (from snap when it was passive), and Done closes.
 func (c *Connection) ended(snap *snapshot) {
 	if snap != nil {
-		c.eng.tel.sessionEnded(snap.opened, snap.version, c.transport)
+		c.eng.tel.sessionEnded(snap.opened, snap.version, c.transport())
 	}
 	c.eng.forget(c)
 	c.closeDone()
@@ -397,7 +423,7 @@ func (c *connectionActor) passivate(ctx actor.Context) {
 		c.conn.pmu.Unlock()
 		return
 	}
-	c.conn.snap = snap
+	c.conn.snap = *snap
 	c.passivated = true
 	// A PID caches its process: kept, it would keep the stopped actor reachable.
 	c.conn.pid = nil

@@ -176,7 +176,7 @@ func TestPassivation(t *testing.T) {
 	passivateAndWait(t, e, c)
 	// The state went through an actor brought back and out again.
 	c.pmu.Lock()
-	snap := *c.snap
+	snap := c.snap
 	c.pmu.Unlock()
 	level, _ := protocol.LogSeverity(protocol.LevelError)
 	if !snap.initialized || snap.version != "2025-06-18" || !snap.caps.HasRoots() || snap.info.Name != "t" ||

@@ -338,10 +338,12 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, msg *protoc
 	if !h.claimPlace(w, msg.ID, subject) {
 		return
 	}
-	notify := newStandaloneStream()
 	// The session starts without an actor: its initialize is answered from its record, and
-	// the first request that needs one brings one (actors.Engine.ConnectIdle).
-	conn, err := h.eng.ConnectIdle("http", notify)
+	// the first request that needs one brings one (actors.Engine.OpenIdle). The session, its
+	// connection and its notification path are one allocation.
+	s := newLegacySession(h, h.newSessionID(), subject)
+	conn := s.conn
+	err := h.eng.OpenIdle(conn, "http", s.notify)
 	if err != nil {
 		h.releasePlace(subject)
 	}
@@ -354,8 +356,6 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, msg *protoc
 		writeError(w, http.StatusInternalServerError, protocol.ErrInternal())
 		return
 	}
-	s := newLegacySession(h, h.newSessionID(), conn, subject)
-	s.notify = notify
 	conn.NameSession(s.id)
 	st := newPostStream()
 	conn.DeliverWith(r.Context(), msg, st, id)

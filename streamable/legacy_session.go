@@ -143,10 +143,21 @@ type legacySession struct {
 	getOpen    bool // the standalone GET stream is open
 }
 
+// sessionRecord holds a session with its connection and its notification path, as one
+// allocation: what a waiting session costs is this record (with its entry in the handler's
+// table, and its id).
+type sessionRecord struct {
+	session legacySession
+	conn    actors.Connection
+	notify  standaloneStream
+}
+
 // newLegacySession returns the session id with one request in progress (the initialize POST
-// that opens it).
-func newLegacySession(h *Handler, id string, conn *actors.Connection, subject string) *legacySession {
-	return &legacySession{id: id, h: h, conn: conn, subject: subject, active: 1}
+// that opens it). Its connection is to be opened (actors.Engine.OpenIdle) before use.
+func newLegacySession(h *Handler, id, subject string) *legacySession {
+	rec := &sessionRecord{}
+	rec.session = legacySession{id: id, h: h, conn: &rec.conn, notify: &rec.notify, subject: subject, active: 1}
+	return &rec.session
 }
 
 // requests is the number of requests in progress other than the standalone GET stream; s.mu
