@@ -15,13 +15,14 @@ const clockTick = 50 * time.Millisecond
 // sleeps until the earliest tick that has sessions filed, then has each of them look at itself
 // (legacySession.fire), which files it again if it has something due later. A session is filed
 // under at most one tick at a time, its earliest; a deadline that moves later leaves it filed
-// early, and it files itself again when it looks. The goroutine starts with the first session
-// filed and ends with stop.
+// early, and it files itself again when it looks. The goroutine runs while sessions are filed:
+// the first filing starts it, and it ends when nothing is filed, or at stop.
 type clock struct {
 	mu      sync.Mutex
 	slots   map[int64][]*legacySession // by tick
 	order   ticks                      // the ticks of slots, earliest first
 	wake    chan struct{}              // size 1: an earlier tick was filed, or stop
+	live    int                        // sessions filed and not ended (filings of ended ones stay until they fire)
 	running bool
 	stopped bool
 	done    chan struct{} // closed when the goroutine ends
@@ -33,12 +34,16 @@ func tickOf(t time.Time) int64 {
 	return (n + int64(clockTick) - 1) / int64(clockTick)
 }
 
-// file files s under tick; it reports false when the clock has stopped. The caller holds s.mu.
+// file files s under tick; it reports false when the clock has stopped. The caller holds s.mu;
+// s was not filed (s.filed is 0), or is filed later than tick.
 func (c *clock) file(s *legacySession, tick int64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped {
 		return false
+	}
+	if s.filed == 0 {
+		c.live++
 	}
 	if c.slots == nil {
 		c.slots = make(map[int64][]*legacySession)
@@ -58,10 +63,24 @@ func (c *clock) file(s *legacySession, tick int64) bool {
 	if !c.running {
 		c.running = true
 		c.done = make(chan struct{})
-		// Owned by the clock: it ends when stop is called.
+		// Owned by the clock: it ends when nothing is filed, or at stop, which waits for it.
 		go c.run()
 	}
 	return true
+}
+
+// unfiled says that a session filed is filed no more: it ended, or its tick fired. The caller
+// holds s.mu.
+func (c *clock) unfiled() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.live--
+	if c.live == 0 && c.running {
+		select { // the goroutine ends now rather than at its next tick
+		case c.wake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // firedSlot is a tick that came due, and the sessions filed under it.
@@ -70,7 +89,7 @@ type firedSlot struct {
 	sessions []*legacySession
 }
 
-// run fires the ticks as they come due, until stop.
+// run fires the ticks as they come due, until nothing is filed or stop.
 func (c *clock) run() {
 	defer close(c.done)
 	t := time.NewTimer(time.Hour)
@@ -88,18 +107,27 @@ func (c *clock) run() {
 			fired = append(fired, firedSlot{tick, c.slots[tick]})
 			delete(c.slots, tick)
 		}
-		wait := time.Hour
-		if len(c.order) > 0 {
-			wait = time.Until(time.Unix(0, c.order[0]*int64(clockTick)))
-		}
-		c.mu.Unlock()
-		for i, f := range fired {
-			for _, s := range f.sessions {
-				s.fire(f.tick)
+		if len(fired) > 0 {
+			c.mu.Unlock()
+			for i, f := range fired {
+				for _, s := range f.sessions {
+					s.fire(f.tick)
+				}
+				fired[i] = firedSlot{}
 			}
-			fired[i] = firedSlot{}
+			fired = fired[:0]
+			continue
 		}
-		fired = fired[:0]
+		if c.live == 0 {
+			// Nothing filed but the filings of sessions that ended: file starts another
+			// goroutine when there is.
+			c.slots, c.order = nil, nil
+			c.running = false
+			c.mu.Unlock()
+			return
+		}
+		wait := time.Until(time.Unix(0, c.order[0]*int64(clockTick)))
+		c.mu.Unlock()
 		t.Reset(max(wait, 0))
 		select {
 		case <-t.C:

@@ -54,14 +54,19 @@ type sink interface {
 }
 
 const (
-	// maxBacklog bounds the bytes a detached stream keeps for a client that does not read
-	// them: past it, the client is cut off.
+	// maxBacklog bounds the bytes a detached stream keeps for a client whose socket is full
+	// (it does not read them): past it, the client is cut off.
 	maxBacklog = 64 << 10
+	// maxBurst bounds the bytes a detached stream keeps in any case: a burst of changes queued
+	// faster than a writer runs may pass maxBacklog while the socket still takes everything.
+	maxBurst = 1 << 20
+	// stallGrace is how long a full socket may go without taking anything before a backlog
+	// past maxBacklog cuts its client off: a client that reads drains its socket within
+	// milliseconds, even behind a burst.
+	stallGrace = 500 * time.Millisecond
 	// sendBuffer is the kernel send buffer (SO_SNDBUF) of a detached socket, instead of the
 	// kernel's autotuning, which would let a slow reader's data grow to megabytes.
 	sendBuffer = 32 << 10
-	// writers is the number of goroutines that write for every detached stream.
-	writers = 2
 )
 
 // endReason says why a detached stream ended.
@@ -82,10 +87,11 @@ type hubStats struct {
 	cut      atomic.Int64 // cut off because the client read too slowly
 }
 
-// hub owns the detached streams of a Handler and the goroutines that serve them: writers
-// goroutines that write, and one that waits for the sockets' events (poll.go's platform code)
-// and, every tick, sends the keep-alive comments and cuts off stalled streams. They start
-// with the hub and end in shutdown.
+// hub owns the detached streams of a Handler and the one goroutine that serves them all (loop):
+// it writes what is ready, without ever blocking, waits for the sockets' events (the platform's
+// poller) and, every tick, sends the keep-alive comments and cuts off stalled clients. The
+// goroutine runs while streams are open: the first stream starts it, and it ends once the last
+// one is over, or at shutdown.
 type hub struct {
 	log       *zap.Logger
 	keepAlive time.Duration // between comments on an idle stream; 0: none
@@ -94,11 +100,12 @@ type hub struct {
 	poller    *poller // the platform's readiness notifications
 
 	mu      sync.Mutex
-	cond    *sync.Cond // writers wait for ready streams on it
 	streams map[uint64]*wireStream
 	nextID  uint64
 	ready   []*wireStream // streams with something to write (or to close), in order
-	stopped bool          // the goroutines are to end
+	spare   []*wireStream // the loop's previous batch, for reuse
+	running bool          // the loop runs
+	stopped bool          // shut down: no new stream, and the loop ends
 	wg      sync.WaitGroup
 
 	stats hubStats
@@ -111,7 +118,6 @@ func newHub(log *zap.Logger, keepAlive time.Duration) *hub {
 		deadAfter = DefaultKeepAlive
 	}
 	h := &hub{log: log, keepAlive: keepAlive, deadAfter: deadAfter, streams: make(map[uint64]*wireStream)}
-	h.cond = sync.NewCond(&h.mu)
 	h.tick = min(max(deadAfter/4, 10*time.Millisecond), time.Second)
 	p, err := newPoller(h)
 	if err != nil {
@@ -119,14 +125,6 @@ func newHub(log *zap.Logger, keepAlive time.Duration) *hub {
 		return nil
 	}
 	h.poller = p
-	for range writers {
-		h.wg.Add(1)
-		// Owned by the hub: it ends when shutdown sets stopped and nothing is ready.
-		go h.writer()
-	}
-	h.wg.Add(1)
-	// Owned by the hub: it ends when shutdown wakes it with stopped set.
-	go h.poll()
 	return h
 }
 
@@ -155,19 +153,33 @@ func (h *hub) detach(w http.ResponseWriter, r *http.Request, ended func() bool, 
 	if brw.Reader.Buffered() > 0 {
 		_, _ = brw.Reader.Discard(brw.Reader.Buffered())
 	}
+	watched := h.poller.prepare(ws) // ws.raw, before ws is seen by anyone
 	h.mu.Lock()
 	h.nextID++
 	ws.id = h.nextID
 	h.streams[ws.id] = ws
+	h.start()
 	h.mu.Unlock()
 	h.stats.detached.Add(1)
 	h.stats.open.Add(1)
-	if err := h.poller.add(ws); err != nil {
+	if !watched || h.poller.add(ws) != nil {
 		// A connection whose socket cannot be watched (not a socket of this process's
 		// network stack: a wrapped listener's conn) is served by goroutines of its own.
 		ws.serveOwn()
 	}
 	return ws, true
+}
+
+// start starts the loop unless it runs; h.mu is held.
+func (h *hub) start() {
+	if h.running || h.stopped {
+		return
+	}
+	h.running = true
+	h.wg.Add(1)
+	// Owned by the hub: it ends once no stream is open and nothing is left to write, or at
+	// shutdown; shutdown waits for it.
+	go h.loop()
 }
 
 // chunkEnd ends a chunked response.
@@ -221,10 +233,17 @@ func (ws *wireStream) send(frame []byte) {
 		event := slices.Clone(ws.out[start:])
 		ws.out = appendChunk(ws.out[:start], event)
 	}
-	if len(ws.out) > maxBacklog {
+	if ws.tooFar(time.Now()) {
 		ws.cut = true
 	}
 	ws.schedule()
+}
+
+// tooFar reports whether the client is too far behind to be kept: its backlog passed maxBurst,
+// or passed maxBacklog while its socket has taken nothing for stallGrace. ws.mu is held.
+func (ws *wireStream) tooFar(now time.Time) bool {
+	return len(ws.out) > maxBurst ||
+		(len(ws.out) > maxBacklog && !ws.stalled.IsZero() && now.Sub(ws.stalled) >= stallGrace)
 }
 
 func (ws *wireStream) end() {
@@ -257,33 +276,14 @@ func (ws *wireStream) schedule() {
 	ws.h.enqueue(ws)
 }
 
+// enqueue hands ws to the loop, waking it when the queue was empty.
 func (h *hub) enqueue(ws *wireStream) {
 	h.mu.Lock()
+	wake := len(h.ready) == 0
 	h.ready = append(h.ready, ws)
 	h.mu.Unlock()
-	h.cond.Signal()
-}
-
-// writer writes for the streams that are ready, until the hub stops.
-func (h *hub) writer() {
-	defer h.wg.Done()
-	for {
-		h.mu.Lock()
-		for len(h.ready) == 0 && !h.stopped {
-			h.cond.Wait()
-		}
-		if len(h.ready) == 0 {
-			h.mu.Unlock()
-			return
-		}
-		ws := h.ready[0]
-		h.ready[0] = nil
-		h.ready = h.ready[1:]
-		if len(h.ready) == 0 {
-			h.ready = h.ready[:0:0] // let a burst's queue go
-		}
-		h.mu.Unlock()
-		ws.flush()
+	if wake {
+		h.poller.wake()
 	}
 }
 
@@ -328,6 +328,10 @@ func (ws *wireStream) flush() {
 	case ws.cut:
 		ws.mu.Unlock()
 		ws.close(endCut)
+	case n == len(buf) && len(ws.out) > 0:
+		// Everything taken was written, and more came meanwhile: write it too.
+		ws.mu.Unlock()
+		ws.h.enqueue(ws)
 	case len(ws.out) > 0:
 		// The socket is full: the rest waits for it to drain, unless it did already.
 		if ws.stalled.IsZero() {
@@ -399,15 +403,37 @@ func (ws *wireStream) close(why endReason) {
 	ws.onEnd(why)
 }
 
-// poll waits for the sockets' events and runs the periodic sweep, until the hub stops.
-func (h *hub) poll() {
+// loop writes what is ready, waits for the sockets' events and runs the periodic sweep, until
+// no stream is left and nothing is ready, or the hub stops.
+func (h *hub) loop() {
 	defer h.wg.Done()
 	next := time.Now().Add(h.tick)
 	var list []*wireStream
 	for {
-		if !h.poller.wait(time.Until(next)) {
+		h.mu.Lock()
+		batch := h.ready
+		h.ready, h.spare = h.spare[:0], nil
+		if len(batch) == 0 && (h.stopped || len(h.streams) == 0) {
+			h.running = false
+			h.mu.Unlock()
 			return
 		}
+		h.mu.Unlock()
+		for i, ws := range batch {
+			ws.flush()
+			batch[i] = nil
+		}
+		h.mu.Lock()
+		if h.spare == nil && cap(batch) <= 4096 {
+			h.spare = batch // a burst's queue beyond that is let go
+		}
+		more := len(h.ready) > 0
+		h.mu.Unlock()
+		wait := time.Until(next)
+		if more {
+			wait = 0
+		}
+		h.poller.wait(wait)
 		if now := time.Now(); !now.Before(next) {
 			list = h.sweep(now, list[:0])
 			next = now.Add(h.tick)
@@ -432,7 +458,7 @@ func (h *hub) sweep(now time.Time, list []*wireStream) []*wireStream {
 		ws.mu.Lock()
 		switch {
 		case ws.closed || ws.cut || ws.ending:
-		case len(ws.out) > 0 && !ws.stalled.IsZero() && now.Sub(ws.stalled) >= h.deadAfter:
+		case ws.tooFar(now) || (len(ws.out) > 0 && !ws.stalled.IsZero() && now.Sub(ws.stalled) >= h.deadAfter):
 			ws.cut = true
 			ws.schedule()
 		case h.keepAlive > 0 && len(ws.out) == 0 && now.Sub(ws.lastWrite) >= h.keepAlive:
@@ -483,7 +509,6 @@ wait:
 	h.mu.Lock()
 	h.stopped = true
 	h.mu.Unlock()
-	h.cond.Broadcast()
 	h.poller.wake()
 	h.wg.Wait()
 	h.poller.close()

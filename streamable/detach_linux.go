@@ -44,21 +44,27 @@ func newPoller(h *hub) (*poller, error) {
 	return &poller{h: h, epfd: epfd, evfd: evfd, events: make([]unix.EpollEvent, 256)}, nil
 }
 
-// add watches ws's socket: readable (the client sent something, or closed), writable, hung up.
-// A TCP socket gets the dead-client bound (TCP_USER_TIMEOUT) and a fixed send buffer.
-func (p *poller) add(ws *wireStream) error {
+// prepare gives ws its socket (ws.raw), if it has one this process can watch.
+func (p *poller) prepare(ws *wireStream) bool {
 	sc, ok := ws.conn.(syscall.Conn)
 	if !ok {
-		return errNotSocket
+		return false
 	}
 	raw, err := sc.SyscallConn()
 	if err != nil {
-		return err
+		return false
 	}
-	_, isTCP := ws.conn.(*net.TCPConn)
 	ws.raw = raw
+	return true
+}
+
+// add watches ws's socket: readable (the client sent something, or closed), writable, hung up.
+// A TCP socket gets the dead-client bound (TCP_USER_TIMEOUT) and a fixed send buffer.
+func (p *poller) add(ws *wireStream) error {
+	raw := ws.raw
+	_, isTCP := ws.conn.(*net.TCPConn)
 	var cerr error
-	err = raw.Control(func(fd uintptr) {
+	err := raw.Control(func(fd uintptr) {
 		if isTCP {
 			_ = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(p.h.deadAfter/time.Millisecond))
 			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF, sendBuffer)
@@ -70,17 +76,11 @@ func (p *poller) add(ws *wireStream) error {
 	if err == nil {
 		err = cerr
 	}
-	if err != nil {
-		ws.raw = nil
-	}
 	return err
 }
 
 // remove stops watching ws's socket; it is called before the socket closes.
 func (p *poller) remove(ws *wireStream) {
-	if ws.raw == nil {
-		return
-	}
 	_ = ws.raw.Control(func(fd uintptr) {
 		_ = unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, int(fd), nil)
 	})
@@ -140,15 +140,15 @@ func (p *poller) drain(ws *wireStream) (gone bool) {
 	return gone || err != nil
 }
 
-// wait waits up to d for events and handles them; it returns false once the hub has stopped.
-func (p *poller) wait(d time.Duration) bool {
+// wait waits up to d for events (a wake-up among them) and handles them.
+func (p *poller) wait(d time.Duration) {
 	ms := int(d / time.Millisecond)
 	if d > 0 && ms == 0 {
 		ms = 1
 	}
 	n, err := unix.EpollWait(p.epfd, p.events, max(ms, 0))
 	if err != nil {
-		return true // EINTR
+		return // EINTR
 	}
 	h := p.h
 	for _, ev := range p.events[:n] {
@@ -156,12 +156,6 @@ func (p *poller) wait(d time.Duration) bool {
 		if id == 0 {
 			var b [8]byte
 			_, _ = unix.Read(p.evfd, b[:])
-			h.mu.Lock()
-			stopped := h.stopped
-			h.mu.Unlock()
-			if stopped {
-				return false
-			}
 			continue
 		}
 		h.mu.Lock()
@@ -182,7 +176,6 @@ func (p *poller) wait(d time.Duration) bool {
 			ws.readyToWrite()
 		}
 	}
-	return true
 }
 
 // wake interrupts wait.

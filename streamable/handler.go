@@ -524,9 +524,11 @@ func (h *Handler) endSession(s *legacySession) {
 }
 
 // Shutdown ends every session and refuses new ones: the sessions' calls in flight are cancelled
-// (their streams end with no response) and their GET streams end; from then on an initialize,
-// and any request that names a session, gets 503. It does not wait: the engine's shutdown waits
-// for the sessions' connection actors. Calling it again does nothing more.
+// (their streams end with no response) and their GET streams end; open subscriptions/listen
+// streams get the result that ends them, and other modern requests in flight are cancelled;
+// from then on an initialize, and any request that names a session, gets 503. It does not
+// wait: the engine's shutdown waits for the connection actors, and [Handler.Drain] for the
+// streams taken from net/http. Calling it again does nothing more.
 func (h *Handler) Shutdown() {
 	h.mu.Lock()
 	h.closed = true
@@ -540,6 +542,9 @@ func (h *Handler) Shutdown() {
 	h.mu.Unlock()
 	h.clock.stop()
 	if modern != nil {
+		// Open listen streams are answered with the result that ends them, as at the end of a
+		// stdio client's input; then the modern requests still in flight are cancelled.
+		modern.Finish()
 		modern.Close()
 	}
 	for _, s := range all {

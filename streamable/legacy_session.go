@@ -213,6 +213,7 @@ func (s *legacySession) fire(tick int64) {
 		return
 	}
 	s.filed = 0
+	s.h.clock.unfiled()
 	now := time.Now().UnixNano()
 	quiet := s.h.passivateAfter()
 	passivate := quiet > 0 && !s.asked && s.requests() == 0 && now >= s.quietSince+int64(quiet)
@@ -272,6 +273,10 @@ func (s *legacySession) finish() bool {
 		return false
 	}
 	s.done = true
+	if s.filed != 0 {
+		s.filed = 0
+		s.h.clock.unfiled()
+	}
 	if s.ended == nil {
 		s.ended = closedChan
 	} else {
