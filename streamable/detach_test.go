@@ -380,3 +380,57 @@ func TestShutdownEndsDetachedStreams(t *testing.T) {
 		}
 	}
 }
+
+// wrappedListener hands out connections that hide their socket, as a listener wrapper of a
+// host's (a connection limiter, a PROXY-protocol reader) does.
+type wrappedListener struct{ net.Listener }
+
+type wrappedConn struct{ net.Conn }
+
+func (l wrappedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return wrappedConn{c}, nil
+}
+
+// TestDetachedStreamOnWrappedConn: a connection whose socket the hub cannot watch still leaves
+// net/http, served by goroutines of its own: it carries the notifications, its client's leaving
+// is seen, and the goroutines end with it.
+func TestDetachedStreamOnWrappedConn(t *testing.T) {
+	set, err := tools.Compile(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := actors.Start(actors.Config{Tools: set})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := streamable.New(eng, streamable.Config{}, streamable.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewUnstartedServer(h)
+	hs.Listener = wrappedListener{hs.Listener}
+	hs.Start()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		h.Shutdown()
+		if err := eng.Shutdown(ctx); err != nil {
+			t.Error(err)
+		}
+		h.Drain(ctx)
+		hs.Close()
+	})
+	s := &streamServer{t: t, eng: eng, h: h, url: hs.URL}
+	c, listen := s.listenStream("demo://a")
+	s.waitStats("detached", 10*time.Second, func(st streamable.StreamStats) bool { return st.Open == 1 })
+	eng.ResourceUpdated("demo://a")
+	if ev := nextData(t, listen); !strings.Contains(ev, "resources/updated") {
+		t.Fatalf("update: %s", ev)
+	}
+	_ = c.conn.Close()
+	s.waitStats("the client's leaving seen", 10*time.Second, func(st streamable.StreamStats) bool { return st.Open == 0 && st.Gone == 1 })
+}

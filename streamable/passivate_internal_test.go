@@ -20,6 +20,15 @@ import (
 // quiet.
 func passivationHandler(t *testing.T, cfg Config) (*actors.Engine, *Handler, *httptest.Server) {
 	t.Helper()
+	eng, h, hs, _ := passivationHandlerWith(t, cfg)
+	return eng, h, hs
+}
+
+// passivationHandlerWith also returns the channel that releases the tool step: it reports
+// progress, then waits for a value on the channel before it answers.
+func passivationHandlerWith(t *testing.T, cfg Config) (*actors.Engine, *Handler, *httptest.Server, chan struct{}) {
+	t.Helper()
+	release := make(chan struct{}, 16)
 	set, err := tools.Compile([]tools.Tool{{
 		Name:        "echo",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`),
@@ -27,6 +36,19 @@ func passivationHandler(t *testing.T, cfg Config) (*actors.Engine, *Handler, *ht
 			Text string `json:"text"`
 		}) (*tools.Result, error) {
 			return tools.TextResult(in.Text), nil
+		}),
+	}, {
+		Name:        "step",
+		InputSchema: json.RawMessage(`{"type":"object"}`),
+		Handler: tools.Func(func(ctx context.Context, _ struct{}) (*tools.Result, error) {
+			total := 2.0
+			_ = tools.ReportProgress(ctx, 1, &total, "half")
+			select {
+			case <-release:
+				return tools.TextResult("stepped"), nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}),
 	}})
 	if err != nil {
@@ -42,6 +64,7 @@ func passivationHandler(t *testing.T, cfg Config) (*actors.Engine, *Handler, *ht
 	}
 	hs := httptest.NewServer(h)
 	t.Cleanup(func() {
+		close(release)
 		h.Shutdown()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
@@ -51,7 +74,7 @@ func passivationHandler(t *testing.T, cfg Config) (*actors.Engine, *Handler, *ht
 		h.Drain(ctx)
 		hs.Close()
 	})
-	return eng, h, hs
+	return eng, h, hs, release
 }
 
 // post sends one JSON-RPC message of session sid ("" for none) and returns the response's
@@ -162,5 +185,83 @@ func TestSessionPassivates(t *testing.T) {
 	case l := <-lines:
 		t.Errorf("an update after unsubscribe: %s", l)
 	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+const initializeBody = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+// TestPassiveSessionKeepsItsGuarantees: a session that passivated keeps its resumable streams
+// and their event ids, its place under the limit on sessions, and its idle expiry.
+func TestPassiveSessionKeepsItsGuarantees(t *testing.T) {
+	_, h, hs, release := passivationHandlerWith(t, Config{PassivateAfter: 20 * time.Millisecond,
+		SessionIdleTimeout: 1500 * time.Millisecond, MaxSessions: 2})
+	status, sid, body := post(t, hs.URL, "", initializeBody)
+	if status != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d %s", status, body)
+	}
+	s := h.session(sid)
+
+	// A call answered as an SSE stream: the client reads its first event (progress) and leaves.
+	req, _ := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"step","arguments":{},"_meta":{"progressToken":1}}}`))
+	req.Header.Set("Content-Type", protocol.MediaTypeJSON)
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(protocol.HeaderSessionID, sid)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	var lastID string
+	for lastID == "" || !strings.Contains(lastID, "-1") {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id, ok := strings.CutPrefix(strings.TrimSpace(line), "id: "); ok {
+			lastID = id // the priming event's, then the progress event's
+		}
+	}
+	resp.Body.Close()
+	waitFor(t, "the client's leaving seen", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.requests() == 0
+	})
+	release <- struct{}{} // the call answers while no client reads its stream
+	waitFor(t, "passive with the answer kept for resumption", s.conn.Passive)
+
+	// Another session fills the limit; a third is refused though both are passive.
+	_, sid2, _ := post(t, hs.URL, "", initializeBody)
+	waitFor(t, "the second session passive", h.session(sid2).conn.Passive)
+	if status, _, body := post(t, hs.URL, "", initializeBody); status != http.StatusServiceUnavailable {
+		t.Fatalf("a third session over a limit of 2: %d %s", status, body)
+	}
+
+	// The stream resumes after its event id, from the passive session: the answer.
+	req, _ = http.NewRequest(http.MethodGet, hs.URL, nil)
+	req.Header.Set("Accept", protocol.MediaTypeEventStream)
+	req.Header.Set(protocol.HeaderSessionID, sid)
+	req.Header.Set(protocol.HeaderLastEventID, lastID)
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("resume: %v %v", resp, err)
+	}
+	rest, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(rest), `"text":"stepped"`) {
+		t.Fatalf("resumed stream: %s", rest)
+	}
+
+	// Idle, both expire on time, passive as they are.
+	start := time.Now()
+	waitFor(t, "the passive sessions expired", func() bool { return h.Sessions() == 0 })
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("expired after %v, want about 1.5 s", d)
+	}
+	if status, _, _ := post(t, hs.URL, sid, `{"jsonrpc":"2.0","id":5,"method":"ping"}`); status != http.StatusNotFound {
+		t.Errorf("an expired session's request: %d", status)
+	}
+	if status, _, _ := post(t, hs.URL, "", initializeBody); status != http.StatusOK {
+		t.Errorf("initialize after the expiry: %d", status)
 	}
 }
