@@ -100,9 +100,13 @@ type Config struct {
 	// that starts every POST SSE stream. 0 means DefaultStreamRetry.
 	StreamRetry time.Duration
 
-	// KeepAlive is how often an open modern (MCP 2026-07-28) SSE stream with nothing to send
-	// gets a comment line, which keeps a long subscriptions/listen stream open through proxies
-	// that close idle connections. 0 means DefaultKeepAlive; negative means never.
+	// KeepAlive is how often an open SSE stream with nothing to send (a modern request's, a
+	// subscriptions/listen stream, a session's standalone GET stream) gets a comment line,
+	// which keeps it open through proxies that close idle connections. It is also the
+	// dead-client bound of a stream taken from net/http (see [Handler]): data a client has not
+	// acknowledged for this long (TCP_USER_TIMEOUT), or a backlog its full socket has not taken
+	// for this long, ends the stream. 0 means DefaultKeepAlive; negative means no comments
+	// (and DefaultKeepAlive as the bound).
 	KeepAlive time.Duration
 
 	// NewSessionID mints the Mcp-Session-Id of each new legacy session. It must return a value
@@ -167,6 +171,17 @@ type Options struct {
 //
 // Legacy error statuses come with a JSON-RPC error body whose id is null, but for an initialize
 // refused at a limit on sessions, which echoes it; modern ones echo the request's id.
+//
+// What a connected client costs. Over HTTP/1.x on Linux, a GET stream, or a subscriptions/listen
+// stream once its acknowledgement is out, leaves net/http (Hijack): one goroutine per handler,
+// running while such streams are open, writes for all of them without blocking, and its
+// connection is a small record; a client that closes is seen at once, one that vanishes
+// within about three [Config].KeepAlive, and one that stops reading is cut off once more than
+// 64 KiB wait behind its full socket. [Handler.Drain] ends them at shutdown. A session with no
+// request in progress (its GET stream aside) lets its connection actor go after
+// [Config].PassivateAfter and keeps its state in one record; its next request brings the actor
+// back first. HTTP/2, TLS, and a ResponseWriter that cannot hijack keep net/http's goroutine per
+// stream.
 type Handler struct {
 	eng     *actors.Engine
 	log     *zap.Logger
