@@ -296,7 +296,11 @@ func fanout(ctx context.Context, r *Result, ctl *client.Client, cfg Config, cc C
 			}
 			t0 := time.Now()
 			msg, err := callOnce(ctx, ctl, cfg.Timeout, "tools/call", params)
-			if err != nil || msg.Error != nil {
+			var res client.ToolResult
+			if err == nil && msg.Error == nil && msg.Result != nil {
+				_ = json.Unmarshal(msg.Result, &res)
+			}
+			if err != nil || msg.Error != nil || res.IsError {
 				return nil, 0, fmt.Errorf("the trigger call %s %v failed: %s", cc.Trigger, args, describe(msg, err))
 			}
 			deadline := t0.Add(cc.FanoutWait)
