@@ -165,12 +165,12 @@ type Engine struct {
 	serverMeta []byte       // the serverInfo member of every modern result's _meta
 	// plainAnn annotates every modern result that carries no cache hint; shared, never changed.
 	plainAnn  *protocol.Annotation
-	listeners listeners    // the open subscriptions/listen streams of every connection
-	interned  interned     // what passive connections share (passivate.go)
+	listeners listeners // the open subscriptions/listen streams of every connection
+	interned  interned  // what passive connections share (passivate.go)
 	// noCaps and noInfo are what a connection that started passive holds before initialize.
 	noCaps *protocol.ClientCapabilities
 	noInfo *protocol.Implementation
-	tasks     *taskService // the tasks extension; nil when disabled (tasks.go)
+	tasks  *taskService // the tasks extension; nil when disabled (tasks.go)
 
 	tel         *telemetry   // OpenTelemetry; nil when it records nothing
 	slotWaiters atomic.Int64 // calls waiting for a run slot of a tool with MaxConcurrency

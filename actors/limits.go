@@ -92,7 +92,6 @@ type inbox struct {
 	messages atomic.Int64  // messages delivered and not yet handled, for telemetry
 }
 
-
 func (b *inbox) add(n int) {
 	b.mu.Lock()
 	b.bytes += n

@@ -111,4 +111,3 @@ func (g *fdGuard) Close() error {
 	g.mu.Unlock()
 	return g.TCPListener.Close()
 }
-
