@@ -31,6 +31,7 @@ func ExampleStart() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	defer node.Close() // after the server: leaves the cluster and stops its actor system
 	srv, err := toolgrain.NewServer(toolgrain.Config{
 		Tools:           myTools,
 		Cluster:         node,   // the server runs on the cluster's actor system
