@@ -102,7 +102,7 @@ type hostFixture struct {
 	cancels chan *tools.ActorCancel
 }
 
-func newHostFixture(t *testing.T, timeout time.Duration) *hostFixture {
+func newHostFixture(t *testing.T, timeout time.Duration, mw ...tools.Middleware) *hostFixture {
 	t.Helper()
 	f := &hostFixture{
 		system:  newHostSystem(),
@@ -116,6 +116,7 @@ func newHostFixture(t *testing.T, timeout time.Duration) *hostFixture {
 		ActorSystem: f.system,
 		OnError:     f.rec.onError,
 		Metrics:     f.metrics,
+		Middleware:  mw,
 		Tools: []tools.Tool{
 			{Name: "host", Description: "Backed by a host actor.", InputSchema: modeSchema, Timeout: timeout,
 				Handler: tools.NewActorHandler(f.system, f.host)},
@@ -159,8 +160,20 @@ func resultText(r *protocol.CallToolResult) string {
 	return b.String()
 }
 
-// TestActorToolErrorModel runs every row of the error model through actor-backed tools.
+// TestActorToolErrorModel runs every row of the error model through actor-backed tools, without
+// middleware and through a middleware that passes every call on (which then runs on a handler
+// goroutine and reaches the actor through the request actor): the outcomes are the same.
 func TestActorToolErrorModel(t *testing.T) {
+	passOn := func(next tools.Handler) tools.Handler {
+		return tools.HandlerFunc(func(ctx context.Context, req *tools.Request) (*tools.Result, error) {
+			return next.Handle(ctx, req)
+		})
+	}
+	t.Run("direct", func(t *testing.T) { testActorToolErrorModel(t) })
+	t.Run("middleware", func(t *testing.T) { testActorToolErrorModel(t, passOn, passOn) })
+}
+
+func testActorToolErrorModel(t *testing.T, mw ...tools.Middleware) {
 	tests := []struct {
 		name       string
 		tool       string
@@ -188,7 +201,7 @@ func TestActorToolErrorModel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newHostFixture(t, 300*time.Millisecond)
+			f := newHostFixture(t, 300*time.Millisecond, mw...)
 			ctx, cancel := context.WithTimeout(context.Background(), watchdog)
 			defer cancel()
 			args := map[string]string{"mode": tt.mode}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"strings"
 	"time"
 
@@ -19,14 +20,14 @@ import (
 )
 
 type echoInput struct {
-	Text string `json:"text"`
+	Text string `json:"text" jsonschema:"description=The text to return"`
 }
 
-// echoTool is the tool the examples serve.
+// echoTool is the tool the examples serve. Its input schema is inferred from echoInput when the
+// server starts: an object whose "text" is a required string.
 var echoTool = tools.Tool{
 	Name:        "echo",
 	Description: "Returns the given text.",
-	InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
 	Handler: tools.Func(func(ctx context.Context, in echoInput) (*tools.Result, error) {
 		return tools.TextResult(in.Text), nil
 	}),
@@ -161,15 +162,18 @@ func ExampleServer_ConnectInMemory() {
 	// operator: lookup 2: dial tcp 10.0.0.7:5432: connection refused
 }
 
+// stockInput is the arguments of the stock tool, whose actor decodes them.
+type stockInput struct {
+	Item string `json:"item"`
+}
+
 // inventory is a host actor: it owns its state and answers tools.ActorCall messages.
 type inventory struct{ stock map[string]int }
 
 func (a *inventory) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *tools.ActorCall:
-		var in struct {
-			Item string `json:"item"`
-		}
+		var in stockInput
 		_ = json.Unmarshal(m.Arguments, &in)
 		n, ok := a.stock[in.Item]
 		if !ok {
@@ -200,7 +204,7 @@ func Example_actorTool() {
 		Tools: []tools.Tool{{
 			Name:        "stock",
 			Description: "How many of an item are in stock.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"item":{"type":"string"}},"required":["item"]}`),
+			InputType:   reflect.TypeFor[stockInput](), // the schema of the ActorCall's arguments
 			Handler:     tools.NewActorHandler(system, stock),
 		}},
 	})
@@ -337,4 +341,116 @@ func ExampleInMemoryClient_Call() {
 	_, err = client.Call(ctx, "tools/call", map[string]any{"name": "wait"})
 	fmt.Println(err)
 	// Output: context deadline exceeded
+}
+
+// AddIn and AddOut are the arguments and the structured output of the add tool.
+type AddIn struct {
+	A    int    `json:"a" jsonschema:"description=The first term"`
+	B    int    `json:"b" jsonschema:"description=The second term"`
+	Note string `json:"note,omitempty"`
+}
+
+type AddOut struct {
+	Sum int `json:"sum"`
+}
+
+// A typed tool needs no schema text: the input schema comes from AddIn (a and b required
+// integers, note an optional string) and the output schema from AddOut, once, in NewServer.
+// Arguments are validated against them before the function runs.
+func Example_typedTool() {
+	srv, err := toolgrain.NewServer(toolgrain.Config{Tools: []tools.Tool{{
+		Name:        "add",
+		Description: "Adds two integers.",
+		Handler: tools.Structured(func(ctx context.Context, in AddIn) (AddOut, error) {
+			return AddOut{Sum: in.A + in.B}, nil
+		}),
+	}}})
+	if err != nil {
+		fmt.Println(err) // a *tools.ToolSchemaError for a type no schema can describe
+		return
+	}
+	defer srv.Close()
+	client, err := srv.ConnectInMemory()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	ctx := context.Background()
+	if _, err := client.Initialize(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	list, _ := client.ListTools(ctx)
+	fmt.Println(string(list[0].InputSchema))
+	for _, args := range []map[string]any{{"a": 1, "b": 2}, {"a": "x", "b": 2}, {"b": 2}} {
+		res, err := client.CallTool(ctx, "add", args)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(string(res.StructuredContent), res.Content[0].Text, res.IsError)
+	}
+	// Output:
+	// {"properties":{"a":{"type":"integer","description":"The first term"},"b":{"type":"integer","description":"The second term"},"note":{"type":"string"}},"additionalProperties":false,"type":"object","required":["a","b"]}
+	// {"sum":3} {"sum":3} false
+	//  invalid arguments: a: must be integer, got string true
+	//  invalid arguments: a: missing property true
+}
+
+// Middleware wraps every tool call, after its arguments were validated; the first is the
+// outermost. A middleware refuses a call with tools.ErrorResult, which the client sees; an
+// error or a panic would be an unexpected failure, which it would not.
+func Example_middleware() {
+	allowed := map[string]bool{"echo": true}
+	onlyAllowed := func(next tools.Handler) tools.Handler {
+		return tools.HandlerFunc(func(ctx context.Context, req *tools.Request) (*tools.Result, error) {
+			if !allowed[req.Tool] {
+				return tools.ErrorResult("tool " + req.Tool + " is switched off"), nil
+			}
+			return next.Handle(ctx, req)
+		})
+	}
+	shout := func(next tools.Handler) tools.Handler {
+		return tools.HandlerFunc(func(ctx context.Context, req *tools.Request) (*tools.Result, error) {
+			res, err := next.Handle(ctx, req)
+			if err != nil || res.IsError {
+				return res, err
+			}
+			return tools.TextResult(strings.ToUpper(res.Content[0].Text)), nil
+		})
+	}
+	off := echoTool
+	off.Name = "echo2"
+	srv, err := toolgrain.NewServer(toolgrain.Config{
+		Tools:      []tools.Tool{echoTool, off},
+		Middleware: []tools.Middleware{onlyAllowed, shout},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	client, err := srv.ConnectInMemory()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	ctx := context.Background()
+	if _, err := client.Initialize(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, name := range []string{"echo", "echo2"} {
+		res, err := client.CallTool(ctx, name, map[string]string{"text": "hello"})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(res.Content[0].Text, res.IsError)
+	}
+	// Output:
+	// HELLO false
+	// tool echo2 is switched off true
 }

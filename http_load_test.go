@@ -27,19 +27,15 @@ type inFlightGauge struct {
 	now, peak atomic.Int64
 }
 
-// wrap returns ts with every handler counted by the gauge.
-func (g *inFlightGauge) wrap(ts []tools.Tool) []tools.Tool {
-	for i := range ts {
-		h := ts[i].Handler
-		ts[i].Handler = tools.HandlerFunc(func(ctx context.Context, req *tools.Request) (*tools.Result, error) {
-			n := g.now.Add(1)
-			defer g.now.Add(-1)
-			for p := g.peak.Load(); n > p && !g.peak.CompareAndSwap(p, n); p = g.peak.Load() {
-			}
-			return h.Handle(ctx, req)
-		})
-	}
-	return ts
+// middleware counts every handler that runs.
+func (g *inFlightGauge) middleware(next tools.Handler) tools.Handler {
+	return tools.HandlerFunc(func(ctx context.Context, req *tools.Request) (*tools.Result, error) {
+		n := g.now.Add(1)
+		defer g.now.Add(-1)
+		for p := g.peak.Load(); n > p && !g.peak.CompareAndSwap(p, n); p = g.peak.Load() {
+		}
+		return next.Handle(ctx, req)
+	})
 }
 
 // TestHTTPManyCallsInFlight drives one legacy HTTP session with 300 clients at once (1,000 with
@@ -80,7 +76,7 @@ func TestHTTPManyCallsInFlight(t *testing.T) {
 		}
 	})
 	gauge := &inFlightGauge{}
-	e := startHTTP(t, toolgrain.Config{Tools: gauge.wrap(demo.Tools())})
+	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), Middleware: []tools.Middleware{gauge.middleware}})
 	c := e.client()
 	c.initialize()
 	tr := &http.Transport{MaxIdleConnsPerHost: clients}

@@ -35,7 +35,10 @@
 // # Tools
 //
 // A tool is a [tools.Tool]: a name, JSON Schemas (input, output, _meta) compiled once, and a
-// handler. A Go handler ([tools.HandlerFunc], [tools.Func], [tools.Structured]) runs on a
+// handler. A typed handler ([tools.Func], [tools.Structured]) needs no schema text: its schemas
+// are inferred from its Go types. [Config].Middleware wraps every call (rate limits, logging,
+// authorisation: see [tools.Middleware] and package tools/middleware). A Go handler
+// ([tools.HandlerFunc], [tools.Func], [tools.Structured]) runs on a
 // goroutine of its own with a context cancelled by the client, a closed connection, the tool's
 // timeout or shutdown. An actor-backed tool ([tools.NewActorHandler] for an actor of the host's,
 // [tools.NewActorPropsHandler] for one the server spawns) receives each call as a
@@ -157,6 +160,16 @@ type Config struct {
 	// Tools are the tools to serve, listed in this order. Names must follow MCP's rules and be
 	// unique; schemas are compiled once, here. See package tools.
 	Tools []tools.Tool
+
+	// Middleware wraps every tool call's handler, in order: the first is the outermost. It runs
+	// after the call's arguments were validated, in both protocol eras and on every transport,
+	// for Go handlers and actor-backed tools alike, calls that run as tasks and tools added
+	// later (AddTools) included; see tools.Middleware for what it sees and how its outcomes
+	// reach the client (an error or a panic is an unexpected failure, a tools.ErrorResult
+	// reaches the client unchanged, nothing is sent after a cancellation). Package
+	// tools/middleware has a per-caller rate limit and a call log. Nil means none, and costs
+	// nothing per call. A nil entry is an error from NewServer.
+	Middleware []tools.Middleware
 
 	// OnError receives unexpected failures privately. Nil logs them on Logger. A callback that
 	// only needs the error can be written as diagnostics.ErrorOnly(func(err error) {...}).
@@ -319,11 +332,12 @@ type Server struct {
 
 // NewServer checks and compiles the tool definitions and starts the actor tree. Construction
 // problems are returned, never panicked: a bad or duplicate tool name is a *tools.ToolNameError,
-// a schema that does not compile (or whose root is not an object) a *tools.ToolSchemaError, a
+// a schema that does not compile (or whose root is not an object), or a Go type from which no
+// schema can be inferred, a *tools.ToolSchemaError, a nil middleware an error, a
 // bad resource or template a *resources.DefinitionError, a bad prompt a
 // *prompts.DefinitionError.
 func NewServer(cfg Config) (*Server, error) {
-	set, err := tools.Compile(cfg.Tools)
+	set, err := tools.Compile(cfg.Tools, cfg.Middleware...)
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,23 @@ type (
 	spawnActorTools struct{ set *tools.Set }
 	// actorToolsSpawned: supervisor → engine. err is the first spawn failure, or nil.
 	actorToolsSpawned struct{ err error }
+	// actorCallAsked: handler goroutine → request. A middleware's next asks for the call to
+	// be sent to the tool's actor; the reply (the actor's result or error) goes to reply.
+	actorCallAsked struct {
+		req   *tools.Request
+		reply chan actorOutcome // size 1
+	}
+	// actorCallAbandoned: handler goroutine → request. The context of a next that asked for
+	// the actor's reply ended before it came: stop waiting for it, and tell the actor.
+	actorCallAbandoned struct{ cause error }
 )
+
+// actorOutcome is the reply of a tool actor, for a middleware's next: the result as the actor
+// sent it (Compiled.Run checks it), or the failure.
+type actorOutcome struct {
+	result *tools.Result
+	err    error
+}
 
 // actorTools are the actors the engine spawned from Props for actor-backed tools.
 type actorTools struct {
@@ -146,6 +162,12 @@ func spawnChild(ctx actor.Context, props *actor.Props, name string) (pid *actor.
 	return ctx.SpawnNamed(props, name)
 }
 
+// backed reports whether t is an actor-backed tool.
+func (a *actorTools) backed(t *tools.Compiled) bool {
+	_, ok := t.Def().Handler.(*tools.ActorHandler)
+	return ok
+}
+
 // target returns the actor that runs the calls of t, or nil when t has a Go handler.
 func (a *actorTools) target(t *tools.Compiled) *actor.PID {
 	h, ok := t.Def().Handler.(*tools.ActorHandler)
@@ -192,31 +214,111 @@ type actorCallState struct {
 	actorTimeout time.Duration   // the call's timeout
 	progress     context.Context // carries the progress sink, when the client asked for progress
 	stray        string          // type of the last message outside the contract, for diagnosis
+	// Under middleware (bridged): the call runs on a handler goroutine as a Go handler's does,
+	// and the middleware's next asks this actor to send it to the tool's actor (actorCallAsked);
+	// the reply goes back to it instead of to the client.
+	bridged     bool
+	bridgeTo    *actor.PID        // the tool's actor, chosen when the call started
+	bridgeReply chan actorOutcome // where the reply of the call in flight goes; nil when none
+}
+
+// actorTimeoutOf is the timeout of a call of the actor-backed tool t: its own, or
+// tools.DefaultActorTimeout.
+func actorTimeoutOf(t *tools.Compiled) time.Duration {
+	if d := t.Def().Timeout; d > 0 {
+		return d
+	}
+	return tools.DefaultActorTimeout
 }
 
 // runOnActor sends the call to the tool's actor and starts waiting for its reply.
 func (r *requestActor) runOnActor(ctx actor.Context, target *actor.PID) {
 	r.phase = phaseRunning
-	r.target = target
 	r.hctx = r.call.Context()
-	r.actorTimeout = r.tool.Def().Timeout
-	if r.actorTimeout <= 0 {
-		r.actorTimeout = tools.DefaultActorTimeout
-	}
+	r.actorTimeout = actorTimeoutOf(r.tool)
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	r.timer = time.AfterFunc(r.actorTimeout, func() { root.Send(self, &callTimedOut{}) })
+	if token := progressToken(r.meta); token != nil {
+		r.progress = tools.WithProgress(r.call.Context(), progressSender(r.stream, r.call, token, r.eng.cfg.ProgressInterval))
+	}
+	r.sendActorCall(ctx, target, &tools.Request{Tool: r.tool.Name(), Arguments: r.args, Meta: r.meta, Identity: r.identity},
+		time.Now().Add(r.actorTimeout))
+}
+
+// runBridged starts the call of an actor-backed tool whose calls pass through middleware: the
+// middleware runs on a handler goroutine, as for a Go handler, and its next comes back here
+// (actorCallAsked) to send the call to target.
+func (r *requestActor) runBridged(ctx actor.Context, target *actor.PID) {
+	r.bridged, r.bridgeTo = true, target
+	r.runGo(ctx)
+}
+
+// askActor is a middleware's next for an actor-backed tool: it has the request actor self send
+// the call and waits for the reply, or for ctx to end. It runs on the handler goroutine.
+func askActor(root *actor.RootContext, self *actor.PID) func(context.Context, *tools.Request) (*tools.Result, error) {
+	return func(ctx context.Context, req *tools.Request) (*tools.Result, error) {
+		if err := ctx.Err(); err != nil {
+			return nil, context.Cause(ctx)
+		}
+		reply := make(chan actorOutcome, 1)
+		root.Send(self, &actorCallAsked{req: req, reply: reply})
+		select {
+		case o := <-reply:
+			return o.result, o.err
+		case <-ctx.Done():
+			root.Send(self, &actorCallAbandoned{cause: context.Cause(ctx)})
+			return nil, context.Cause(ctx)
+		}
+	}
+}
+
+// actorCallAsked sends the call a middleware's next asked for, or answers at once when it
+// cannot be sent.
+func (r *requestActor) askedActor(ctx actor.Context, msg *actorCallAsked) {
+	switch {
+	case r.phase != phaseRunning:
+		msg.reply <- actorOutcome{err: context.Cause(r.hctx)}
+	case r.target != nil:
+		msg.reply <- actorOutcome{err: fmt.Errorf("tool %q: a middleware called next again before the actor replied", r.tool.Name())}
+	case r.bridgeTo == nil:
+		// No actor (a pick that named none, a spawn that failed): as without middleware.
+		msg.reply <- actorOutcome{err: tools.ErrNoActor}
+	default:
+		r.bridgeReply = msg.reply
+		r.actorTimeout = actorTimeoutOf(r.tool)
+		deadline, ok := r.hctx.Deadline()
+		if !ok {
+			deadline = time.Now().Add(r.actorTimeout)
+		}
+		req := *msg.req
+		if req.Tool == "" {
+			req.Tool = r.tool.Name()
+		}
+		r.sendActorCall(ctx, r.bridgeTo, &req, deadline)
+	}
+}
+
+// deliver ends the wait for the actor's reply: the outcome goes to the middleware's next.
+func (r *requestActor) deliver(ctx actor.Context, res *tools.Result, err error) {
+	r.bridgeReply <- actorOutcome{result: res, err: err}
+	r.bridgeReply = nil
+	r.unwatch(ctx)
+	r.target = nil
+}
+
+// sendActorCall sends the call req to the tool's actor target, watching it.
+func (r *requestActor) sendActorCall(ctx actor.Context, target *actor.PID, req *tools.Request, deadline time.Time) {
+	self := ctx.Self()
+	r.target = target
 	call := &tools.ActorCall{
 		ID:        callID(self),
-		Tool:      r.tool.Name(),
-		Arguments: r.args,
-		Meta:      r.meta,
-		Identity:  r.identity,
-		Deadline:  time.Now().Add(r.actorTimeout),
+		Tool:      req.Tool,
+		Arguments: req.Arguments,
+		Meta:      req.Meta,
+		Identity:  req.Identity,
+		Deadline:  deadline,
+		Progress:  r.progress != nil,
 		ReplyTo:   self,
-	}
-	if token := progressToken(r.meta); token != nil {
-		call.Progress = true
-		r.progress = tools.WithProgress(r.call.Context(), progressSender(r.stream, r.call, token, r.eng.cfg.ProgressInterval))
 	}
 	ctx.Watch(target)
 	r.watching = true
@@ -242,6 +344,9 @@ func (r *requestActor) receiveFromActor(ctx actor.Context) bool {
 		return false
 	}
 	name := r.tool.Name()
+	if r.bridged {
+		return r.receiveBridged(ctx, name)
+	}
 	switch msg := ctx.Message().(type) {
 	case *actor.Started, *actor.Stopped, *actor.Restarting:
 		return false
@@ -288,6 +393,54 @@ func (r *requestActor) receiveFromActor(ctx actor.Context) bool {
 	}
 	r.unwatch(ctx)
 	r.finish(ctx)
+	return true
+}
+
+// receiveBridged is receiveFromActor under middleware: the actor's reply, or its failure, goes
+// to the middleware's next; a cancellation or the timeout tells the actor, then ends the call as
+// for a Go handler.
+func (r *requestActor) receiveBridged(ctx actor.Context, name string) bool {
+	switch msg := ctx.Message().(type) {
+	case *cancelCall, *callTimedOut:
+		// The handler's context ends (or is ended by the timeout's case): its next returns.
+		cause := r.call.Cause()
+		if _, timedOut := msg.(*callTimedOut); timedOut {
+			cause = r.timeoutError()
+		}
+		r.cancelActor(ctx, cause)
+		r.unwatch(ctx)
+		r.target = nil
+		return false
+	case *actorCallAbandoned:
+		r.cancelActor(ctx, msg.cause)
+		r.unwatch(ctx)
+		r.target, r.bridgeReply = nil, nil
+	case *actor.Terminated:
+		if !msg.Who.Equal(r.target) {
+			return false
+		}
+		r.watching = false
+		r.deliver(ctx, nil, &tools.ActorStoppedError{Tool: name, PID: r.target, Reason: terminatedReason(msg.Why)})
+	case *actor.DeadLetterResponse:
+		r.deliver(ctx, nil, &tools.ActorStoppedError{Tool: name, PID: r.target, Reason: "dead letter"})
+	case *actorCrashed:
+		r.deliver(ctx, nil, &tools.ActorPanicError{Tool: name, PID: msg.pid, Value: msg.reason})
+	case *tools.ActorProgress:
+		if r.progress != nil {
+			_ = tools.ReportProgress(r.progress, msg.Progress, msg.Total, msg.Message)
+		}
+	case *tools.ActorResult, *tools.ActorError, error:
+		res, err := tools.ReadActorReply(name, msg)
+		r.deliver(ctx, res, err)
+	case *handlerDone, *actorCallAsked, *inputRequired, *taskWanted,
+		*actor.Started, *actor.Stopped, *actor.Restarting:
+		return false // the request actor's own
+	default:
+		r.stray = fmt.Sprintf("%T", msg)
+		r.eng.log.Debug("request: message outside the actor-tool contract",
+			zap.String("tool", name), zap.String("type", r.stray))
+		return false
+	}
 	return true
 }
 

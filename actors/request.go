@@ -14,6 +14,7 @@ import (
 	"github.com/toolgrain/toolgrain/client"
 	"github.com/toolgrain/toolgrain/diagnostics"
 	"github.com/toolgrain/toolgrain/internal/faults"
+	"github.com/toolgrain/toolgrain/internal/toolctx"
 	"github.com/toolgrain/toolgrain/metrics"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/tools"
@@ -110,6 +111,10 @@ func (r *requestActor) Receive(ctx actor.Context) {
 			return
 		}
 		r.run(ctx)
+	case *actorCallAsked:
+		r.askedActor(ctx, msg)
+	case *actorCallAbandoned:
+		// The actor's reply came first; nothing waits for it any more.
 	case *cancelCall:
 		// The call is already silenced; only a request still waiting for a slot has to act.
 		r.settle(metrics.Cancelled)
@@ -191,12 +196,24 @@ func (r *requestActor) validate() *tools.Result {
 	return nil
 }
 
-// run starts the handler goroutine.
+// run starts the handler goroutine, or sends the call to the actor of an actor-backed tool.
 func (r *requestActor) run(ctx actor.Context) {
-	if target := r.eng.actorTools.target(r.tool); target != nil {
-		r.runOnActor(ctx, target)
-		return
+	if r.eng.actorTools.backed(r.tool) {
+		target := r.eng.actorTools.target(r.tool)
+		switch {
+		case r.tool.Wrapped():
+			r.runBridged(ctx, target)
+			return
+		case target != nil:
+			r.runOnActor(ctx, target)
+			return
+		}
 	}
+	r.runGo(ctx)
+}
+
+// runGo starts the handler goroutine.
+func (r *requestActor) runGo(ctx actor.Context) {
 	r.phase = phaseRunning
 	if r.task == nil && r.slot != nil {
 		r.slot.handlerRuns.Store(true)
@@ -212,21 +229,35 @@ func (r *requestActor) run(ctx actor.Context) {
 	}
 	r.hctx = hctx
 	hctx = r.eng.handlerContext(hctx, r.peer, r.meta)
+	if r.bridged {
+		if progressToken(r.meta) != nil {
+			r.progress = hctx // its progress sink takes the actor's reports
+		}
+		hctx = context.WithValue(hctx, toolctx.ActorDispatch{}, askActor(ctx.ActorSystem().Root, ctx.Self()))
+	}
 	hctx = tools.WithIdentity(hctx, r.identity)
 	if span := r.rec().startHandler(); span != nil {
 		hctx = trace.ContextWithSpan(hctx, span)
 	}
 	// The handler's context is cancelled on client cancellation, connection close, timeout and
 	// shutdown.
-	r.eng.runHandler(ctx, r.tool, hctx, &tools.Request{Tool: r.tool.Name(), Arguments: r.args, Meta: r.meta})
+	r.eng.runHandler(ctx, r.tool, hctx, &tools.Request{Tool: r.tool.Name(), Arguments: r.args, Meta: r.meta, Identity: r.identity})
 }
 
 func (r *requestActor) timeoutError() error {
-	return fmt.Errorf("tool %q: %w after %s", r.tool.Name(), ErrTimeout, r.timeout())
+	err := fmt.Errorf("tool %q: %w after %s", r.tool.Name(), ErrTimeout, r.timeout())
+	if r.stray != "" {
+		err = fmt.Errorf("%w; the actor sent %s, which is not a reply of the contract", err, r.stray)
+	}
+	return err
 }
 
-// timeout is the call's timeout: the tool's own, or else the engine's default.
+// timeout is the call's timeout: the tool's own, or else the engine's default (for an
+// actor-backed tool, tools.DefaultActorTimeout).
 func (r *requestActor) timeout() time.Duration {
+	if r.bridged {
+		return actorTimeoutOf(r.tool)
+	}
 	if d := r.tool.Def().Timeout; d > 0 {
 		return d
 	}
@@ -238,13 +269,19 @@ func (r *requestActor) answer(d *handlerDone) {
 	// The deadline passed before this message arrived (its timer's message is still queued):
 	// the call timed out whatever the handler returned, exactly as if the timer had won.
 	if cause := context.Cause(r.hctx); errors.Is(cause, ErrTimeout) {
+		if r.stray != "" {
+			cause = r.timeoutError() // names what the tool's actor sent instead of a reply
+		}
 		if d.err == nil {
 			r.eng.metrics.LateResponseSuppressed(r.tool.Name())
 			r.fail(cause)
 			return
 		}
-		if !errors.Is(d.err, ErrTimeout) {
+		switch {
+		case !errors.Is(d.err, ErrTimeout):
 			d.err = fmt.Errorf("%w (handler returned: %w)", cause, d.err)
+		case r.stray != "":
+			d.err = cause
 		}
 	}
 	var capErr *client.CapabilityError
@@ -298,6 +335,12 @@ func (r *requestActor) respondResult(res *protocol.CallToolResult) {
 // finish ends the request: the stream is closed, the run slot released, and the actor stops.
 func (r *requestActor) finish(ctx actor.Context) {
 	r.phase = phaseDraining
+	if r.bridged && r.target != nil {
+		// A middleware returned without waiting for the actor's reply.
+		r.cancelActor(ctx, nil)
+		r.unwatch(ctx)
+		r.target = nil
+	}
 	r.stream.Close()
 	if r.acquired {
 		r.acquired = false

@@ -17,12 +17,14 @@ import (
 // client retries it with its answer and the requestState it was given: the handler runs again
 // and Input returns the answer.
 func ExampleInput() {
+	type deployIn struct {
+		Service string `json:"service"`
+	}
 	deploy := tools.Tool{
 		Name:        "deploy",
 		Description: "Deploys a service after the user confirms.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"service":{"type":"string"}},"required":["service"]}`),
-		Handler: tools.HandlerFunc(func(ctx context.Context, req *tools.Request) (*tools.Result, error) {
-			in, err := client.Input(ctx, map[string]client.InputRequest{
+		Handler: tools.Func(func(ctx context.Context, in deployIn) (*tools.Result, error) {
+			got, err := client.Input(ctx, map[string]client.InputRequest{
 				"confirm": client.ElicitInput(&protocol.ElicitParams{
 					Message:         "Deploy now?",
 					RequestedSchema: json.RawMessage(`{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}`),
@@ -31,14 +33,14 @@ func ExampleInput() {
 			if err != nil {
 				return nil, err // client.ErrInputRequired in the first round: the engine has answered
 			}
-			answer, err := in["confirm"].Elicit()
+			answer, err := got["confirm"].Elicit()
 			if err != nil {
 				return nil, err
 			}
 			if answer.Action != protocol.ElicitAccept {
 				return tools.ErrorResult("deployment declined"), nil
 			}
-			return tools.TextResult("deployed"), nil
+			return tools.TextResult("deployed " + in.Service), nil
 		}),
 	}
 	srv, err := toolgrain.NewServer(toolgrain.Config{Tools: []tools.Tool{deploy}})
@@ -89,5 +91,5 @@ func ExampleInput() {
 	fmt.Println(done.Content[0].Text)
 	// Output:
 	// input_required elicitation/create
-	// deployed
+	// deployed api
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/toolgrain/toolgrain/internal/toolctx"
 )
 
 // Actor-backed tools: a tool whose calls are messages to a protoactor actor instead of calls of
@@ -127,7 +129,9 @@ func (h *ActorHandler) Props() *actor.Props { return h.props }
 // errPropsOutsideServer is what Handle returns for a handler made by NewActorPropsHandler.
 var errPropsOutsideServer = errors.New("tools: an actor-backed tool defined by Props has an actor only inside a server")
 
-// Handle calls the actor directly, outside any server, and returns its raw outcome: the
+// Handle calls the actor directly, outside any server, and returns its raw outcome (inside a
+// server, the engine sends the calls itself, and a middleware's next reaches the actor through
+// the engine too): the
 // Result of an [*ActorResult] as it is (no output checks), the error of an [*ActorError] or an
 // error reply as it is, an [*ActorStoppedError] for a dead actor, and an error for a reply of
 // another type or no reply before ctx's deadline ([DefaultActorTimeout] when ctx has none).
@@ -138,6 +142,11 @@ var errPropsOutsideServer = errors.New("tools: an actor-backed tool defined by P
 // [NewActorPickHandler] (then it fails with [ErrNoActor] when no actor is picked); a server
 // does not use it.
 func (h *ActorHandler) Handle(ctx context.Context, req *Request) (*Result, error) {
+	if dispatch, ok := ctx.Value(toolctx.ActorDispatch{}).(func(context.Context, *Request) (*Result, error)); ok {
+		// Inside a server, under middleware: the request actor sends the call and waits for
+		// the reply, as it does without middleware.
+		return dispatch(ctx, req)
+	}
 	if h.props != nil || h.system == nil {
 		return nil, errPropsOutsideServer
 	}
@@ -168,6 +177,9 @@ func (h *ActorHandler) Handle(ctx context.Context, req *Request) (*Result, error
 	call := &ActorCall{ID: f.PID().Id, Identity: IdentityFromContext(ctx), Deadline: deadline, ReplyTo: f.PID()}
 	if req != nil {
 		call.Tool, call.Arguments, call.Meta = req.Tool, req.Arguments, req.Meta
+		if req.Identity != nil {
+			call.Identity = req.Identity
+		}
 	}
 	h.system.Root.RequestWithCustomSender(pid, call, f.PID())
 

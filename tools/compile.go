@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"unicode/utf8"
 
@@ -21,6 +22,7 @@ var defaultInputSchema = json.RawMessage(`{"type":"object"}`)
 type Set struct {
 	list   []*Compiled
 	byName map[string]*Compiled
+	mw     []Middleware // around every tool's calls, also of the tools added by With
 }
 
 // Compiled is one tool after [Compile]: its definition, its precomputed tools/list descriptor
@@ -32,6 +34,7 @@ type Compiled struct {
 	output  *schema       // nil without an output schema
 	meta    *schema       // nil without a metadata schema
 	headers []HeaderParam // the input schema's x-mcp-header arguments; nil without any
+	call    Handler       // the middleware around handle; nil without middleware
 }
 
 // Compile checks every definition and compiles its schemas, once, so that nothing is parsed or
@@ -45,9 +48,16 @@ type Compiled struct {
 //   - an "x-mcp-header" annotation in the input schema that breaks one of the rules below, as
 //     a [*ToolSchemaError] of kind [SchemaInput] naming its location and the rule, one per
 //     annotation;
+//   - a Go type from which no schema can be inferred ([Tool.InputType] lists the rules), as a
+//     [*ToolSchemaError] naming the field ([ToolSchemaError.Field]);
 //   - a nil handler as `tool "<name>": no handler`, and a nil provider, a negative timeout, a
 //     negative concurrency limit, an [ActorHandler] without an actor, or one with providers
-//     likewise, as plain errors.
+//     likewise, as plain errors;
+//   - a nil [Middleware], and a middleware that panics or returns a nil Handler when it wraps a
+//     tool's handler, as plain errors.
+//
+// The middleware mw wraps the calls of every tool of the Set, and of the tools later added with
+// [Set.With], the first outermost ([Middleware] says where it runs); [Compiled.Run] applies it.
 //
 // Compile reports every problem it finds: one error as it is, several joined with errors.Join.
 // Find a specific one with errors.As.
@@ -66,18 +76,26 @@ type Compiled struct {
 // case-insensitively, and that the property declare one "type": "string", "integer" or
 // "boolean" ("number" is not allowed). [Compiled.HeaderParams] lists the annotations.
 //
+// A schema left nil is inferred from the tool's Go types, when it has some ([Tool.InputType],
+// [Tool.OutputType], [Func], [Structured]), and then compiled as if it had been written by hand.
+//
 // Compile copies the definitions and their schemas: the Set does not change when defs does.
 // Descriptors keep each schema verbatim as given.
-func Compile(defs []Tool) (*Set, error) {
+func Compile(defs []Tool, mw ...Middleware) (*Set, error) {
 	s := &Set{
 		list:   make([]*Compiled, 0, len(defs)),
 		byName: make(map[string]*Compiled, len(defs)),
+		mw:     slices.Clone(mw),
 	}
 	var errs []error
+	if err := checkMiddleware(mw); err != nil {
+		errs = append(errs, err)
+		mw = nil
+	}
 	seen := make(map[string]bool, len(defs))
 	for i := range defs {
 		name := defs[i].Name
-		c, toolErrs := compileTool(&defs[i])
+		c, toolErrs := compileTool(&defs[i], mw)
 		errs = append(errs, toolErrs...)
 		if seen[name] {
 			errs = append(errs, &ToolNameError{Name: name, Reason: "duplicate"})
@@ -99,7 +117,7 @@ func Compile(defs []Tool) (*Set, error) {
 	}
 }
 
-func compileTool(def *Tool) (*Compiled, []error) {
+func compileTool(def *Tool, mw []Middleware) (*Compiled, []error) {
 	var errs []error
 	if reason := checkName(def.Name); reason != "" {
 		errs = append(errs, &ToolNameError{Name: def.Name, Reason: reason})
@@ -139,6 +157,7 @@ func compileTool(def *Tool) (*Compiled, []error) {
 		c.def.Annotations = &a
 	}
 
+	inferSchemas(c, &errs)
 	c.input.root = "arguments"
 	if c.def.InputSchema != nil {
 		sch, err := compileSchema(c.def.InputSchema, SchemaInput, true)
@@ -173,6 +192,13 @@ func compileTool(def *Tool) (*Compiled, []error) {
 	if len(errs) > 0 {
 		return nil, errs
 	}
+	if len(mw) > 0 {
+		call, err := chain(HandlerFunc(c.handle), mw)
+		if err != nil {
+			return nil, []error{fmt.Errorf("tool %q: %w", def.Name, err)}
+		}
+		c.call = call
+	}
 
 	c.desc = protocol.Tool{
 		Name:         c.def.Name,
@@ -186,6 +212,33 @@ func compileTool(def *Tool) (*Compiled, []error) {
 		c.desc.InputSchema = defaultInputSchema
 	}
 	return c, nil
+}
+
+// inferSchemas sets the input and output schemas that c's definition leaves nil from the Go
+// types it declares ([Tool.InputType], [Tool.OutputType]) or its typed handler's.
+func inferSchemas(c *Compiled, errs *[]error) {
+	in, out := c.def.InputType, c.def.OutputType
+	if th, ok := c.def.Handler.(typedHandler); ok {
+		if in == nil {
+			in = th.argumentType()
+		}
+		if out == nil {
+			out = th.outputType()
+		}
+	}
+	infer := func(t reflect.Type, k SchemaKind) json.RawMessage {
+		raw, ie := inferSchema(t)
+		if ie != nil {
+			*errs = append(*errs, &ToolSchemaError{Tool: c.def.Name, Kind: k, Field: ie.field, Err: ie.err})
+		}
+		return raw
+	}
+	if c.def.InputSchema == nil && in != nil {
+		c.def.InputSchema = infer(in, SchemaInput)
+	}
+	if c.def.OutputSchema == nil && out != nil {
+		c.def.OutputSchema = infer(out, SchemaOutput)
+	}
 }
 
 // checkName returns why name breaks the MCP tool-name rules, or "".

@@ -6,14 +6,19 @@ import (
 )
 
 // With returns a new Set holding s's tools followed by defs, compiled as [Compile] compiles
-// them; a name already in s is a [*ToolNameError] with Reason "duplicate". s is not changed,
-// which lets a server change its tools while calls of the old set are still running.
+// them, with s's middleware; a name already in s is a [*ToolNameError] with Reason "duplicate".
+// s is not changed, which lets a server change its tools while calls of the old set are still
+// running.
 func (s *Set) With(defs ...Tool) (*Set, error) {
-	add, err := Compile(defs)
+	var mw []Middleware
+	if s != nil {
+		mw = s.mw
+	}
+	add, err := Compile(defs, mw...)
 	if err != nil {
 		return nil, err
 	}
-	n := &Set{list: slices.Clone(s.List()), byName: make(map[string]*Compiled, s.Len()+add.Len())}
+	n := &Set{list: slices.Clone(s.List()), byName: make(map[string]*Compiled, s.Len()+add.Len()), mw: mw}
 	for _, c := range n.list {
 		n.byName[c.def.Name] = c
 	}
@@ -40,6 +45,9 @@ func (s *Set) With(defs ...Tool) (*Set, error) {
 // changed.
 func (s *Set) Without(names ...string) (*Set, int) {
 	n := &Set{byName: make(map[string]*Compiled, s.Len())}
+	if s != nil {
+		n.mw = s.mw
+	}
 	removed := 0
 	for _, c := range s.List() {
 		if slices.Contains(names, c.def.Name) {

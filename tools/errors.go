@@ -39,20 +39,29 @@ const (
 
 // ToolSchemaError reports a schema that cannot be used: invalid JSON, a root that does not
 // declare "type": "object" (input and output schemas), a schema that fails its metaschema, an
-// unsupported "$schema", a reference to an external document, or an input schema's
-// "x-mcp-header" annotation that breaks the rules [Compile] lists. Callers find it with
-// errors.As; Unwrap returns the cause, which may in turn wrap an error of the jsonschema package.
+// unsupported "$schema", a reference to an external document, an input schema's
+// "x-mcp-header" annotation that breaks the rules [Compile] lists, or a Go type from which no
+// schema can be inferred ([Tool.InputType]). Callers find it with errors.As; Unwrap returns the
+// cause, which may in turn wrap an error of the jsonschema package.
 type ToolSchemaError struct {
 	// Tool is the name of the tool.
 	Tool string
 	// Kind says which schema is wrong.
 	Kind SchemaKind
+	// Field is the Go field whose type has no schema, as a path from the inferred type
+	// ("AddIn.Options.Hook"; "[]" stands for an element of a slice, an array or a map); empty
+	// when the schema was not inferred, or the type itself is at fault.
+	Field string
 	// Err is the cause.
 	Err error
 }
 
-// Error returns `tool "<tool>": <kind> schema: <cause>`.
+// Error returns `tool "<tool>": <kind> schema: <cause>`, or `tool "<tool>": <kind> schema:
+// field <field>: <cause>` when Field is set.
 func (e *ToolSchemaError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("tool %q: %s schema: field %s: %v", e.Tool, e.Kind, e.Field, e.Err)
+	}
 	return fmt.Sprintf("tool %q: %s schema: %v", e.Tool, e.Kind, e.Err)
 }
 

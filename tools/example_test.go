@@ -11,12 +11,11 @@ import (
 
 func ExampleCompile() {
 	type sleepIn struct {
-		MS int `json:"ms"`
+		MS int `json:"ms" jsonschema:"minimum=0,maximum=600000"`
 	}
 	set, err := tools.Compile([]tools.Tool{{
 		Name:        "sleep",
 		Description: "Waits for ms milliseconds.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer","minimum":0,"maximum":600000}},"required":["ms"]}`),
 		Handler: tools.Func(func(ctx context.Context, in sleepIn) (*tools.Result, error) {
 			return tools.TextResult("slept"), nil
 		}),
@@ -65,21 +64,64 @@ func ExampleStructured() {
 		Greeting string `json:"greeting"`
 	}
 	set, _ := tools.Compile([]tools.Tool{{
-		Name:         "greet",
-		Description:  "Greets someone.",
-		InputSchema:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
-		OutputSchema: json.RawMessage(`{"type":"object","properties":{"greeting":{"type":"string"}},"required":["greeting"]}`),
+		Name:        "greet",
+		Description: "Greets someone.",
 		Handler: tools.Structured(func(ctx context.Context, in greetIn) (greetOut, error) {
 			return greetOut{Greeting: "Hello, " + in.Name + "!"}, nil
 		}),
 	}})
 	greet, _ := set.Lookup("greet")
+	d := greet.Descriptor() // the schemas inferred from greetIn and greetOut
+	fmt.Println(string(d.InputSchema))
+	fmt.Println(string(d.OutputSchema))
 	res, _ := greet.Run(context.Background(), &tools.Request{Tool: "greet", Arguments: json.RawMessage(`{"name":"Ada"}`)})
 	fmt.Println(string(res.StructuredContent))
 	fmt.Println(res.Content[0].Text)
 	// Output:
+	// {"properties":{"name":{"type":"string"}},"additionalProperties":false,"type":"object","required":["name"]}
+	// {"properties":{"greeting":{"type":"string"}},"additionalProperties":false,"type":"object","required":["greeting"]}
 	// {"greeting":"Hello, Ada!"}
 	// {"greeting":"Hello, Ada!"}
+}
+
+// The input schema of a Func is inferred from its type, with keywords from jsonschema tags;
+// a type that no schema can describe is a *ToolSchemaError naming the field.
+func ExampleFunc() {
+	type searchIn struct {
+		Query string   `json:"query" jsonschema:"description=What to look for,minLength=1"`
+		Limit int      `json:"limit,omitempty" jsonschema:"minimum=1,maximum=100,default=10"`
+		Mode  string   `json:"mode,omitempty" jsonschema:"enum=fast,enum=exact"`
+		Tags  []string `json:"tags,omitempty"`
+	}
+	set, err := tools.Compile([]tools.Tool{{
+		Name:        "search",
+		Description: "Searches the catalogue.",
+		Handler: tools.Func(func(ctx context.Context, in searchIn) (*tools.Result, error) {
+			return tools.TextResult("found " + in.Query), nil
+		}),
+	}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	search, _ := set.Lookup("search")
+	fmt.Println(string(search.Descriptor().InputSchema))
+	_, feedback := search.ValidateInput(json.RawMessage(`{"query":"","limit":0,"mode":"slow"}`))
+	fmt.Println(feedback.Content[0].Text)
+
+	type hooked struct {
+		OnDone func() `json:"onDone"`
+	}
+	_, err = tools.Compile([]tools.Tool{{Name: "hooked",
+		Handler: tools.Func(func(ctx context.Context, in hooked) (*tools.Result, error) { return nil, nil })}})
+	var schemaErr *tools.ToolSchemaError
+	if errors.As(err, &schemaErr) {
+		fmt.Println(schemaErr.Field, "|", err)
+	}
+	// Output:
+	// {"properties":{"query":{"type":"string","minLength":1,"description":"What to look for"},"limit":{"type":"integer","maximum":100,"minimum":1,"default":10},"mode":{"type":"string","enum":["fast","exact"]},"tags":{"items":{"type":"string"},"type":"array"}},"additionalProperties":false,"type":"object","required":["query"]}
+	// invalid arguments: limit: must be >= 1; mode: must be one of "fast", "exact"; query: must be at least 1 character long
+	// hooked.OnDone | tool "hooked": input schema: field hooked.OnDone: func(): a function has no JSON form
 }
 
 func ExampleDependency() {

@@ -73,7 +73,8 @@ func (c *Compiled) ValidateMeta(raw json.RawMessage) (feedback *Result) {
 }
 
 // Run runs one call of the tool: it resolves the tool's providers in order, calls the handler
-// and converts its outcome. It blocks for as long as the providers and the handler do; the
+// and converts its outcome; with middleware ([Compile]), the middleware runs around the
+// providers and the handler, and its outcome is converted. It blocks for as long as the providers and the handler do; the
 // engine calls it on a goroutine of its own, after [Compiled.ValidateInput] and
 // [Compiled.ValidateMeta] accepted the call.
 //
@@ -86,8 +87,8 @@ func (c *Compiled) ValidateMeta(raw json.RawMessage) (feedback *Result) {
 //     error, is an [*OutputError].
 //   - An error from the handler is returned as it is.
 //   - A provider that fails is a [*ProviderError], and the handler is not called.
-//   - A panic in a provider, the handler or the encoding of the result is recovered as a
-//     [*PanicError] with the stack.
+//   - A panic in a provider, the handler, a middleware or the encoding of the result is
+//     recovered as a [*PanicError] with the stack.
 //
 // Every error is an unexpected failure: the engine answers the generic "Tool execution failed"
 // result and reports the error to diagnostics, never to the client.
@@ -103,6 +104,13 @@ func (c *Compiled) Run(ctx context.Context, req *Request) (result *protocol.Call
 	}()
 
 	req = c.normalise(req)
+	if c.call != nil {
+		r, err := c.call.Handle(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return c.complete(r)
+	}
 	for _, p := range c.def.Providers {
 		next, err := p.resolve(ctx)
 		if err != nil {

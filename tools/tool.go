@@ -23,6 +23,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"time"
 
 	"github.com/toolgrain/toolgrain/protocol"
@@ -45,7 +46,9 @@ type Tool struct {
 	Description string
 
 	// InputSchema is the JSON Schema of the call's "arguments". Its root must declare
-	// "type": "object". Nil means {"type":"object"}: any object is accepted.
+	// "type": "object". Nil means the schema inferred from InputType or, without one, from the
+	// In of a [Func] or [Structured] handler; for any other handler, {"type":"object"}: any
+	// object is accepted.
 	//
 	// A schema without "$schema" is JSON Schema 2020-12 (MCP SEP-1613); drafts 2019-09, 7, 6
 	// and 4 are accepted when named. References ("$ref") must stay inside the schema: external
@@ -59,8 +62,55 @@ type Tool struct {
 
 	// OutputSchema, when set, is the JSON Schema of the result's structuredContent; its root must
 	// declare "type": "object". Every non-error result must then carry structuredContent that
-	// conforms to it; a result that does not is an [*OutputError]. Nil means no output schema.
+	// conforms to it; a result that does not is an [*OutputError]. Nil means the schema
+	// inferred from OutputType or, without one, from the Out of a [Structured] handler; for any
+	// other handler, no output schema.
 	OutputSchema json.RawMessage
+
+	// InputType, when set and InputSchema is nil, is the Go type whose schema [Compile] infers
+	// as the input schema: for a tool whose handler is not typed (an [ActorHandler], a
+	// [HandlerFunc]) but whose arguments are a Go type, as reflect.TypeFor[T](). It wins over
+	// the In of a typed handler. Nil means the typed handler's In, if any.
+	//
+	// The inference, done once by [Compile] with github.com/invopop/jsonschema, follows
+	// encoding/json, which decodes the arguments:
+	//
+	//   - a struct is an object whose properties are its exported fields, named by their json
+	//     tags, with no other properties allowed ("additionalProperties": false); embedded
+	//     structs add their fields; a field tagged json:"-" is left out;
+	//   - a field is required unless its json tag says omitempty or omitzero, or it is a
+	//     pointer (nil is then absent); jsonschema:"required" makes any field required;
+	//   - integers are "integer" (json:",string" makes them strings), floats "number", bool
+	//     "boolean", strings "string", []byte a base64 string, time.Time a date-time string,
+	//     json.Number a number, slices and arrays "array", maps "object" with their values'
+	//     schema, nested structs nested objects;
+	//   - a pointer, slice or map field without omitempty also accepts null, which is how
+	//     encoding/json sends a nil one;
+	//   - any and json.RawMessage accept any JSON value; a type with its own MarshalJSON or
+	//     UnmarshalJSON accepts any value (its decoder decides), one with only MarshalText or
+	//     UnmarshalText is a string; a type with a JSONSchema() *jsonschema.Schema method
+	//     (github.com/invopop/jsonschema) describes itself;
+	//   - a recursive type (a tree) is described with "$defs" and "$ref"; every other schema is
+	//     inlined;
+	//   - the jsonschema struct tag adds keywords, in the generator's syntax:
+	//     jsonschema:"description=...,enum=a,enum=b,minimum=0,maximum=600000,default=3"
+	//     (also title, example, format, pattern, minLength, maxLength, exclusiveMinimum,
+	//     exclusiveMaximum, multipleOf, minItems, maxItems, uniqueItems), and
+	//     jsonschema_description:"..." a description that may contain commas.
+	//
+	// The type must encode as a JSON object: a struct, a map, a pointer to one, or any (which
+	// accepts any object). A type that no schema can describe — a channel, a function, a
+	// complex number, an unsafe pointer, a non-empty interface, a map whose keys encoding/json
+	// cannot use — anywhere in it is a [*ToolSchemaError] naming the tool and the field
+	// ([ToolSchemaError.Field]), never a panic. The inferred schema is then compiled and
+	// validated exactly as a hand-written one, and [Compiled.Descriptor] lists it.
+	InputType reflect.Type
+
+	// OutputType, when set and OutputSchema is nil, is the Go type whose schema [Compile] infers
+	// as the output schema, by the rules of InputType: for a handler that builds its own
+	// results ([Func], [HandlerFunc], an [ActorHandler]) whose structuredContent is a Go type.
+	// It wins over the Out of a [Structured] handler. Nil means that Out, if any.
+	OutputType reflect.Type
 
 	// MetaSchema, when set, validates the call's params._meta; absent _meta validates as {}.
 	// A call failing it gets a public error result with validation feedback, like invalid
@@ -126,6 +176,11 @@ type Request struct {
 	// Meta is the client-supplied params._meta, or nil when absent. It is not verified: never
 	// trust it for authorisation.
 	Meta json.RawMessage
+
+	// Identity is the caller as the server's token verifier authenticated it, the same as
+	// [IdentityFromContext] of the handler's context; nil without auth (stdio, or HTTP without
+	// it). It must not be modified.
+	Identity *Identity
 }
 
 // Handler runs a tool.

@@ -57,10 +57,7 @@ func (a *inventory) Receive(ctx actor.Context) {
 // call answers one tool call. Unknown items and short stock are the client's to fix, so they
 // are public error results.
 func (a *inventory) call(c *tools.ActorCall) any {
-	var in struct {
-		Item string `json:"item"`
-		Qty  int    `json:"qty"`
-	}
+	var in reserveIn // stock's arguments are its item alone
 	if err := json.Unmarshal(c.Arguments, &in); err != nil {
 		return &tools.ActorError{Err: fmt.Errorf("inventory: arguments: %w", err)}
 	}
@@ -72,7 +69,7 @@ func (a *inventory) call(c *tools.ActorCall) any {
 	case "stock":
 		return &tools.ActorResult{Result: &tools.Result{
 			Content:           []protocol.Content{protocol.TextContent(fmt.Sprintf("%d %s in stock", have, in.Item))},
-			StructuredContent: map[string]any{"item": in.Item, "qty": have},
+			StructuredContent: stockOut{Item: in.Item, Qty: have},
 		}}
 	case "reserve":
 		if in.Qty > have {
@@ -148,11 +145,7 @@ func (s *supplier) Receive(ctx actor.Context) {
 }
 
 func (s *supplier) place(ctx actor.Context, c *tools.ActorCall) {
-	var in struct {
-		Item     string `json:"item"`
-		Qty      int    `json:"qty"`
-		Supplier string `json:"supplier"`
-	}
+	var in restockIn
 	if err := json.Unmarshal(c.Arguments, &in); err != nil {
 		ctx.Respond(&tools.ActorError{Err: fmt.Errorf("supplier: arguments: %w", err)})
 		return

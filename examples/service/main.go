@@ -30,6 +30,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"reflect"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -46,6 +47,7 @@ import (
 	"github.com/toolgrain/toolgrain/metrics/prom"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/tools"
+	"github.com/toolgrain/toolgrain/tools/middleware"
 )
 
 func main() {
@@ -146,12 +148,26 @@ func newHost(log *zap.Logger) *host {
 	return h
 }
 
-// Input schemas of the tools.
-var (
-	itemSchema    = json.RawMessage(`{"type":"object","properties":{"item":{"type":"string"}},"required":["item"],"additionalProperties":false}`)
-	reserveSchema = json.RawMessage(`{"type":"object","properties":{"item":{"type":"string"},"qty":{"type":"integer","minimum":1}},"required":["item","qty"],"additionalProperties":false}`)
-	restockSchema = json.RawMessage(`{"type":"object","properties":{"item":{"type":"string"},"qty":{"type":"integer","minimum":1,"maximum":10000},"supplier":{"type":"string"}},"required":["item","qty","supplier"],"additionalProperties":false}`)
-	stockOutput   = json.RawMessage(`{"type":"object","properties":{"item":{"type":"string"},"qty":{"type":"integer"}},"required":["item","qty"]}`)
+// The tools' arguments and structured output. Their JSON Schemas are inferred from these types
+// when the server starts (Tool.InputType, Tool.OutputType); the actors decode the arguments
+// into them.
+type (
+	stockIn struct {
+		Item string `json:"item" jsonschema:"description=The item: bolts, nuts or washers"`
+	}
+	reserveIn struct {
+		Item string `json:"item"`
+		Qty  int    `json:"qty" jsonschema:"minimum=1"`
+	}
+	restockIn struct {
+		Item     string `json:"item"`
+		Qty      int    `json:"qty" jsonschema:"minimum=1,maximum=10000"`
+		Supplier string `json:"supplier"`
+	}
+	stockOut struct {
+		Item string `json:"item"`
+		Qty  int    `json:"qty"`
+	}
 )
 
 // startMCP embeds the MCP server: on the host's actor system, with tools backed by the host's
@@ -169,20 +185,22 @@ func (h *host) startMCP(o options) error {
 		Logger:       log,
 		Metrics:      col,
 		OnError:      diagnostics.ZapSink(log),
+		// One line per tool call on the service's log: tool, duration, outcome.
+		Middleware: []tools.Middleware{middleware.Log(log)},
 		Tools: []tools.Tool{
 			{
-				Name:         "stock",
-				Description:  "How many of an item are in stock.",
-				InputSchema:  itemSchema,
-				OutputSchema: stockOutput,
-				Annotations:  readOnly(),
-				Timeout:      time.Second,
-				Handler:      tools.NewActorHandler(h.system, h.inventory),
+				Name:        "stock",
+				Description: "How many of an item are in stock.",
+				InputType:   reflect.TypeFor[stockIn](),
+				OutputType:  reflect.TypeFor[stockOut](),
+				Annotations: readOnly(),
+				Timeout:     time.Second,
+				Handler:     tools.NewActorHandler(h.system, h.inventory),
 			},
 			{
 				Name:        "reserve",
 				Description: "Reserves qty of an item, taking them out of stock.",
-				InputSchema: reserveSchema,
+				InputType:   reflect.TypeFor[reserveIn](),
 				Timeout:     time.Second,
 				Handler:     tools.NewActorHandler(h.system, h.inventory),
 			},
@@ -190,9 +208,9 @@ func (h *host) startMCP(o options) error {
 				Name: "restock",
 				Description: "Orders qty of an item from a supplier and adds them to the stock on delivery. " +
 					"Suppliers: acme (fast), slowpoke (slower than the timeout), offline (down), glitchy (buggy).",
-				InputSchema: restockSchema,
-				Timeout:     o.restockTimeout,
-				Handler:     tools.NewActorPropsHandler(actor.PropsFromProducer(newSupplier(h.inventory, &h.ordersCancelled))),
+				InputType: reflect.TypeFor[restockIn](),
+				Timeout:   o.restockTimeout,
+				Handler:   tools.NewActorPropsHandler(actor.PropsFromProducer(newSupplier(h.inventory, &h.ordersCancelled))),
 			},
 		},
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/toolgrain/toolgrain/client"
@@ -41,10 +42,9 @@ var confirmSchema = json.RawMessage(`{"type":"object","properties":{"confirm":{"
 func TaskTools() []tools.Tool {
 	return []tools.Tool{
 		{
-			Name:         "greet",
-			Description:  "Greets someone by name (never runs as a task).",
-			InputSchema:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}`),
-			OutputSchema: json.RawMessage(`{"type":"object","properties":{"greeting":{"type":"string"}},"required":["greeting"],"additionalProperties":false}`),
+			Name:        "greet",
+			Description: "Greets someone by name (never runs as a task).",
+			OutputType:  reflect.TypeFor[greetOut](), // the input schema is greetIn's
 			Handler: tools.Func(func(ctx context.Context, in greetIn) (*tools.Result, error) {
 				g := "Hello, " + in.Name + "!"
 				return &tools.Result{Content: []protocol.Content{text(g)}, StructuredContent: greetOut{Greeting: g}}, nil

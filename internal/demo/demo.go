@@ -6,9 +6,9 @@ package demo
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/toolgrain/toolgrain/protocol"
@@ -28,6 +28,10 @@ var backend = tools.NewDependency("backend", func(ctx context.Context) (*struct{
 	return nil, errBackend
 })
 
+// The demonstration tools' arguments and outputs. Their schemas are inferred from these types
+// (tools.Func, tools.Structured, tools.Tool.OutputType), never written by hand; what clients
+// see is a contract: every argument required, no other allowed, ms an integer from 0 to
+// 600,000, mode one of five strings.
 type (
 	echoIn struct {
 		Text string `json:"text"`
@@ -39,10 +43,17 @@ type (
 		Greeting string `json:"greeting"`
 	}
 	sleepIn struct {
-		MS int64 `json:"ms"`
+		MS int64 `json:"ms" jsonschema:"minimum=0,maximum=600000"`
+	}
+	sleepTaskIn struct {
+		MS int64 `json:"ms" jsonschema:"minimum=0,maximum=86400000"`
 	}
 	failIn struct {
-		Mode string `json:"mode"`
+		Mode string `json:"mode" jsonschema:"enum=result,enum=error,enum=panic,enum=bad-output,enum=provider"`
+	}
+	// failOut is the fail tool's output, which its bad-output mode breaks.
+	failOut struct {
+		Status string `json:"status"`
 	}
 )
 
@@ -52,16 +63,13 @@ func Tools() []tools.Tool {
 		{
 			Name:        "echo",
 			Description: "Returns the given text unchanged.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}`),
 			Handler: tools.Func(func(ctx context.Context, in echoIn) (*tools.Result, error) {
 				return tools.TextResult(in.Text), nil
 			}),
 		},
 		{
-			Name:         "greet",
-			Description:  "Greets someone by name, as text and as structured content.",
-			InputSchema:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"],"additionalProperties":false}`),
-			OutputSchema: json.RawMessage(`{"type":"object","properties":{"greeting":{"type":"string"}},"required":["greeting"],"additionalProperties":false}`),
+			Name:        "greet",
+			Description: "Greets someone by name, as text and as structured content.",
 			Handler: tools.Structured(func(ctx context.Context, in greetIn) (greetOut, error) {
 				return greetOut{Greeting: "Hello, " + in.Name + "!"}, nil
 			}),
@@ -69,15 +77,13 @@ func Tools() []tools.Tool {
 		{
 			Name:        "sleep",
 			Description: "Waits ms milliseconds, honouring cancellation, then returns \"slept\". Sends progress notifications when the call has a progressToken.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer","minimum":0,"maximum":600000}},"required":["ms"],"additionalProperties":false}`),
 			Handler:     tools.Func(sleep),
 		},
 		{
-			Name:         "fail",
-			Description:  "Fails in the chosen way: result (an explicit public error result), error (a handler error), panic, bad-output (structured content that violates the output schema) or provider (a dependency is down).",
-			InputSchema:  json.RawMessage(`{"type":"object","properties":{"mode":{"enum":["result","error","panic","bad-output","provider"]}},"required":["mode"],"additionalProperties":false}`),
-			OutputSchema: json.RawMessage(`{"type":"object","properties":{"status":{"type":"string"}},"required":["status"]}`),
-			Handler:      tools.Func(fail),
+			Name:        "fail",
+			Description: "Fails in the chosen way: result (an explicit public error result), error (a handler error), panic, bad-output (structured content that violates the output schema) or provider (a dependency is down).",
+			OutputType:  reflect.TypeFor[failOut](),
+			Handler:     tools.Func(fail),
 		},
 		Spin(),
 	}
@@ -144,8 +150,7 @@ func TaskTools() []tools.Tool {
 	return []tools.Tool{{
 		Name:        "sleep_task",
 		Description: "Waits ms milliseconds, honouring cancellation, then returns \"slept\": a task for a client that declares the tasks extension.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer","minimum":0,"maximum":86400000}},"required":["ms"],"additionalProperties":false}`),
 		TaskSupport: tools.TaskOptional,
-		Handler:     tools.Func(sleep),
+		Handler:     tools.Func(func(ctx context.Context, in sleepTaskIn) (*tools.Result, error) { return sleep(ctx, sleepIn(in)) }),
 	}}
 }

@@ -106,3 +106,46 @@ func TestSleepHonoursCancellation(t *testing.T) {
 		t.Fatal("sleep ignored its cancelled context")
 	}
 }
+
+// TestSchemas pins the schemas clients see, inferred from the tools' Go types, and the
+// validation feedback they give: a contract of the clients and conformance suites.
+func TestSchemas(t *testing.T) {
+	set, err := tools.Compile(append(demo.Tools(), demo.TaskTools()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]string{
+		"echo":  {`{"properties":{"text":{"type":"string"}},"additionalProperties":false,"type":"object","required":["text"]}`, ``},
+		"greet": {`{"properties":{"name":{"type":"string"}},"additionalProperties":false,"type":"object","required":["name"]}`, `{"properties":{"greeting":{"type":"string"}},"additionalProperties":false,"type":"object","required":["greeting"]}`},
+		"sleep": {`{"properties":{"ms":{"type":"integer","maximum":600000,"minimum":0}},"additionalProperties":false,"type":"object","required":["ms"]}`, ``},
+		"fail": {`{"properties":{"mode":{"type":"string","enum":["result","error","panic","bad-output","provider"]}},"additionalProperties":false,"type":"object","required":["mode"]}`,
+			`{"properties":{"status":{"type":"string"}},"additionalProperties":false,"type":"object","required":["status"]}`},
+		"spin":       {`{"properties":{"ms":{"type":"integer","maximum":600000,"minimum":0}},"additionalProperties":false,"type":"object","required":["ms"]}`, ``},
+		"sleep_task": {`{"properties":{"ms":{"type":"integer","maximum":86400000,"minimum":0}},"additionalProperties":false,"type":"object","required":["ms"]}`, ``},
+	}
+	for _, c := range set.List() {
+		d := c.Descriptor()
+		if got := [2]string{string(d.InputSchema), string(d.OutputSchema)}; got != want[c.Name()] {
+			t.Errorf("%s: schemas\n got: %s\nwant: %s", c.Name(), got, want[c.Name()])
+		}
+	}
+	feedback := []struct{ tool, args, want string }{
+		{"echo", `{}`, "invalid arguments: text: missing property"},
+		{"echo", `{"text":"a","x":1}`, "invalid arguments: x: unexpected property"},
+		{"greet", `{"name":7}`, "invalid arguments: name: must be string, got number"},
+		{"sleep", `{"ms":700000}`, "invalid arguments: ms: must be <= 600000"},
+		{"sleep", `{"ms":-1}`, "invalid arguments: ms: must be >= 0"},
+		{"sleep", `{"ms":1.5}`, "invalid arguments: ms: must be integer, got number"},
+		{"fail", `{"mode":"nope"}`, `invalid arguments: mode: must be one of "result", "error", "panic", "bad-output", "provider"`},
+		{"fail", `{"mode":5}`, "invalid arguments: mode: must be string, got number"},
+		{"sleep_task", `{"ms":86400001}`, "invalid arguments: ms: must be <= 86400000"},
+		{"spin", `{"ms":600001}`, "invalid arguments: ms: must be <= 600000"},
+	}
+	for _, tt := range feedback {
+		c, _ := set.Lookup(tt.tool)
+		_, fb := c.ValidateInput(json.RawMessage(tt.args))
+		if fb == nil || len(fb.Content) != 1 || fb.Content[0].Text != tt.want {
+			t.Errorf("%s %s: feedback %+v, want %q", tt.tool, tt.args, fb, tt.want)
+		}
+	}
+}

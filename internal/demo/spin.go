@@ -2,7 +2,6 @@ package demo
 
 import (
 	"context"
-	"encoding/json"
 	"sync/atomic"
 	"time"
 
@@ -10,7 +9,7 @@ import (
 )
 
 type spinIn struct {
-	MS int64 `json:"ms"`
+	MS int64 `json:"ms" jsonschema:"minimum=0,maximum=600000"`
 }
 
 // Spin returns the spin tool: it keeps a CPU busy for ms milliseconds (0 to 600,000), then
@@ -22,7 +21,6 @@ func Spin() tools.Tool {
 	return tools.Tool{
 		Name:        "spin",
 		Description: "Keeps a CPU busy for ms milliseconds, honouring cancellation, then returns \"spun\".",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer","minimum":0,"maximum":600000}},"required":["ms"],"additionalProperties":false}`),
 		Handler:     tools.Func(spin),
 	}
 }
