@@ -29,7 +29,9 @@
 #   TIMEOUT=10        seconds any single call may take
 #   STALL=5           cancel: seconds without progress after which sending the
 #                     calls or the cancellations counts as failed
-#   SCENARIOS="throughput cancel cancel-cpu mixed errors"
+#   SCENARIOS="throughput cancel cancel-cpu mixed errors clients"   clients:
+#                     N connected clients of each kind held open (HTTP only;
+#                     its own knobs, CLIENTS_*, are in bench/clients.sh)
 #   TRANSPORTS="stdio http"
 #   ERAS="legacy modern"   protocol eras (mcpbench --era); a target that does
 #                     not serve one is recorded as not applicable
@@ -71,7 +73,7 @@ SETTLE=${SETTLE:-2}
 TIMEOUT=${TIMEOUT:-10}
 STALL=${STALL:-5}
 THROUGHPUT_CONC=${THROUGHPUT_CONC:-"16 64"}
-SCENARIOS=${SCENARIOS:-"throughput cancel cancel-cpu mixed errors"}
+SCENARIOS=${SCENARIOS:-"throughput cancel cancel-cpu mixed errors clients"}
 TRANSPORTS=${TRANSPORTS:-"stdio http"}
 ERAS=${ERAS:-"legacy modern"}
 TARGETS=${TARGETS:-"toolgrain go-sdk mcp-go ts-sdk fastmcp stdlib"}
@@ -154,6 +156,7 @@ scenario_flags() {
 	throughput | mixed | errors) echo "-c $CONC -d $DURATION -warmup $WARMUP -timeout $TIMEOUT" ;;
 	cancel) echo "-c $CONC -window $WINDOW -settle $SETTLE -timeout $TIMEOUT -stall $STALL -progress-every $PROGRESS_EVERY" ;;
 	cancel-cpu) echo "-n $CPU_N -c $CONC -timeout $TIMEOUT -stall $STALL" ;;
+	clients) ;; # bench/clients.sh
 	*) die "unknown scenario $1" ;;
 	esac
 }
@@ -210,6 +213,9 @@ if [[ " $TRANSPORTS " == *" http "* && " $TARGETS " == *" toolgrain "* ]]; then
 	esac
 fi
 
+# shellcheck source=bench/clients.sh
+. "$root/bench/clients.sh"
+
 # --- runs ------------------------------------------------------------------
 # rotate N WORDS...: the words, starting at the N-th (mod their count), so the
 # order in which targets meet a warm or busy machine changes from run to run.
@@ -241,6 +247,10 @@ started=$(date +%s)
 for run in $(seq "$RUNS"); do
 	for item in $(scenario_list); do
 		sc=${item%%:*}
+		if [ "$sc" = clients ]; then
+			run_clients "$run"
+			continue
+		fi
 		flags=$(scenario_flags "$sc")
 		label=$sc
 		case $item in

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"time"
 
@@ -32,6 +33,9 @@ type Target struct {
 	// PID is the server process to sample from /proc; zero means the
 	// client's child process (stdio), or none.
 	PID int
+	// Header holds extra headers for every HTTP request (for example
+	// Authorization), for scenarios that speak HTTP without Dial (clients).
+	Header http.Header
 	// Pprof is the base URL of the server's net/http/pprof handlers
 	// (http://HOST:PORT/debug/pprof/), for a Go server that has them; the
 	// load scenarios read its runtime.MemStats at the window's edges to
@@ -72,6 +76,7 @@ type Config struct {
 	MaxSleeps    int           // mixed: sleep calls in flight at most
 	CancelWithin time.Duration // mixed: cancel each sleep after a random delay below this; zero means half its duration
 	ReplyWait    time.Duration // errors: how long to wait for a reply to a probe
+	Clients      ClientsConfig // clients: the kind of client and what to measure
 	Oversize     int           // errors: bytes of the oversized message
 	// Fast is the quick call of throughput and mixed, and the cancel
 	// scenarios' follow-up; zero means echo with Payload bytes of text.
@@ -239,6 +244,8 @@ func NotApplicableResult(scenario string, t Target, cfg Config, reason error) *R
 		params["n"] = cfg.N // the burst size, which reports group by
 	case "cancel-cpu":
 		params["n"] = cfg.CPUCalls
+	case "clients": // its results group by kind and count
+		params["kind"], params["n"] = cfg.Clients.withDefaults().Kind, cfg.N
 	default:
 		params["concurrency"] = cfg.Concurrency
 	}

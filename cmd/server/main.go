@@ -6,11 +6,15 @@
 //	server [--transport stdio|http] [--addr HOST:PORT] [--auth-token TOKEN]... [--diagnostics-file PATH]
 //	       [--log-level LEVEL] [--max-message-size N] [--max-calls-per-connection N] [--max-calls N]
 //	       [--tool-timeout D] [--shutdown-grace D] [--fixtures conformance] [--task-store memory|bolt:PATH]
-//	       [--admin-addr HOST:PORT] [--pprof HOST:PORT] [more HTTP and task flags: see --help]
+//	       [--admin-addr HOST:PORT] [--pprof HOST:PORT] [--touch-tool] [more HTTP and task flags: see --help]
 //	       [--cluster-local N | --cluster-addr HOST:PORT (--cluster-member HOST:PORT,... --cluster-health-port PORT | --cluster-etcd URL,...) ...]
 //
 // With --fixtures conformance it also serves the fixtures of the official MCP conformance suite:
 // its test_* tools, test:// resources and templates, and test_* prompts.
+//
+// With --touch-tool it also serves the demonstration tool touch, which announces a change on
+// demand (a list changed, a resource updated), for measuring how fast a change reaches every
+// connected client.
 //
 // With --task-store it offers the tasks extension of MCP 2026-07-28 (io.modelcontextprotocol/tasks)
 // and serves the demonstration task tool sleep_task; bolt:PATH keeps the tasks in a file, so that
@@ -96,6 +100,7 @@ type options struct {
 	cluster         clusterOptions
 	tasks           taskOptions
 	fixtures        string
+	touchTool       bool
 	stateKeyFile    string
 	stateTTL        time.Duration
 	cacheTTL        time.Duration
@@ -123,6 +128,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.stateKeyFile, "request-state-key-file", "", "read the key that protects the requestState of MCP 2026-07-28 input_required rounds from `PATH` (at least 32 bytes; share it between servers that must accept each other's states; default: a random key per process)")
 	fs.DurationVar(&o.stateTTL, "request-state-ttl", 0, "how long a requestState is accepted (0: 10m)")
 	fs.DurationVar(&o.cacheTTL, "cache-ttl", 0, "ttlMs of the MCP 2026-07-28 results a client may cache: server/discover, the lists, resources/read (0: stale at once)")
+	fs.BoolVar(&o.touchTool, "touch-tool", false, `also serve the demonstration tool touch, which changes a list ({"list":"tools"}) or announces a resource update ({"uri":U}) on demand: for measuring how fast a change reaches every client`)
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on `HOST:PORT` (a separate listener, for profiling; off by default)")
 	fs.StringVar(&o.adminAddr, "admin-addr", "", "serve /healthz, /readyz, /metrics (Prometheus) and /debug/pprof/ on `HOST:PORT` (a separate listener; off by default)")
 	o.http.register(fs)
@@ -263,6 +269,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if o.tasks.on() {
 		cfg.Tools = append(cfg.Tools, demo.TaskTools()...)
 	}
+	var touched demo.Touched
+	if o.touchTool {
+		cfg.Tools = append(cfg.Tools, demo.TouchTools(&touched)...)
+	}
 	var triggers conformance.Triggers
 	if o.fixtures == "conformance" {
 		cfg.Instructions += " Conformance fixtures: test_* tools, test:// resources, test_* prompts."
@@ -307,6 +317,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		defer stopAdmin()
 	}
+	touched.Set(srv)
 	if o.fixtures == "conformance" {
 		triggers.Set(srv)
 		stopWatch := watchResource(srv, conformance.WatchedResource, watchInterval)

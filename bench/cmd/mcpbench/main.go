@@ -66,6 +66,9 @@ Scenarios:
   errors      a battery of bad inputs (malformed JSON, batch, unknown method
               and tool, bad arguments, odd ids, an oversized message, the
               fail tool's modes) and the error path under load (fail calls)
+  clients     -n clients of one --kind (session, get, listen, mixed) held open
+              over HTTP: server memory per client, time to open, idle CPU,
+              and with --trigger the fan-out of a list change
 
 By default the scenarios call the demonstration tools echo {text}, sleep {ms},
 spin {ms} and, for errors, fail {mode}. Any other server is measured with its

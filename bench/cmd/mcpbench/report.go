@@ -14,7 +14,7 @@ import (
 	"github.com/toolgrain/toolgrain/bench/scenario"
 )
 
-func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+func runReport(args []string, stdin io.Reader, stdout, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	baseline := fs.String("baseline", "", "target the ratios are computed against (default: the first target in the input)")
@@ -82,6 +82,15 @@ Flags:
 	if len(results) == 0 {
 		return errors.New("report: no results in the input")
 	}
+	clients, results := report.SplitClients(results)
+	if len(results) == 0 {
+		return clientsReport(clients, *baseline, *asJSON, *md, false, *svgDir, stdout)
+	}
+	defer func() {
+		if err == nil {
+			err = clientsReport(clients, *baseline, *asJSON, *md, true, *svgDir, stdout)
+		}
+	}()
 	sum := report.Summarize(results, *baseline)
 	verdicts, eras, cancels := report.Evaluate(sum, names), report.Eras(sum), report.Cancellation(sum)
 	if *md != "" {

@@ -262,7 +262,7 @@ func httpTarget(raw, name string, era client.Era, hdrs headers, cfg scenario.Con
 	}
 	opts := client.HTTPOptions{Header: h, MaxIdle: max(cfg.Concurrency, 64)}
 	return scenario.Target{
-		Name: name, Transport: "http", Endpoint: raw, Era: era,
+		Name: name, Transport: "http", Endpoint: raw, Era: era, Header: h,
 		Dial: func(ctx context.Context) (*client.Client, error) {
 			deadline := time.Now().Add(timeout)
 			for {

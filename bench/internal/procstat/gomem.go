@@ -89,3 +89,35 @@ func ParseGoMem(r io.Reader) (GoMem, error) {
 	}
 	return m, nil
 }
+
+// ReadGoroutines fetches the goroutine profile of a Go server with net/http/pprof (base as for
+// [PprofHeapURL]) and returns its goroutine count.
+func ReadGoroutines(ctx context.Context, hc *http.Client, base string) (int64, error) {
+	heap, err := PprofHeapURL(base)
+	if err != nil {
+		return 0, err
+	}
+	u := strings.TrimSuffix(heap, "/heap?debug=1") + "/goroutine?debug=1"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("procstat: %s: HTTP status %d", u, resp.StatusCode)
+	}
+	line, err := bufio.NewReader(io.LimitReader(resp.Body, 4096)).ReadString('\n')
+	if err != nil {
+		return 0, fmt.Errorf("procstat: %s: %w", u, err)
+	}
+	// "goroutine profile: total 12"
+	_, n, ok := strings.Cut(strings.TrimSpace(line), "total ")
+	if !ok {
+		return 0, fmt.Errorf("procstat: %s: unexpected first line %q", u, line)
+	}
+	return strconv.ParseInt(n, 10, 64)
+}

@@ -72,7 +72,9 @@ func run(args []string, stderr io.Writer) error {
 }
 
 func newServer(validate bool) *server.MCPServer {
-	opts := []server.ServerOption{server.WithToolCapabilities(false), server.WithRecovery()}
+	// The tool list may change (listChanged): a subscriptions/listen for tool list changes is then
+	// held open, as on the other servers measured, rather than acknowledged and ended at once.
+	opts := []server.ServerOption{server.WithToolCapabilities(true), server.WithRecovery()}
 	if validate {
 		opts = append(opts, server.WithInputSchemaValidation(), server.WithOutputSchemaValidation())
 	}
