@@ -393,6 +393,17 @@ next:
 	return false
 }
 
+// isProgram reports whether a block is a whole Go file: its first line that is not a comment
+// is a package clause.
+func isProgram(block []string) bool {
+	for _, l := range block {
+		if !strings.HasPrefix(l, "//") {
+			return strings.HasPrefix(l, "package ")
+		}
+	}
+	return false
+}
+
 // wholeFile reports whether want is exactly src's non-blank lines.
 func wholeFile(src goSource, want []string) bool {
 	if len(src.lines) != len(want) {
@@ -407,8 +418,8 @@ func wholeFile(src goSource, want []string) bool {
 }
 
 // TestMarkdownGoBlocksCompile: every Go code block of every Markdown file is held by Go code
-// that compiles (ignoring indentation and blank lines). A block that starts with a package
-// clause is a whole program: it must be, line for line, a file of the module whose package has
+// that compiles (ignoring indentation and blank lines). A block whose first line of code is a
+// package clause is a whole file: it must be, line for line, a file of the module whose package has
 // tests. Any other block must appear as consecutive lines of code in a _test.go file: for the
 // README and the guides in docs/, a file that declares an Example, so that the snippet runs
 // where `go test` runs examples.
@@ -426,7 +437,7 @@ func TestMarkdownGoBlocksCompile(t *testing.T) {
 				continue
 			}
 			held := ""
-			if strings.HasPrefix(want[0], "package ") {
+			if isProgram(want) {
 				for _, src := range others {
 					if wholeFile(src, want) && testedDirs[filepath.Dir(src.path)] {
 						held = src.path

@@ -22,7 +22,7 @@ func ExampleStart() {
 	var myTools []tools.Tool
 
 	node, err := cluster.Start(cluster.Config{
-		Addr:       "10.0.0.1:7000", // this member's remote (gRPC) address, reached by the others
+		Addr:       "10.0.0.1:7000",                                             // this member's remote (gRPC) address, reached by the others
 		Members:    []string{"10.0.0.1:7100", "10.0.0.2:7100", "10.0.0.3:7100"}, // health endpoints
 		HealthPort: 7100,
 		Secret:     secret, // signs session and task ids

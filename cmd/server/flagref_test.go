@@ -45,7 +45,9 @@ var flagSections = []flagSection{
 	{"Authentication", func(f *flag.Flag) bool {
 		return strings.HasPrefix(f.Name, "auth-") || named("authorization-server", "resource", "tool-scope")(f)
 	}},
-	{"Tasks", func(f *flag.Flag) bool { return strings.HasPrefix(f.Name, "task-") || strings.HasPrefix(f.Name, "max-tasks") }},
+	{"Tasks", func(f *flag.Flag) bool {
+		return strings.HasPrefix(f.Name, "task-") || strings.HasPrefix(f.Name, "max-tasks")
+	}},
 	{"Streamable HTTP", func(f *flag.Flag) bool { return strings.HasPrefix(f.Usage, "HTTP") }},
 	{"Limits", named("max-message-size", "max-calls-per-connection", "max-calls", "tool-timeout", "shutdown-grace")},
 	{"Observability", named("log-level", "diagnostics-file", "admin-addr", "pprof")},

@@ -1,5 +1,5 @@
 // Command server runs a Toolgrain MCP server with the demonstration tool set (echo, greet,
-// sleep, fail).
+// sleep, fail, spin). docs/server.md is its guide, with every flag.
 //
 // Usage:
 //
@@ -36,7 +36,7 @@
 // With --cluster-local N (HTTP) it starts N member processes of one cluster on loopback, serving
 // /mcp on the --addr port and the N-1 after it; with --cluster-addr it is one member of a fixed
 // fleet. Any member serves any request: a legacy session's requests are forwarded to the member
-// that holds it (see package cluster, and the README's "Running a cluster").
+// that holds it (see package cluster, and docs/cluster.md).
 //
 // With --admin-addr it serves /healthz, /readyz, /metrics (Prometheus) and /debug/pprof/ on a
 // listener of their own. OpenTelemetry traces and metrics are configured by the standard OTEL_*
