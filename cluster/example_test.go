@@ -22,8 +22,10 @@ func ExampleStart() {
 	var myTools []tools.Tool
 
 	node, err := cluster.Start(cluster.Config{
-		Addr:       "10.0.0.1:7000",                                             // this member's remote (gRPC) address, reached by the others
-		Members:    []string{"10.0.0.1:7100", "10.0.0.2:7100", "10.0.0.3:7100"}, // health endpoints
+		// This member's remote (gRPC) address, reached by the others, and the members' health
+		// endpoints, this one's included.
+		Addr:       "10.0.0.1:7000",
+		Members:    []string{"10.0.0.1:7100", "10.0.0.2:7100", "10.0.0.3:7100"},
 		HealthPort: 7100,
 		Secret:     secret, // signs session and task ids
 		TLS:        tlsCfg,
