@@ -36,7 +36,8 @@ const (
 	TouchedResource = "demo://touched"
 )
 
-// touchIn is the touch tool's arguments; its schema is inferred: exactly one of list and uri.
+// touchIn is the touch tool's arguments: exactly one of list and uri (the oneof_required
+// groups of the schema's generator).
 type touchIn struct {
 	List string `json:"list,omitempty" jsonschema:"oneof_required=list,enum=tools,enum=prompts,enum=resources"`
 	URI  string `json:"uri,omitempty" jsonschema:"oneof_required=uri,minLength=1"`
@@ -72,7 +73,8 @@ func TouchTools(t *Touched) []tools.Tool {
 			case "tools":
 				if c.RemoveTools(TouchedTool) == 0 {
 					if err := c.AddTools(tools.Tool{Name: TouchedTool, Description: "Comes and goes with touch.",
-						Handler: tools.Func(func(context.Context, struct{}) (*tools.Result, error) {
+						// Any object, as the schema of a map says.
+						Handler: tools.Func(func(context.Context, map[string]any) (*tools.Result, error) {
 							return tools.TextResult("touched"), nil
 						})}); err != nil {
 						return nil, err
