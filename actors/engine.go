@@ -337,7 +337,7 @@ func shrinkRegistry(m *actor.SliceMap) {
 
 // Occupancy is what an engine holds at one moment.
 type Occupancy struct {
-	Connections int   // connection actors: stdio streams, legacy HTTP sessions, stateless ones
+	Connections int   // connections: stdio streams, legacy HTTP sessions (passive ones too), stateless ones
 	Calls       int64 // tools/call requests in flight, over every connection
 	Listeners   int   // open subscriptions/listen streams
 }
