@@ -110,7 +110,7 @@ const (
 	fuzzRequestWait = 150 * time.Millisecond
 )
 
-// documentedStatuses are the statuses the handler's doc and the README list.
+// documentedStatuses are the statuses the handler's doc and docs/http.md list.
 var documentedStatuses = map[int]bool{
 	200: true, 202: true, 204: true, 400: true, 401: true, 403: true, 404: true, 405: true,
 	406: true, 409: true, 410: true, 413: true, 415: true, 429: true, 503: true,

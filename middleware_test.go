@@ -337,3 +337,23 @@ func TestLogMiddleware(t *testing.T) {
 }
 
 func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
+
+// TestMiddlewareAddedTools: a tool added while the server runs is wrapped like the others.
+func TestMiddlewareAddedTools(t *testing.T) {
+	a := &wrapper{name: "a"}
+	c := &stdioTools{c: startStdio(t, toolgrain.Config{Tools: demo.Tools()[:1], Middleware: []tools.Middleware{a.middleware}})}
+	c.c.initialize()
+	if err := c.c.srv.AddTools(tools.Tool{Name: "later", Description: "Added later.",
+		Handler: tools.Func(func(_ context.Context, in mwIn) (*tools.Result, error) { return tools.TextResult("later:" + in.Text), nil })}); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.c.recv(); !strings.Contains(got, "notifications/tools/list_changed") {
+		t.Fatalf("after AddTools: %s", got)
+	}
+	if got := c.call(1, "later", `{"text":"x"}`); got != `"content":[{"type":"text","text":"a(later:x)"}]` {
+		t.Errorf("the added tool: %s", got)
+	}
+	if got := c.call(2, "echo", `{"text":"y"}`); got != `"content":[{"type":"text","text":"a(y)"}]` {
+		t.Errorf("the first tool: %s", got)
+	}
+}

@@ -20,7 +20,7 @@ import (
 	"github.com/toolgrain/toolgrain/tools"
 )
 
-// The security promises of the README's reliability section, one test each.
+// The security promises of RELIABILITY.md, one test each.
 
 const secretArg = "CANARY-secret-argument-9b1c"
 

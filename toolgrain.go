@@ -105,6 +105,36 @@
 //
 // The runnable example in examples/service embeds a server next to a service's own actors,
 // routes and metrics.
+//
+// # Guides
+//
+// This documentation is the reference. The guides in the module's docs directory are the
+// narrative, one topic each, with runnable examples:
+//
+//   - [The error model and diagnostics]: what a client sees and what OnError gets
+//   - [The two protocol eras]: 2026-07-28 requests beside 2025-11-25 sessions, and asking the
+//     client for input in both
+//   - [Writing tools]: typed tools, schemas from Go types, middleware, actor tools, progress,
+//     resources, prompts and completion
+//   - [Embedding]: the host's actor system, mounting, the in-memory client, logging and metrics
+//   - [Streamable HTTP] and [Authentication]
+//   - [Tasks], [Running a cluster], [Observability], [Limits and reliability]
+//   - [The server binary], with every flag, and [Benchmarking with mcpbench]
+//
+// The README is where to start: https://github.com/toolgrain/toolgrain#readme.
+//
+// [The error model and diagnostics]: https://github.com/toolgrain/toolgrain/blob/main/docs/errors.md
+// [The two protocol eras]: https://github.com/toolgrain/toolgrain/blob/main/docs/eras.md
+// [Writing tools]: https://github.com/toolgrain/toolgrain/blob/main/docs/tools.md
+// [Embedding]: https://github.com/toolgrain/toolgrain/blob/main/docs/embedding.md
+// [Streamable HTTP]: https://github.com/toolgrain/toolgrain/blob/main/docs/http.md
+// [Authentication]: https://github.com/toolgrain/toolgrain/blob/main/docs/auth.md
+// [Tasks]: https://github.com/toolgrain/toolgrain/blob/main/docs/tasks.md
+// [Running a cluster]: https://github.com/toolgrain/toolgrain/blob/main/docs/cluster.md
+// [Observability]: https://github.com/toolgrain/toolgrain/blob/main/docs/observability.md
+// [Limits and reliability]: https://github.com/toolgrain/toolgrain/blob/main/docs/limits.md
+// [The server binary]: https://github.com/toolgrain/toolgrain/blob/main/docs/server.md
+// [Benchmarking with mcpbench]: https://github.com/toolgrain/toolgrain/blob/main/docs/mcpbench.md
 package toolgrain
 
 import (
@@ -222,7 +252,7 @@ type Config struct {
 	// and how long a client gets to read its last answers. 0 means 5 s.
 	ShutdownGrace time.Duration
 
-	// Limits; see the README's reliability section. A zero value means the default given.
+	// Limits; see docs/limits.md. A zero value means the default given.
 
 	// MaxCallsPerConnection bounds the tools/call requests in flight on one connection. A call
 	// counts from its acceptance until it is answered or cancelled; one over the limit is
@@ -281,7 +311,7 @@ type Config struct {
 	// notifications say when); 0, the default, says they may be stale at once.
 	CacheTTL time.Duration
 
-	// OpenTelemetry (see the README's Observability section for the spans and metrics). The
+	// OpenTelemetry (see docs/observability.md for the spans and metrics). The
 	// server takes the host's providers and never touches the global ones; with all three nil
 	// it records nothing and costs nothing on the path of a call.
 

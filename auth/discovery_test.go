@@ -2,6 +2,8 @@ package auth_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/auth"
@@ -149,6 +153,88 @@ func TestVerifierConfigErrors(t *testing.T) {
 	} {
 		if _, err := auth.NewIntrospectionVerifier(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
+}
+
+// TestJWTVerifierAlgorithmsAndClaims: the default algorithms (RS256, PS256, ES256, EdDSA) are
+// accepted, others only when configured, HMAC only with a shared secret; scopes come from scope
+// or scp (an array or a string); exp has the leeway.
+func TestJWTVerifierAlgorithmsAndClaims(t *testing.T) {
+	_, edPriv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsaKey := oidctest.NewRSAKey(t, "rs")
+	ps := oidctest.Key{KID: "ps", Alg: "PS256", Priv: rsaKey.Priv}
+	rs384 := oidctest.Key{KID: "rs384", Alg: "RS384", Priv: rsaKey.Priv}
+	ed := oidctest.Key{KID: "ed", Alg: "EdDSA", Priv: edPriv}
+	es := oidctest.NewECKey(t, "es")
+	keys, err := os.ReadFile(oidctest.WriteKeySet(t, t.TempDir(), "keys.json", rsaKey, ps, rs384, ed, es))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stub := &issuerStub{docs: map[string]string{"/keys": string(keys)}}
+	ts := httptest.NewServer(stub)
+	defer ts.Close()
+	hc := &http.Client{}
+	defer hc.CloseIdleConnections()
+	const issuer, resource = "https://as.example", "https://mcp.example/mcp"
+	secret := []byte("a shared secret of at least thirty-two bytes")
+	newV := func(cfg auth.JWTConfig) *auth.JWTVerifier {
+		cfg.Issuer, cfg.JWKSURL, cfg.HTTPClient = issuer, ts.URL+"/keys", hc
+		v, err := auth.NewJWTVerifier(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	ctx := toolgrain.WithResource(context.Background(), resource)
+	claims := func(extra map[string]any) jwt.MapClaims {
+		c := jwt.MapClaims{"iss": issuer, "sub": "s", "aud": []string{"https://other.example", resource}, "exp": time.Now().Add(time.Minute).Unix()}
+		for k, v := range extra {
+			c[k] = v
+		}
+		return c
+	}
+	hmac := func(c jwt.MapClaims) string {
+		s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	defaults, withRS384, withSecret := newV(auth.JWTConfig{}), newV(auth.JWTConfig{Algorithms: []string{"RS384"}}), newV(auth.JWTConfig{SharedSecret: secret})
+	for _, tc := range []struct {
+		name   string
+		v      *auth.JWTVerifier
+		token  string
+		scopes string // "" expects a rejection
+	}{
+		{"RS256", defaults, sign(t, rsaKey, nil, claims(map[string]any{"scope": "a b"})), "a b"},
+		{"PS256", defaults, sign(t, ps, nil, claims(map[string]any{"scp": []string{"a", "c"}})), "a c"},
+		{"ES256", defaults, sign(t, es, nil, claims(map[string]any{"scp": "x y"})), "x y"},
+		{"EdDSA", defaults, sign(t, ed, nil, claims(map[string]any{"scope": "e"})), "e"},
+		{"RS384 not in the defaults", defaults, sign(t, rs384, nil, claims(nil)), ""},
+		{"RS384 configured", withRS384, sign(t, rs384, nil, claims(map[string]any{"scope": "r"})), "r"},
+		{"HS256 without a secret", defaults, hmac(claims(nil)), ""},
+		{"HS256 with the secret", withSecret, hmac(claims(map[string]any{"scope": "h"})), "h"},
+		{"expired 10 s ago, within the leeway", defaults, sign(t, es, nil, claims(map[string]any{"exp": time.Now().Add(-10 * time.Second).Unix(), "scope": "l"})), "l"},
+		{"expired 10 s ago, no leeway", newV(auth.JWTConfig{Leeway: -1}), sign(t, es, nil, claims(map[string]any{"exp": time.Now().Add(-10 * time.Second).Unix()})), ""},
+		{"typ JWT, strict", newV(auth.JWTConfig{RequireATJWT: true}), sign(t, es, map[string]any{"typ": "JWT"}, claims(nil)), ""},
+	} {
+		id, err := tc.v.VerifyToken(ctx, tc.token)
+		switch {
+		case tc.scopes == "" && !errors.Is(err, toolgrain.ErrInvalidToken):
+			t.Errorf("%s: %v, %v; want a rejection", tc.name, id, err)
+		case tc.scopes != "" && (err != nil || strings.Join(id.Scopes, " ") != tc.scopes):
+			t.Errorf("%s: %v, %v; want scopes %q", tc.name, id, err, tc.scopes)
+		case tc.scopes != "":
+			c := id.Extra.(*auth.Claims)
+			var sub string
+			if ok, err := c.Get("sub", &sub); !ok || err != nil || sub != "s" || c.Issuer != issuer || len(c.Audience) != 2 {
+				t.Errorf("%s: claims %+v", tc.name, c)
+			}
 		}
 	}
 }

@@ -41,7 +41,9 @@ const authRetryAfter = "5"
 // and which names the endpoint's resource URI ([ResourceFromContext]).
 //
 // It is called for every HTTP request (sessions never stand for authentication), concurrently:
-// cache on your side if verification is costly.
+// cache on your side if verification is costly. Package auth has verifiers for real
+// authorization servers: JWT access tokens checked with the issuer's keys, opaque tokens by
+// introspection.
 type TokenVerifier interface {
 	VerifyToken(ctx context.Context, token string) (*tools.Identity, error)
 }
@@ -83,7 +85,8 @@ type AuthConfig struct {
 
 	// Scopes are needed by every request: a valid token whose identity lacks one of them gets
 	// 403 with error="insufficient_scope". They are also named in the scope parameter of the 401
-	// challenge. Nil means a valid token is enough.
+	// challenge. Nil means a valid token is enough. A tool's own scopes (tools.Tool.Scopes) are
+	// checked on each tools/call, with the step-up challenge (see [Handler]).
 	Scopes []string
 
 	// Resource is the canonical URI of the MCP endpoint, the RFC 9728 "resource" that tokens must

@@ -122,3 +122,33 @@ func BenchmarkCallTyped(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRunMiddleware: what a middleware that passes every call on adds to Run, against no
+// middleware (the engine's path without Config.Middleware).
+func BenchmarkRunMiddleware(b *testing.B) {
+	passOn := func(next tools.Handler) tools.Handler {
+		return tools.HandlerFunc(func(ctx context.Context, req *tools.Request) (*tools.Result, error) {
+			return next.Handle(ctx, req)
+		})
+	}
+	for _, bb := range []struct {
+		name string
+		mw   []tools.Middleware
+	}{{"none", nil}, {"one", []tools.Middleware{passOn}}, {"three", []tools.Middleware{passOn, passOn, passOn}}} {
+		b.Run(bb.name, func(b *testing.B) {
+			set, err := tools.Compile([]tools.Tool{addTools()["inferred"]}, bb.mw...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c, _ := set.Lookup("add")
+			req := &tools.Request{Tool: "add", Arguments: raw(`{"a":1,"b":2}`)}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Run(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

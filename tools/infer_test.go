@@ -302,3 +302,27 @@ func TestInferredOutput(t *testing.T) {
 		t.Errorf("got %v, want an *OutputError naming sum", err)
 	}
 }
+
+// TestInferHeaderParam: the x-mcp-header annotation of MCP 2026-07-28 is written with the
+// generator's jsonschema_extras tag, and Compile checks it as in a hand-written schema.
+func TestInferHeaderParam(t *testing.T) {
+	type in struct {
+		Region string `json:"region" jsonschema_extras:"x-mcp-header=Region"`
+		Query  string `json:"query"`
+	}
+	c := compileOne(t, tools.Tool{Name: "h", InputType: reflect.TypeFor[in]()})
+	if got, want := string(c.Descriptor().InputSchema), `{"properties":{"region":{"type":"string","x-mcp-header":"Region"},"query":{"type":"string"}},"additionalProperties":false,"type":"object","required":["region","query"]}`; got != want {
+		t.Errorf("got %s, want %s", got, want)
+	}
+	if hp := c.HeaderParams(); len(hp) != 1 || hp[0].Name != "Region" {
+		t.Errorf("header params %+v, want Region", hp)
+	}
+	type bad struct {
+		Ratio float64 `json:"ratio" jsonschema_extras:"x-mcp-header=Ratio"`
+	}
+	_, err := tools.Compile([]tools.Tool{{Name: "b", InputType: reflect.TypeFor[bad](), Handler: okHandler}})
+	var se *tools.ToolSchemaError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "x-mcp-header") {
+		t.Errorf("a number header: got %v, want a *ToolSchemaError about x-mcp-header", err)
+	}
+}

@@ -96,7 +96,9 @@ type Tool struct {
 	//     jsonschema:"description=...,enum=a,enum=b,minimum=0,maximum=600000,default=3"
 	//     (also title, example, format, pattern, minLength, maxLength, exclusiveMinimum,
 	//     exclusiveMaximum, multipleOf, minItems, maxItems, uniqueItems), and
-	//     jsonschema_description:"..." a description that may contain commas.
+	//     jsonschema_description:"..." a description that may contain commas;
+	//     jsonschema_extras:"x-mcp-header=Region" marks a header argument (see InputSchema);
+	//     oneof_required=group in the jsonschema tag makes one of several fields required.
 	//
 	// The type must encode as a JSON object: a struct, a map, a pointer to one, or any (which
 	// accepts any object). A type that no schema can describe — a channel, a function, a

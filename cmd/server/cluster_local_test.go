@@ -205,3 +205,22 @@ func TestClusterLocalCommand(t *testing.T) {
 		t.Fatalf("diagnostics from %d calls, want 3:\n%s", len(ids), data)
 	}
 }
+
+// TestOurRaces: a member's race report counts when one of the racing accesses is in Toolgrain's
+// code, not when both are in protoactor-go's, even if the call that led there began in ours.
+func TestOurRaces(t *testing.T) {
+	report := func(first, second string) string {
+		return "==================\nWARNING: DATA RACE\nWrite at 0x00c0001 by goroutine 45:\n  " + first +
+			"\n      /src/a.go:30 +0x1\n  github.com/toolgrain/toolgrain/cluster.(*Node).Start()\n      /src/b.go:9 +0x1\n\n" +
+			"Previous read at 0x00c0001 by goroutine 12:\n  " + second + "\n      /src/c.go:12 +0x1\n\n" +
+			"Goroutine 45 (running) created at:\n  github.com/toolgrain/toolgrain/cluster.(*Node).Start()\n==================\n"
+	}
+	theirs := report("github.com/asynkron/protoactor-go/remote.(*BlockList).Block()", "github.com/asynkron/protoactor-go/remote.(*BlockList).IsBlocked()")
+	ours := report("github.com/toolgrain/toolgrain/cluster.(*Node).forward()", "github.com/asynkron/protoactor-go/actor.(*PID).Tell()")
+	if got := ourRaces("log\n" + theirs); got != "" {
+		t.Errorf("a race between two protoactor-go accesses was counted:\n%s", got)
+	}
+	if got := ourRaces("log\n" + ours + theirs); !strings.Contains(got, "(*Node).forward") || strings.Contains(got, "IsBlocked") {
+		t.Errorf("want only the race with an access in Toolgrain's code, got:\n%s", got)
+	}
+}

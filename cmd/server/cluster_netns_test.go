@@ -72,6 +72,6 @@ func TestClusterMemberPartitioned(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	testMemberLost(t, spec, cut, true, 6*time.Second)
+	testMemberLost(t, spec, cut, true, 12*time.Second)
 	t.Logf("partition test took %v", time.Since(start))
 }

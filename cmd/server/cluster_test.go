@@ -265,17 +265,40 @@ func (c *testCluster) restart(i int) {
 }
 
 // ourRaces returns the race detector's reports in a member's log that involve Toolgrain's code.
-// Reports entirely inside protoactor-go (its remote.BlockList is read and written unguarded at
-// the pinned version) are not this project's to fix, and are left out.
+// Reports of protoactor-go's own state are not this project's to fix, and are left out: those
+// whose racing accesses both happen in protoactor-go's code (its remote.BlockList is read and
+// written unguarded at the pinned version, even when the call that led there started in ours).
 func ourRaces(log string) string {
 	var out []string
 	for _, block := range strings.Split(log, "==================") {
 		access, _, _ := strings.Cut(block, "created at:") // the two accesses, not where goroutines began
-		if strings.Contains(block, "WARNING: DATA RACE") && strings.Contains(access, "github.com/toolgrain/toolgrain") {
-			out = append(out, block)
+		if !strings.Contains(block, "WARNING: DATA RACE") || !strings.Contains(access, "github.com/toolgrain/toolgrain") {
+			continue
 		}
+		if racingFramesIn(access, "github.com/asynkron/protoactor-go/") {
+			continue
+		}
+		out = append(out, block)
 	}
 	return strings.Join(out, "\n==================\n")
+}
+
+// racingFramesIn reports whether the top frame of every access in a race report (the function
+// that read or wrote) is in the package path prefix.
+func racingFramesIn(access, prefix string) bool {
+	lines := strings.Split(access, "\n")
+	seen := 0
+	for i, l := range lines {
+		l = strings.TrimSpace(l)
+		if !strings.HasSuffix(l, ":") || !(strings.Contains(l, "Read at") || strings.Contains(l, "Write at")) || i+1 >= len(lines) {
+			continue
+		}
+		seen++
+		if !strings.HasPrefix(strings.TrimSpace(lines[i+1]), prefix) {
+			return false
+		}
+	}
+	return seen > 0
 }
 
 func tail(s string, lines int) string {
@@ -798,7 +821,7 @@ type outcome struct {
 // they were before the calls.
 func TestClusterMemberKilled(t *testing.T) {
 	t.Parallel()
-	testMemberLost(t, clusterSpec{}, bySignal(syscall.SIGKILL), false, 2*time.Second)
+	testMemberLost(t, clusterSpec{}, bySignal(syscall.SIGKILL), false, 6*time.Second)
 }
 
 // bySignal returns a way to lose member 2: send it sig.
@@ -815,14 +838,18 @@ func bySignal(sig syscall.Signal) func(t *testing.T, c *testCluster) {
 
 // TestClusterMemberHung is TestClusterMemberKilled with SIGSTOP: the member's TCP connections stay
 // open, so its loss is seen by the automanaged health check (a 2 s HTTP timeout after a 1 s
-// poll) rather than by the broken connection: the bound is 6 s.
+// poll) rather than by the broken connection.
 func TestClusterMemberHung(t *testing.T) {
 	t.Parallel()
-	testMemberLost(t, clusterSpec{}, bySignal(syscall.SIGSTOP), true, 6*time.Second)
+	testMemberLost(t, clusterSpec{}, bySignal(syscall.SIGSTOP), true, 12*time.Second)
 }
 
 // testMemberLost loses member 2 with lose while calls run; hang says that what entered through
-// it hangs (the client gives up) rather than failing at once.
+// it hangs (the client gives up) rather than failing at once. bound is how long after the loss a
+// call homed on the lost member may take to end: it separates a loss the survivors noticed from
+// one they did not (such a call would wait for the client's 20 s timeout), with room for a
+// loaded machine; the time measured is logged (on an idle machine: milliseconds for a kill,
+// 2-3 s for a hung or cut-off member).
 func testMemberLost(t *testing.T, spec clusterSpec, lose func(*testing.T, *testCluster), hang bool, bound time.Duration) {
 	c := startClusterSpec(t, 3, spec)
 	const victim = 2

@@ -1,5 +1,5 @@
 // Command server runs a Toolgrain MCP server with the demonstration tool set (echo, greet,
-// sleep, fail).
+// sleep, fail, spin). docs/server.md is its guide, with every flag.
 //
 // Usage:
 //
@@ -36,7 +36,7 @@
 // With --cluster-local N (HTTP) it starts N member processes of one cluster on loopback, serving
 // /mcp on the --addr port and the N-1 after it; with --cluster-addr it is one member of a fixed
 // fleet. Any member serves any request: a legacy session's requests are forwarded to the member
-// that holds it (see package cluster, and the README's "Running a cluster").
+// that holds it (see package cluster, and docs/cluster.md).
 //
 // With --admin-addr it serves /healthz, /readyz, /metrics (Prometheus) and /debug/pprof/ on a
 // listener of their own. OpenTelemetry traces and metrics are configured by the standard OTEL_*
@@ -112,11 +112,12 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
-func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	o := &options{logLevel: zapcore.InfoLevel}
+// newFlagSet returns the command's flags, set into o. docs/server.md's flag reference is
+// generated from it (TestFlagReference).
+func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.transport, "transport", "stdio", "transport: stdio")
+	fs.StringVar(&o.transport, "transport", "stdio", "serve over `stdio|http`: stdin and stdout, or Streamable HTTP at --addr (endpoint /mcp)")
 	fs.StringVar(&o.diagnosticsFile, "diagnostics-file", "", "append onError reports to `PATH` as JSON lines (error text, tool name, request id; never arguments)")
 	fs.Var(&o.logLevel, "log-level", "log `level` on stderr: debug, info, warn, error")
 	fs.IntVar(&o.maxMessageSize, "max-message-size", 0, "largest accepted message (HTTP: request body) in `bytes` (0: 4 MiB)")
@@ -134,6 +135,12 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o.http.register(fs)
 	o.cluster.register(fs)
 	o.tasks.register(fs)
+	return fs
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{logLevel: zapcore.InfoLevel}
+	fs := newFlagSet(o, stderr)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package demo
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"sync/atomic"
 
@@ -37,9 +36,11 @@ const (
 	TouchedResource = "demo://touched"
 )
 
+// touchIn is the touch tool's arguments: exactly one of list and uri (the oneof_required
+// groups of the schema's generator).
 type touchIn struct {
-	List string `json:"list"`
-	URI  string `json:"uri"`
+	List string `json:"list,omitempty" jsonschema:"oneof_required=list,enum=tools,enum=prompts,enum=resources"`
+	URI  string `json:"uri,omitempty" jsonschema:"oneof_required=uri,minLength=1"`
 }
 
 // TouchTools returns the demonstration tool touch, served by cmd/server with --touch-tool: it
@@ -58,10 +59,6 @@ func TouchTools(t *Touched) []tools.Tool {
 	return []tools.Tool{{
 		Name:        "touch",
 		Description: `Announces a change on demand: {"list":"tools"|"prompts"|"resources"} changes that list once (adds or removes the entry "touched"); {"uri":U} announces an update of the resource U to its subscribers.`,
-		InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-			`"list":{"enum":["tools","prompts","resources"]},` +
-			`"uri":{"type":"string","minLength":1}},` +
-			`"oneOf":[{"required":["list"]},{"required":["uri"]}],"additionalProperties":false}`),
 		Handler: tools.Func(func(ctx context.Context, in touchIn) (*tools.Result, error) {
 			p := t.c.Load()
 			if p == nil {
@@ -76,8 +73,8 @@ func TouchTools(t *Touched) []tools.Tool {
 			case "tools":
 				if c.RemoveTools(TouchedTool) == 0 {
 					if err := c.AddTools(tools.Tool{Name: TouchedTool, Description: "Comes and goes with touch.",
-						InputSchema: json.RawMessage(`{"type":"object"}`),
-						Handler: tools.Func(func(context.Context, struct{}) (*tools.Result, error) {
+						// Any object, as the schema of a map says.
+						Handler: tools.Func(func(context.Context, map[string]any) (*tools.Result, error) {
 							return tools.TextResult("touched"), nil
 						})}); err != nil {
 						return nil, err

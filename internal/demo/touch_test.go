@@ -100,7 +100,12 @@ func TestTouch(t *testing.T) {
 	if err != nil || len(c.updated) != 1 || c.updated[0] != "demo://x" {
 		t.Fatalf("uri: res %v err %v, updated %v", res, err, c.updated)
 	}
-	for _, bad := range []string{`{}`, `{"list":"tools","uri":"demo://x"}`, `{"list":"other"}`, `{"uri":""}`} {
+	if got, want := string(tool.Descriptor().InputSchema), `{"oneOf":[{"required":["list"],"title":"list"},{"required":["uri"],"title":"uri"}],`+
+		`"properties":{"list":{"type":"string","enum":["tools","prompts","resources"]},"uri":{"type":"string","minLength":1}},`+
+		`"additionalProperties":false,"type":"object"}`; got != want {
+		t.Errorf("schema\n got: %s\nwant: %s", got, want)
+	}
+	for _, bad := range []string{`{}`, `{"list":"tools","uri":"demo://x"}`, `{"list":"other"}`, `{"uri":""}`, `{"list":"tools","x":1}`} {
 		if _, feedback := tool.ValidateInput(json.RawMessage(bad)); feedback == nil {
 			t.Errorf("%s: accepted", bad)
 		}
