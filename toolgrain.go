@@ -504,10 +504,13 @@ func (s *Server) Stats() Stats {
 // OnError reports are delivered, and the actors stop. It returns ctx.Err() if ctx ended first.
 //
 // HTTP sessions end first: new requests get 503, open SSE streams end, and each cancelled
-// call's stream ends with no response.
+// call's stream ends with no response. The SSE streams the transport took from net/http (see
+// [streamable.Handler]) are then given until ctx ends to write their end, and closed.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.http.Shutdown()
-	return s.eng.Shutdown(ctx)
+	err := s.eng.Shutdown(ctx)
+	s.http.Drain(ctx)
+	return err
 }
 
 // Close is Shutdown bounded by the ShutdownGrace plus the CallbackTimeout.

@@ -17,6 +17,7 @@
 package streamable
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -86,9 +87,13 @@ type Config struct {
 	// that starts every POST SSE stream. 0 means DefaultStreamRetry.
 	StreamRetry time.Duration
 
-	// KeepAlive is how often an open modern (MCP 2026-07-28) SSE stream with nothing to send
-	// gets a comment line, which keeps a long subscriptions/listen stream open through proxies
-	// that close idle connections. 0 means DefaultKeepAlive; negative means never.
+	// KeepAlive is how often an open SSE stream with nothing to send (a modern request's, a
+	// subscriptions/listen stream, a session's standalone GET stream) gets a comment line,
+	// which keeps it open through proxies that close idle connections. It is also the
+	// dead-client bound of a stream taken from net/http (see [Handler]): data a client has not
+	// acknowledged for this long (TCP_USER_TIMEOUT), or a backlog its full socket has not taken
+	// for this long, ends the stream. 0 means DefaultKeepAlive; negative means no comments
+	// (and DefaultKeepAlive as the bound).
 	KeepAlive time.Duration
 
 	// NewSessionID mints the Mcp-Session-Id of each new legacy session. It must return a value
@@ -153,6 +158,14 @@ type Options struct {
 //
 // Legacy error statuses come with a JSON-RPC error body whose id is null, but for an initialize
 // refused at a limit on sessions, which echoes it; modern ones echo the request's id.
+//
+// What a connected client costs. Over HTTP/1.x on Linux, a GET stream, or a subscriptions/listen
+// stream once its acknowledgement is out, leaves net/http (Hijack): one goroutine per handler,
+// running while such streams are open, writes for all of them without blocking, and its
+// connection is a small record; a client that closes is seen at once, one that vanishes
+// within about three [Config].KeepAlive, and one that stops reading is cut off once more than
+// 64 KiB wait behind its full socket. [Handler.Drain] ends them at shutdown. HTTP/2, TLS, and a
+// ResponseWriter that cannot hijack keep net/http's goroutine per stream.
 type Handler struct {
 	eng     *actors.Engine
 	log     *zap.Logger
@@ -164,7 +177,9 @@ type Handler struct {
 	sessions map[string]*legacySession
 	places   places             // the sessions' places under the limits, opening ones included
 	modern   *actors.Connection // the stateless connection of modern requests, made on first use
+	hub      *hub               // the detached streams (detach.go), made on first use
 	closed   bool
+	drained  bool
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -372,27 +387,42 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, id *tools.Identity
 	if s == nil {
 		return
 	}
-	defer s.release()
 	if last := r.Header.Get(protocol.HeaderLastEventID); last != "" {
 		// A resumption of a POST stream, which leaves the standalone stream alone.
+		defer s.release()
 		h.resume(w, r, s, last)
 		return
 	}
 	if !s.openGet() {
+		s.release()
 		writeError(w, http.StatusConflict, protocol.ErrTransport("Conflict", "the session's standalone SSE stream is already open"))
 		return
 	}
-	defer s.closeGet()
+	// The stream holds the session (it is not idle while it is open) until it ends.
+	closeGet := func() {
+		s.notify.detach()
+		s.closeGet()
+		s.release()
+	}
 	// Notifications are taken from now on, before the client can see the stream open.
 	s.notify.attach()
-	defer s.notify.detach()
 	startSSE(w)
 	if err := http.NewResponseController(w).Flush(); err != nil {
+		closeGet()
 		return
 	}
 	// The standalone stream carries messages unrelated to any request (list_changed,
 	// resources/updated, withdrawn requests to the client). It stays open until the client
-	// leaves, the session ends or the server shuts down.
+	// leaves, the session ends or the server shuts down. Over HTTP/1.x it leaves net/http and
+	// its goroutine (detach.go); otherwise this goroutine relays it.
+	if ws, ok := h.streamHub().detach(w, r, closedOf(s.conn.Done()), func(endReason) { closeGet() }); ok {
+		s.notify.setSink(ws)
+		if s.isDone() {
+			ws.end() // the session ended while the stream was taken over
+		}
+		return
+	}
+	defer closeGet()
 	relayStandalone(w, r, s)
 }
 
@@ -490,9 +520,11 @@ func (h *Handler) endSession(s *legacySession) {
 }
 
 // Shutdown ends every session and refuses new ones: the sessions' calls in flight are cancelled
-// (their streams end with no response) and their GET streams end; from then on an initialize,
-// and any request that names a session, gets 503. It does not wait: the engine's shutdown waits
-// for the sessions' connection actors. Calling it again does nothing more.
+// (their streams end with no response) and their GET streams end; open subscriptions/listen
+// streams get the result that ends them, and other modern requests in flight are cancelled;
+// from then on an initialize, and any request that names a session, gets 503. It does not
+// wait: the engine's shutdown waits for the connection actors, and [Handler.Drain] for the
+// streams taken from net/http. Calling it again does nothing more.
 func (h *Handler) Shutdown() {
 	h.mu.Lock()
 	h.closed = true
@@ -505,6 +537,9 @@ func (h *Handler) Shutdown() {
 	modern := h.modern
 	h.mu.Unlock()
 	if modern != nil {
+		// Open listen streams are answered with the result that ends them, as at the end of a
+		// stdio client's input; then the modern requests still in flight are cancelled.
+		modern.Finish()
 		modern.Close()
 	}
 	for _, s := range all {
@@ -512,6 +547,64 @@ func (h *Handler) Shutdown() {
 			s.conn.Close()
 		}
 	}
+}
+
+// streamHub returns the hub of the detached streams, made on first use; nil during shutdown,
+// or where streams are not detached.
+func (h *Handler) streamHub() *hub {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil
+	}
+	if h.hub == nil {
+		h.hub = newHub(h.log, h.keepAlive())
+		if h.hub == nil {
+			h.hub = &hub{} // none: never tried again
+		}
+	}
+	if h.hub.poller == nil {
+		return nil
+	}
+	return h.hub
+}
+
+// Drain waits until every SSE stream the handler took from net/http (see [Handler]) has written
+// its end, and closes those still open when ctx ends; then the goroutine that serves them
+// stops. Call it after [Handler.Shutdown] and the engine's shutdown, which end the streams:
+// net/http's Server.Shutdown does not see these connections. Calling it again does nothing
+// more.
+func (h *Handler) Drain(ctx context.Context) {
+	h.mu.Lock()
+	h.closed = true
+	hb, drained := h.hub, h.drained
+	h.drained = true
+	h.mu.Unlock()
+	if drained || hb == nil || hb.poller == nil {
+		return
+	}
+	hb.shutdown(ctx.Done())
+}
+
+// StreamStats counts the SSE streams a [Handler] took from net/http to serve them without a
+// goroutine each (see [Handler]).
+type StreamStats struct {
+	Detached int64 // streams taken so far
+	Open     int64 // open now
+	Gone     int64 // ended because the client closed the connection or was found dead
+	CutOff   int64 // cut off because the client read too slowly
+}
+
+// StreamStats returns the counters of the detached streams.
+func (h *Handler) StreamStats() StreamStats {
+	h.mu.Lock()
+	hb := h.hub
+	h.mu.Unlock()
+	if hb == nil {
+		return StreamStats{}
+	}
+	return StreamStats{Detached: hb.stats.detached.Load(), Open: hb.stats.open.Load(),
+		Gone: hb.stats.gone.Load(), CutOff: hb.stats.cut.Load()}
 }
 
 func (h *Handler) isClosed() bool {

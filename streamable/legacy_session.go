@@ -204,7 +204,17 @@ func (s *legacySession) finish() bool {
 	s.timer.Stop()
 	close(s.ended)
 	s.streams.end()
+	if s.notify != nil {
+		s.notify.end() // a detached GET stream ends; one on its goroutine sees ended
+	}
 	return true
+}
+
+// isDone reports whether the session has ended.
+func (s *legacySession) isDone() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done
 }
 
 // openGet claims the session's one standalone GET stream.

@@ -80,7 +80,20 @@ func (h *Handler) modernPost(w http.ResponseWriter, r *http.Request, msg *protoc
 	st := newPostStream()
 	st.jsonOnly, st.ephemeral = !sseOK, true
 	conn.DeliverModern(r.Context(), msg, env, st, id)
-	h.relayModern(w, r, st, conn.Done())
+	var gone func(endReason)
+	if msg.Method == protocol.MethodSubscriptionsListen {
+		// A listen stream waits for changes for as long as its client stays: once it has sent
+		// its acknowledgement it may leave net/http (detach.go).
+		gone = func(endReason) {
+			if !st.isClosed() {
+				conn.StreamGone(st) // the client left, or was cut off: the listen is cancelled
+			}
+			st.drop()
+		}
+	}
+	if h.relayModern(w, r, st, conn.Done(), gone) {
+		return
+	}
 	if !st.isClosed() {
 		// The client left before the answer: its request is cancelled, nothing more is sent.
 		conn.StreamGone(st)
@@ -180,9 +193,18 @@ func (h *Handler) stateless() *actors.Connection {
 //
 // It returns when the response is written, the stream was closed without one (the request was
 // cancelled, or the server shut down), the client went away, or the connection actor stopped.
-func (h *Handler) relayModern(w http.ResponseWriter, r *http.Request, st *postStream, connDone <-chan struct{}) {
+//
+// With detached set, an SSE stream that has written what it had is handed to a detached
+// stream (detach.go) when the connection can be taken from net/http; relayModern then returns
+// true, and detached is called once the stream is over.
+func (h *Handler) relayModern(w http.ResponseWriter, r *http.Request, st *postStream, connDone <-chan struct{}, detached func(endReason)) bool {
 	gen, wake := st.attach()
-	defer st.drop()
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			st.drop()
+		}
+	}()
 	rc := http.NewResponseController(w)
 	jsonOK := protocol.Accepts(r.Header.Values("Accept"), protocol.MediaTypeJSON)
 	sse := false
@@ -200,7 +222,7 @@ func (h *Handler) relayModern(w http.ResponseWriter, r *http.Request, st *postSt
 	for {
 		rd := st.read(gen, cursor)
 		if rd.superseded || rd.lost {
-			return
+			return false
 		}
 		for _, f := range rd.frames {
 			cursor++
@@ -210,7 +232,7 @@ func (h *Handler) relayModern(w http.ResponseWriter, r *http.Request, st *postSt
 				// one too unless the client takes an event stream only.
 				if kind == protocol.FrameError || (kind.IsResponse() && (jsonOK || st.jsonOnly)) {
 					writeFrame(w, answerStatus(kind, f), f)
-					return
+					return false
 				}
 				if st.jsonOnly {
 					continue // a client that takes JSON only gets the response alone
@@ -224,16 +246,16 @@ func (h *Handler) relayModern(w http.ResponseWriter, r *http.Request, st *postSt
 			}
 			event = protocol.AppendSSE(event[:0], f)
 			if _, err := w.Write(event); err != nil {
-				return
+				return false
 			}
 			if kind.IsResponse() {
 				_ = rc.Flush()
-				return
+				return false
 			}
 		}
 		if sse && len(rd.frames) > 0 {
 			if err := rc.Flush(); err != nil {
-				return
+				return false
 			}
 		}
 		if rd.closed {
@@ -241,24 +263,47 @@ func (h *Handler) relayModern(w http.ResponseWriter, r *http.Request, st *postSt
 				// No response: the request was cancelled or the server is shutting down.
 				w.WriteHeader(http.StatusNoContent)
 			}
-			return
+			return false
+		}
+		if sse && detached != nil {
+			if ws, ok := h.streamHub().detach(w, r, closedOf(connDone), detached); ok {
+				handedOver = st.handOver(gen, cursor, ws)
+				if !handedOver {
+					h.log.Debug("listen stream dropped before it could be handed over")
+					ws.end()
+				}
+				return true
+			}
+			detached = nil // it stays here
 		}
 		select {
 		case <-wake:
 		case <-tick:
 			if _, err := w.Write(keepAliveComment); err != nil {
-				return
+				return false
 			}
 			if err := rc.Flush(); err != nil {
-				return
+				return false
 			}
 		case <-r.Context().Done():
-			return
+			return false
 		case <-connDone:
 			if !sse {
 				writeError(w, http.StatusServiceUnavailable, protocol.ErrTransport("Service Unavailable", "server shutting down"))
 			}
-			return
+			return false
+		}
+	}
+}
+
+// closedOf reports, when called, whether ch is closed.
+func closedOf(ch <-chan struct{}) func() bool {
+	return func() bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
 		}
 	}
 }

@@ -62,6 +62,7 @@ type postStream struct {
 	num        uint64        // the stream's number in its session, 0 until it is an SSE stream
 	tag        string        // the session's event-id tag
 	owner      *streams      // the table that keeps it, once it is an SSE stream
+	sink       sink          // the detached stream that writes it, once handed over (modern only)
 
 	// Guarded by owner.mu: the stream's place in owner's list of idle streams.
 	idle               bool
@@ -87,6 +88,10 @@ func (p *postStream) Send(frame []byte) {
 	if p.closed || p.gone {
 		return
 	}
+	if p.sink != nil {
+		p.sink.send(frame)
+		return
+	}
 	p.frames = append(p.frames, frame)
 	if len(p.frames) > maxStreamEvents {
 		p.frames[0] = nil
@@ -106,6 +111,9 @@ func (p *postStream) Close() {
 	}
 	p.closed = true
 	p.signal()
+	if p.sink != nil {
+		p.sink.end()
+	}
 	owner := p.owner
 	idle := p.reader == 0
 	p.mu.Unlock()
@@ -175,6 +183,28 @@ func (p *postStream) detach(gen uint64) {
 	if mine && closed && owner != nil {
 		owner.settle(p)
 	}
+}
+
+// handOver makes the detached stream sk the writer of the rest of the stream, in place of reader
+// gen, whose cursor is the last frame it wrote: the frames after it go to sk at once, in order,
+// then every later one, and the stream's end ends sk. It reports false when gen is no longer
+// the reader.
+func (p *postStream) handOver(gen, cursor uint64, sk sink) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reader != gen || p.gone {
+		return false
+	}
+	if i := cursor + 1 - p.first; i < uint64(len(p.frames)) {
+		for _, f := range p.frames[i:] {
+			sk.send(f)
+		}
+	}
+	p.frames, p.sink = nil, sk
+	if p.closed {
+		sk.end()
+	}
+	return true
 }
 
 // drop marks the stream read for good: its frames are released and later ones dropped.

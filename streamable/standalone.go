@@ -23,6 +23,7 @@ type standaloneStream struct {
 	mu     sync.Mutex
 	frames [][]byte
 	open   bool
+	sink   sink // the detached GET stream, while there is one: frames go to it
 }
 
 var _ actors.Stream = (*standaloneStream)(nil)
@@ -34,6 +35,11 @@ func newStandaloneStream() *standaloneStream {
 // Send queues frame for the open GET stream, or drops it.
 func (n *standaloneStream) Send(frame []byte) {
 	n.mu.Lock()
+	if n.sink != nil {
+		n.sink.send(frame)
+		n.mu.Unlock()
+		return
+	}
 	if !n.open || len(n.frames) >= maxStandaloneQueue {
 		n.mu.Unlock()
 		return
@@ -57,8 +63,28 @@ func (n *standaloneStream) attach() {
 
 func (n *standaloneStream) detach() {
 	n.mu.Lock()
-	n.open, n.frames = false, nil
+	n.open, n.frames, n.sink = false, nil, nil
 	n.mu.Unlock()
+}
+
+// setSink hands the open GET stream to a detached stream: what is queued goes to it first, in
+// order, then every later frame.
+func (n *standaloneStream) setSink(sk sink) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, f := range n.frames {
+		sk.send(f)
+	}
+	n.frames, n.sink = nil, sk
+}
+
+// end ends the detached GET stream, if there is one: the session ended.
+func (n *standaloneStream) end() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.sink != nil {
+		n.sink.end()
+	}
 }
 
 func (n *standaloneStream) take() [][]byte {

@@ -289,6 +289,9 @@ func serveHTTP(ctx context.Context, srv *toolgrain.Server, o *options, tel *tele
 		_ = srv.Close()
 		return err
 	}
+	if tcp, ok := ln.(*net.TCPListener); ok {
+		ln = newFDGuard(tcp, log.Named("http")) // out of descriptors: refuse, and say so
+	}
 	var handler http.Handler = mux
 	if tel.tp != nil {
 		var mp metric.MeterProvider = noop.NewMeterProvider()

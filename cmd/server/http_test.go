@@ -40,6 +40,13 @@ func startHTTPBinaryEnv(t *testing.T, env []string, args ...string) *httpBinary 
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)
 	}
+	return startHTTPCommand(t, cmd)
+}
+
+// startHTTPCommand starts cmd, which runs the built server with --transport http, and waits
+// (up to 20 s, a build's worth of margin on a loaded machine) for its serving line.
+func startHTTPCommand(t *testing.T, cmd *exec.Cmd) *httpBinary {
+	t.Helper()
 	errPipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
