@@ -58,6 +58,9 @@ const (
 	// DefaultStreamRetry is the reconnection delay sent in the retry field of a POST SSE
 	// stream's priming event when [HTTPConfig].StreamRetry is zero.
 	DefaultStreamRetry = streamable.DefaultStreamRetry
+	// DefaultPassivateAfter is how long an HTTP session with no request in progress keeps its
+	// connection actor when [HTTPConfig].PassivateAfter is zero.
+	DefaultPassivateAfter = streamable.DefaultPassivateAfter
 	// DefaultVerifyTimeout bounds one token verification when [AuthConfig].VerifyTimeout is
 	// zero.
 	DefaultVerifyTimeout = streamable.DefaultVerifyTimeout

@@ -69,15 +69,17 @@ type connectionActor struct {
 	// childPeak is the most request actors alive at once since the tables were last renewed
 	// (see shrinkAfterBurst).
 	childPeak int
+	// passivated: the actor stopped to passivate (passivate.go); the connection goes on.
+	passivated bool
 }
 
 var _ actor.SupervisorStrategy = (*connectionActor)(nil)
 
-func newConnectionActor(e *Engine, c *Connection, log *zap.Logger) *connectionActor {
+func newConnectionActor(e *Engine, c *Connection) *connectionActor {
 	a := &connectionActor{
 		eng:       e,
 		conn:      c,
-		log:       log,
+		log:       e.log.WithLazy(zap.String("conn", c.name)),
 		inflight:  make(map[string]*flight),
 		children:  make(map[string]*flight),
 		surface:   newSurface(e),
@@ -96,15 +98,23 @@ func (c *connectionActor) Receive(ctx actor.Context) {
 		c.state.pid.Store(ctx.Self())
 	case *actor.Stopping, *actor.Restarting:
 	case *actor.Stopped:
+		if c.passivated {
+			return // the connection goes on without an actor
+		}
 		if c.finishBy != nil {
 			c.finishBy.Stop()
 		}
 		for _, f := range c.children {
 			f.slot.release()
 		}
-		c.eng.tel.sessionEnded(c.opened, c.version, c.conn.transport)
+		if !c.conn.stateless {
+			c.conn.actorStopped()
+		}
+		c.eng.tel.sessionEnded(c.opened, c.version, c.conn.transport())
 		c.eng.forget(c.conn)
-		close(c.conn.done)
+		c.conn.closeDone()
+	case *passivate:
+		c.passivate(ctx)
 	case *actor.Terminated:
 		c.childEnded(ctx, msg.Who)
 	case *inbound:
@@ -279,9 +289,9 @@ func (c *connectionActor) initialize(m *protocol.Message, s Stream) {
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidRequest("already initialized")))
 		return
 	}
-	var p protocol.InitializeParams
-	if err := json.Unmarshal(m.Params, &p); err != nil || p.ProtocolVersion == "" {
-		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("initialize needs protocolVersion, capabilities and clientInfo")))
+	p, werr := initializeParams(m)
+	if werr != nil {
+		reply(s, protocol.EncodeError(m.ID, werr))
 		return
 	}
 	c.initialized = true
@@ -294,12 +304,7 @@ func (c *connectionActor) initialize(m *protocol.Message, s Stream) {
 	c.state.info.Store(&info)
 	c.log.Debug("initialized", zap.String("protocol_version", c.version),
 		zap.String("client", p.ClientInfo.Name), zap.String("client_version", p.ClientInfo.Version))
-	c.result(s, m.ID, &protocol.InitializeResult{
-		ProtocolVersion: c.version,
-		Capabilities:    serverCapabilities(),
-		ServerInfo:      c.eng.cfg.ServerInfo,
-		Instructions:    c.eng.cfg.Instructions,
-	})
+	c.result(s, m.ID, c.eng.initializeResult(c.version))
 }
 
 // Cursors are opaque to clients: base64url of "t" plus the offset of the next tool.
@@ -491,6 +496,16 @@ func (c *connectionActor) shrinkAfterBurst(ctx actor.Context) {
 		c.byStream = make(map[Stream]string)
 	}
 	clearVacatedChildren(ctx)
+}
+
+// clearVacatedChild clears the one slot past the end of ctx's set of children that the removal
+// of a child leaves pointing at it (see shrinkAfterBurst): for an actor whose children come
+// and go all its life (the supervisor's connection actors), each Terminated clears what its
+// removal left, in O(1). Only the actor itself may call it, from its Receive.
+func clearVacatedChild(ctx actor.Context) {
+	if kids := ctx.Children(); cap(kids) > len(kids) {
+		kids[:len(kids)+1][len(kids)] = nil
+	}
 }
 
 // clearVacatedChildren clears the slots past the end of ctx's set of children (see

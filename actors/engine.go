@@ -165,8 +165,12 @@ type Engine struct {
 	serverMeta []byte       // the serverInfo member of every modern result's _meta
 	// plainAnn annotates every modern result that carries no cache hint; shared, never changed.
 	plainAnn  *protocol.Annotation
-	listeners listeners    // the open subscriptions/listen streams of every connection
-	tasks     *taskService // the tasks extension; nil when disabled (tasks.go)
+	listeners listeners // the open subscriptions/listen streams of every connection
+	interned  interned  // what passive connections share (passivate.go)
+	// noCaps and noInfo are what a connection that started passive holds before initialize.
+	noCaps *protocol.ClientCapabilities
+	noInfo *protocol.Implementation
+	tasks  *taskService // the tasks extension; nil when disabled (tasks.go)
 
 	tel         *telemetry   // OpenTelemetry; nil when it records nothing
 	slotWaiters atomic.Int64 // calls waiting for a run slot of a tool with MaxConcurrency
@@ -237,6 +241,7 @@ func Start(cfg Config) (*Engine, error) {
 	e := &Engine{cfg: cfg, log: cfg.Logger, conns: make(map[*Connection]struct{}), pool: newWorkerPool(), logLevel: level,
 		sealer: sealer, serverMeta: protocol.MetaMembers(cfg.ServerInfo)}
 	e.plainAnn = &protocol.Annotation{Meta: e.serverMeta}
+	e.noCaps, e.noInfo = &protocol.ClientCapabilities{}, &protocol.Implementation{}
 	e.listeners.init()
 	e.dispatcher = poolDispatcher{pool: e.pool}
 	e.system = cfg.System
@@ -332,7 +337,7 @@ func shrinkRegistry(m *actor.SliceMap) {
 
 // Occupancy is what an engine holds at one moment.
 type Occupancy struct {
-	Connections int   // connection actors: stdio streams, legacy HTTP sessions, stateless ones
+	Connections int   // connections: stdio streams, legacy HTTP sessions (passive ones too), stateless ones
 	Calls       int64 // tools/call requests in flight, over every connection
 	Listeners   int   // open subscriptions/listen streams
 }
@@ -366,23 +371,37 @@ func (e *Engine) report(err error, d *diagnostics.ToolErrorDetails) {
 	e.system.Root.Send(e.diag, &report{err: err, details: d})
 }
 
-// Connection is the handle a transport holds on its connection actor.
+// Connection is the handle a transport holds on its connection actor. Its zero value is not
+// usable: it is made by the Engine's Connect functions, or opened in place by
+// [Engine.OpenIdle]. It must not be copied.
 type Connection struct {
 	eng    *Engine
 	pid    *actor.PID
 	done   chan struct{}
-	close  sync.Once
-	finish sync.Once
 	notify Stream // messages unrelated to any request; nil drops them
-	inbox  *inbox
+	inbox  inbox
+	// session is its legacy HTTP session id, once named (NameSession), and name its name, which
+	// also tells its network.transport (networkTransport): both for logs and telemetry only.
+	session atomic.Pointer[string]
+	name    string
+
+	// Passivation (passivate.go): the phase of the connection's actor, guarded by pmu, and
+	// what a passive connection keeps of it. pid is guarded by pmu too, but on a stateless
+	// connection, which never passivates.
+	pmu     sync.Mutex
+	settled chan struct{} // made by a goroutine waiting for the phase to settle; closed when it does
+	kept    *[]any        // broadcasts that came while the phase was settling
+	snap    snapshot      // valid while passive or activating
+	phase   phase
 	// stateless: the connection serves the modern requests of many clients; see
 	// [Engine.ConnectStateless].
 	stateless bool
-	// transport is the connection's network.transport, told by its name; session its legacy
-	// HTTP session id, once named (NameSession). Both are for telemetry only.
-	transport string
-	session   atomic.Pointer[string]
+	// closeSent and finishSent: Close and Finish did their work (guarded by pmu).
+	closeSent, finishSent bool
 }
+
+// transport is the connection's network.transport, told by its name.
+func (c *Connection) transport() string { return networkTransport(c.name) }
 
 // Connect spawns a connection actor. name is used in logs, and tells telemetry the
 // connection's network.transport: "stdio" is a pipe, a name that starts with "http" is TCP.
@@ -395,7 +414,7 @@ func (e *Engine) Connect(name string) (*Connection, error) { return e.ConnectNot
 // stream while one is open (and drops, or keeps for replay, otherwise). The engine never closes
 // notify. name is as for [Engine.Connect].
 func (e *Engine) ConnectNotify(name string, notify Stream) (*Connection, error) {
-	return e.connect(&Connection{eng: e, done: make(chan struct{}), notify: notify, inbox: newInbox()}, name)
+	return e.connect(&Connection{eng: e, notify: notify}, name)
 }
 
 // ConnectStateless spawns a connection actor that serves the modern (MCP 2026-07-28) requests
@@ -405,31 +424,30 @@ func (e *Engine) ConnectNotify(name string, notify Stream) (*Connection, error) 
 // ([Connection.StreamGone]). Only the server-wide limit on calls in flight applies to it. name
 // is as for [Engine.Connect].
 func (e *Engine) ConnectStateless(name string) (*Connection, error) {
-	return e.connect(&Connection{eng: e, done: make(chan struct{}), inbox: newInbox(), stateless: true}, name)
+	return e.connect(&Connection{eng: e, done: make(chan struct{}), stateless: true}, name)
 }
 
 // StreamGone tells a stateless connection that the client of the stream s went away: the
 // request s carries is cancelled, exactly as notifications/cancelled cancels one (no response,
 // no report). Streams of finished requests are ignored. It never blocks.
 func (c *Connection) StreamGone(s Stream) {
-	c.eng.system.Root.Send(c.pid, &streamGone{stream: s})
+	c.send(&streamGone{stream: s})
 }
 
 func (e *Engine) connect(c *Connection, name string) (*Connection, error) {
+	c.name = name
+	pid, err := e.spawnConnection(c, nil)
+	if err != nil {
+		return nil, err
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
+		// Shutdown began during the spawn: the actor closes at once.
+		e.system.Root.Send(pid, &inputEnded{})
 		return nil, ErrClosed
 	}
-	c.transport = networkTransport(name)
-	log := e.log.With(zap.String("conn", name))
-	props := actor.PropsFromProducer(func() actor.Actor { return newConnectionActor(e, c, log) },
-		actor.WithDispatcher(poolDispatcher{pool: e.pool, throughput: connectionThroughput}))
-	res, err := e.system.Root.RequestFuture(e.supervisor, &spawnConnection{props: props}, defaultActorReplyTimeout).Result()
-	if err != nil {
-		return nil, fmt.Errorf("actors: spawn connection: %w", err)
-	}
-	c.pid = res.(*actor.PID)
+	c.pid = pid
 	e.conns[c] = struct{}{}
 	return c, nil
 }
@@ -461,7 +479,7 @@ func (c *Connection) deliver(ctx context.Context, in *inbound) {
 	if t := c.eng.tel; t != nil && !in.msg.IsResponse() {
 		in.rec = t.receive(ctx, c, in)
 	}
-	c.eng.system.Root.Send(c.pid, in)
+	c.send(in)
 }
 
 // NameSession tells the connection the id of the legacy HTTP session it serves, for the
@@ -473,7 +491,21 @@ func (c *Connection) NameSession(id string) { c.session.Store(&id) }
 // connection actor stops once their handlers returned (or after the close grace). It does not
 // wait; see [Connection.Done].
 func (c *Connection) Close() {
-	c.close.Do(func() { c.eng.system.Root.Send(c.pid, &inputEnded{}) })
+	c.stop(&inputEnded{}, &c.closeSent)
+}
+
+// stop sends msg, which ends the connection, to its actor, once (sent says whether it was); a
+// passive connection (which has nothing in progress) ends at once.
+func (c *Connection) stop(msg any, sent *bool) {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if *sent {
+		return
+	}
+	*sent = true
+	if c.stateless || !c.closePassive() {
+		c.eng.system.Root.Send(c.pid, msg)
+	}
 }
 
 // Finish tells the connection that its input reached its end cleanly (a stdio client closed
@@ -485,11 +517,43 @@ func (c *Connection) Close() {
 // grace, what is still in flight is cancelled as by [Connection.Close], which also cuts the
 // wait short at any time. It does not wait; see [Connection.Done].
 func (c *Connection) Finish() {
-	c.finish.Do(func() { c.eng.system.Root.Send(c.pid, &inputFinished{}) })
+	c.stop(&inputFinished{}, &c.finishSent)
 }
 
-// Done is closed when the connection actor has stopped.
-func (c *Connection) Done() <-chan struct{} { return c.done }
+// Done is closed when the connection has ended (its actor stopped for good).
+func (c *Connection) Done() <-chan struct{} {
+	if c.stateless {
+		return c.done // made with the connection: it is read on every modern request
+	}
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if c.done == nil {
+		c.done = make(chan struct{}) // made when first asked for: a passive session may never be
+	}
+	return c.done
+}
+
+// closedChan is the Done of a connection that ended before anyone asked for it.
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// closeDone closes Done; it runs once, when the connection ends.
+func (c *Connection) closeDone() {
+	if c.stateless {
+		close(c.done)
+		return
+	}
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	if c.done == nil {
+		c.done = closedChan
+	} else {
+		close(c.done)
+	}
+}
 
 func (e *Engine) forget(c *Connection) {
 	e.mu.Lock()
@@ -525,7 +589,7 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 			break
 		}
 		select {
-		case <-c.done:
+		case <-c.Done():
 		case <-ctx.Done():
 			err = ctx.Err()
 		}

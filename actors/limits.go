@@ -88,11 +88,9 @@ func (c *connectionActor) refuse(m *protocol.Message, s Stream, scope string, li
 type inbox struct {
 	mu       sync.Mutex
 	bytes    int
-	wake     chan struct{} // size 1: "bytes went down", for the one waiting reader
+	wake     chan struct{} // size 1: "bytes went down", for the one waiting reader; made by it
 	messages atomic.Int64  // messages delivered and not yet handled, for telemetry
 }
-
-func newInbox() *inbox { return &inbox{wake: make(chan struct{}, 1)} }
 
 func (b *inbox) add(n int) {
 	b.mu.Lock()
@@ -105,11 +103,25 @@ func (b *inbox) done(n int) {
 	b.messages.Add(-1)
 	b.mu.Lock()
 	b.bytes -= n
+	wake := b.wake
 	b.mu.Unlock()
+	if wake == nil {
+		return // no reader has ever waited
+	}
 	select {
-	case b.wake <- struct{}{}:
+	case wake <- struct{}{}:
 	default: // a wake-up is already pending
 	}
+}
+
+// waiter returns the channel a waiting reader is woken on.
+func (b *inbox) waiter() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.wake == nil {
+		b.wake = make(chan struct{}, 1)
+	}
+	return b.wake
 }
 
 func (b *inbox) over(limit int) bool {
@@ -131,10 +143,10 @@ func inboundCost(m *protocol.Message) int {
 func (c *Connection) WaitForRoom(stop <-chan struct{}) bool {
 	for c.inbox.over(InboxBytes) {
 		select {
-		case <-c.inbox.wake:
+		case <-c.inbox.waiter():
 		case <-stop:
 			return false
-		case <-c.done:
+		case <-c.Done():
 			return false
 		}
 	}

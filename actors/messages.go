@@ -104,13 +104,19 @@ type (
 		reason string
 	}
 	// listChanged: engine → connection. A list changed; send the notification method.
-	listChanged struct{ method string }
+	listChanged struct {
+		method string
+		frame  []byte // the notification, encoded once for every connection
+	}
 	// elicitationCompleted: engine → connection. A URL-mode elicitation finished; notify the
 	// client if this connection sent it.
 	elicitationCompleted struct{ id string }
 	// resourceUpdated: engine → connection. A resource changed; notify the client if it
-	// subscribed to uri.
-	resourceUpdated struct{ uri string }
+	// subscribed to uri. frame is the notification, encoded once for every connection.
+	resourceUpdated struct {
+		uri   string
+		frame []byte
+	}
 	// operationDone: handler goroutine → operation. The handler returned; result or err is set.
 	operationDone struct {
 		result any

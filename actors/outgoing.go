@@ -145,15 +145,14 @@ func (c *connectionActor) receiveSurface(ctx actor.Context, msg any) bool {
 	case *requestAbandoned:
 		c.abandonRequest(msg.o, msg.reason)
 	case *listChanged:
-		if frame, err := protocol.EncodeNotification(msg.method, nil); err == nil {
+		if frame := msg.encoded(); frame != nil {
 			c.notify(frame)
 		}
 	case *elicitationCompleted:
 		for i, id := range c.urlElicitations {
 			if id == msg.id {
 				c.urlElicitations = append(c.urlElicitations[:i], c.urlElicitations[i+1:]...)
-				frame, err := protocol.EncodeNotification(protocol.MethodElicitationComplete, &protocol.ElicitationCompleteParams{ElicitationID: id})
-				if err == nil {
+				if frame := elicitationCompleteFrame(id); frame != nil {
 					c.notify(frame)
 				}
 				break
@@ -161,8 +160,7 @@ func (c *connectionActor) receiveSurface(ctx actor.Context, msg any) bool {
 		}
 	case *resourceUpdated:
 		if _, ok := c.subs[msg.uri]; ok {
-			frame, err := protocol.EncodeNotification(protocol.MethodResourcesUpdated, &protocol.ResourceUpdatedParams{URI: msg.uri})
-			if err == nil {
+			if frame := msg.encoded(); frame != nil {
 				c.notify(frame)
 			}
 		}

@@ -220,13 +220,54 @@ func (e *Engine) send(msg any) {
 	case *resourceUpdated:
 		e.notifyListeners(protocol.MethodResourcesUpdated, m.uri)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for c := range e.conns {
-		if c.pid != nil {
-			e.system.Root.Send(c.pid, msg)
-		}
+	switch m := msg.(type) {
+	case *listChanged:
+		m.frame = m.encoded()
+	case *resourceUpdated:
+		m.frame = m.encoded()
 	}
+	e.mu.Lock()
+	conns := make([]*Connection, 0, len(e.conns))
+	for c := range e.conns {
+		conns = append(conns, c)
+	}
+	e.mu.Unlock()
+	for _, c := range conns {
+		c.broadcast(msg)
+	}
+}
+
+// encoded returns the notification of a list change: m.frame, or newly encoded.
+func (m *listChanged) encoded() []byte {
+	if m.frame != nil {
+		return m.frame
+	}
+	frame, err := protocol.EncodeNotification(m.method, nil)
+	if err != nil {
+		return nil
+	}
+	return frame
+}
+
+// encoded returns the notification of a resource update: m.frame, or newly encoded.
+func (m *resourceUpdated) encoded() []byte {
+	if m.frame != nil {
+		return m.frame
+	}
+	frame, err := protocol.EncodeNotification(protocol.MethodResourcesUpdated, &protocol.ResourceUpdatedParams{URI: m.uri})
+	if err != nil {
+		return nil
+	}
+	return frame
+}
+
+// elicitationCompleteFrame returns notifications/elicitation/complete for id.
+func elicitationCompleteFrame(id string) []byte {
+	frame, err := protocol.EncodeNotification(protocol.MethodElicitationComplete, &protocol.ElicitationCompleteParams{ElicitationID: id})
+	if err != nil {
+		return nil
+	}
+	return frame
 }
 
 // spawnGate starts an admission actor for a tool added at run time.

@@ -33,6 +33,7 @@ func (s *supervisorActor) receiveEmbedding(ctx actor.Context) bool {
 		return true
 	case *actor.Terminated:
 		// protoactor has already removed the child; the supervisor's own case still runs.
+		clearVacatedChild(ctx)
 		s.replyIfConnectionsGone(ctx)
 	}
 	return false

@@ -73,7 +73,7 @@ type served struct {
 // only when it exists, so that a client cannot make the series of a metric grow without bound.
 func (t *telemetry) receive(ctx context.Context, c *Connection, in *inbound) *served {
 	m := in.msg
-	s := &served{tel: t, ctx: context.Background(), start: time.Now(), method: m.Method, transport: c.transport, notify: m.IsNotification()}
+	s := &served{tel: t, ctx: context.Background(), start: time.Now(), method: m.Method, transport: c.transport(), notify: m.IsNotification()}
 	if !knownMethods[m.Method] {
 		s.method = semOther
 	}

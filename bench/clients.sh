@@ -18,6 +18,7 @@
 #   CLIENTS_TRIGGER=touch   the servers' tool that announces a change
 #   CLIENTS_SUBSCRIBE=demo://watched   the resource every stream subscribes to
 #   CLIENTS_FLAGS           extra mcpbench flags for the clients runs
+#   CLIENTS_TARGETS         the targets (default: every HTTP target of the run)
 
 CLIENTS_N=${CLIENTS_N:-9000}
 CLIENTS_KINDS=${CLIENTS_KINDS:-"session get listen mixed"}
@@ -42,19 +43,21 @@ run_clients() {
 		for kind in $CLIENTS_KINDS; do
 			era=$(clients_era "$kind")
 			# shellcheck disable=SC2086
-			for target in $(rotate $((run - 1 + i)) $http_targets); do
+			for target in $(rotate $((run - 1 + i)) ${CLIENTS_TARGETS:-$http_targets}); do
 				say "run $run/$RUNS: clients ($kind, $CLIENTS_N) over http: $target"
 				out="$OUT/$target-http-clients.jsonl"
 				local extra=() bench_extra=()
 				case $target in
-				toolgrain | go-sdk | mcp-go | stdlib)
+				toolgrain | toolgrain-before | go-sdk | mcp-go | stdlib)
 					# The Go servers serve net/http/pprof: their heap and goroutines per client.
 					next_port
 					extra=(--pprof "127.0.0.1:$port")
 					bench_extra=(--pprof "http://127.0.0.1:$port/debug/pprof/")
 					;;
 				esac
-				[ "$target" = toolgrain ] && extra+=(--touch-tool)
+				case $target in
+				toolgrain | go-sdk | mcp-go) extra+=(--touch-tool) ;; # the trigger tool
+				esac
 				if ! start_http "$target" "$era" "${extra[@]}"; then
 					failures=$((failures + 1))
 					say "  $target did not start over HTTP (see $OUT/servers.stderr)"

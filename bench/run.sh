@@ -51,6 +51,9 @@
 #   OUT=bench/results/DATE   where the JSON results, the report and the
 #                     charts go
 #   PORT=18300        first HTTP port; each server takes the next ones
+#   BEFORE_BIN        a server of this engine built from an earlier commit,
+#                     measured as the target toolgrain-before (add it to
+#                     TARGETS): the same run, before and after
 #   TOOLGRAIN_FLAGS, GOSDK_FLAGS, MCPGO_FLAGS, STDLIB_FLAGS, TSSDK_FLAGS,
 #   FASTMCP_FLAGS     extra server flags
 #   GOSDK_MODERN_HTTP_FLAGS=--stateless   go-sdk's flags for modern HTTP runs:
@@ -122,6 +125,10 @@ server_cmd() {
 		local extra=""
 		[ "$2/$3" = modern/http ] && extra=$GOSDK_MODERN_HTTP_FLAGS
 		echo "bin/peer-go-sdk ${GOSDK_FLAGS:-} $extra"
+		;;
+	toolgrain-before)
+		[ -x "${BEFORE_BIN:-}" ] || die "the target toolgrain-before needs BEFORE_BIN, this engine's server built from an earlier commit"
+		echo "$BEFORE_BIN ${TOOLGRAIN_FLAGS:-}"
 		;;
 	mcp-go) echo "bin/peer-mcp-go ${MCPGO_FLAGS:-}" ;;
 	stdlib) echo "bin/peer-stdlib ${STDLIB_FLAGS:-}" ;;

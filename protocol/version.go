@@ -21,8 +21,10 @@ func IsSupportedVersion(v string) bool {
 // version if it supports it, else with another version it supports, and
 // the client disconnects if it cannot use that one.
 func NegotiateVersion(requested string) string {
-	if IsSupportedVersion(requested) {
-		return requested
+	for _, v := range SupportedVersions {
+		if v == requested {
+			return v // the constant, not the request's copy
+		}
 	}
 	return LatestVersion
 }

@@ -41,6 +41,10 @@ import (
 // [Config].SessionIdleTimeout is zero.
 const DefaultSessionIdleTimeout = 30 * time.Minute
 
+// DefaultPassivateAfter is how long a legacy session with no request in progress keeps its
+// connection actor when [Config].PassivateAfter is zero.
+const DefaultPassivateAfter = 250 * time.Millisecond
+
 // Config configures a [Handler]. Its zero value is usable: sessions expire after 30 idle
 // minutes, at most 10,000 are open at once, only same-origin browser requests are accepted,
 // and there is no authentication.
@@ -50,6 +54,15 @@ type Config struct {
 	// A session with an open POST or GET stream is never idle. 0 means
 	// DefaultSessionIdleTimeout.
 	SessionIdleTimeout time.Duration
+
+	// PassivateAfter lets a legacy session's connection actor go once the session has had no
+	// request in progress (its standalone GET stream aside) for this long: the session then
+	// costs a compact record of its state, and its next request brings an actor back from it
+	// first, with everything as it was (the negotiated version, what the client declared, its
+	// log level and resource subscriptions, its resumable streams and their event ids, its idle
+	// expiry, its place under the limits, its cluster home); list changes and resource updates
+	// still reach its GET stream meanwhile. 0 means DefaultPassivateAfter; negative means never.
+	PassivateAfter time.Duration
 
 	// MaxSessions bounds the legacy sessions open at once, those whose initialize is still in
 	// progress included; a session keeps its place until it is deleted or expires. An
@@ -164,8 +177,11 @@ type Options struct {
 // running while such streams are open, writes for all of them without blocking, and its
 // connection is a small record; a client that closes is seen at once, one that vanishes
 // within about three [Config].KeepAlive, and one that stops reading is cut off once more than
-// 64 KiB wait behind its full socket. [Handler.Drain] ends them at shutdown. HTTP/2, TLS, and a
-// ResponseWriter that cannot hijack keep net/http's goroutine per stream.
+// 64 KiB wait behind its full socket. [Handler.Drain] ends them at shutdown. A session with no
+// request in progress (its GET stream aside) lets its connection actor go after
+// [Config].PassivateAfter and keeps its state in one record; its next request brings the actor
+// back first. HTTP/2, TLS, and a ResponseWriter that cannot hijack keep net/http's goroutine per
+// stream.
 type Handler struct {
 	eng     *actors.Engine
 	log     *zap.Logger
@@ -178,6 +194,7 @@ type Handler struct {
 	places   places             // the sessions' places under the limits, opening ones included
 	modern   *actors.Connection // the stateless connection of modern requests, made on first use
 	hub      *hub               // the detached streams (detach.go), made on first use
+	clock    clock              // the sessions' timers
 	closed   bool
 	drained  bool
 }
@@ -336,8 +353,12 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, msg *protoc
 	if !h.claimPlace(w, msg.ID, subject) {
 		return
 	}
-	notify := newStandaloneStream()
-	conn, err := h.eng.ConnectNotify("http", notify)
+	// The session starts without an actor: its initialize is answered from its record, and
+	// the first request that needs one brings one (actors.Engine.OpenIdle). The session, its
+	// connection and its notification path are one allocation.
+	s := newLegacySession(h, h.newSessionID(), subject)
+	conn := s.conn
+	err := h.eng.OpenIdle(conn, "http", s.notify)
 	if err != nil {
 		h.releasePlace(subject)
 	}
@@ -350,8 +371,6 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, msg *protoc
 		writeError(w, http.StatusInternalServerError, protocol.ErrInternal())
 		return
 	}
-	s := newLegacySession(h.newSessionID(), conn, subject, h.cfg.SessionIdleTimeout, h.endSession)
-	s.notify = notify
 	conn.NameSession(s.id)
 	st := newPostStream()
 	conn.DeliverWith(r.Context(), msg, st, id)
@@ -415,7 +434,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, id *tools.Identity
 	// resources/updated, withdrawn requests to the client). It stays open until the client
 	// leaves, the session ends or the server shuts down. Over HTTP/1.x it leaves net/http and
 	// its goroutine (detach.go); otherwise this goroutine relays it.
-	if ws, ok := h.streamHub().detach(w, r, closedOf(s.conn.Done()), func(endReason) { closeGet() }); ok {
+	if ws, ok := h.streamHub().detach(w, r, s.conn.Ended, func(endReason) { closeGet() }); ok {
 		s.notify.setSink(ws)
 		if s.isDone() {
 			ws.end() // the session ended while the stream was taken over
@@ -536,6 +555,7 @@ func (h *Handler) Shutdown() {
 	clear(h.sessions)
 	modern := h.modern
 	h.mu.Unlock()
+	h.clock.stop()
 	if modern != nil {
 		// Open listen streams are answered with the result that ends them, as at the end of a
 		// stdio client's input; then the modern requests still in flight are cancelled.
@@ -549,8 +569,20 @@ func (h *Handler) Shutdown() {
 	}
 }
 
-// streamHub returns the hub of the detached streams, made on first use; nil during shutdown,
-// or where streams are not detached.
+// passivateAfter is [Config].PassivateAfter with its default; 0 means never.
+func (h *Handler) passivateAfter() time.Duration {
+	switch d := h.cfg.PassivateAfter; {
+	case d < 0:
+		return 0
+	case d == 0:
+		return DefaultPassivateAfter
+	default:
+		return d
+	}
+}
+
+// streamHub returns the hub of the detached streams, started on first use; nil during
+// shutdown, or where streams are not detached.
 func (h *Handler) streamHub() *hub {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -570,10 +602,9 @@ func (h *Handler) streamHub() *hub {
 }
 
 // Drain waits until every SSE stream the handler took from net/http (see [Handler]) has written
-// its end, and closes those still open when ctx ends; then the goroutine that serves them
-// stops. Call it after [Handler.Shutdown] and the engine's shutdown, which end the streams:
-// net/http's Server.Shutdown does not see these connections. Calling it again does nothing
-// more.
+// its end, and closes those still open when ctx ends; then the goroutines that serve them stop.
+// Call it after [Handler.Shutdown] and the engine's shutdown, which end the streams: net/http's
+// Server.Shutdown does not see these connections. Calling it again does nothing more.
 func (h *Handler) Drain(ctx context.Context) {
 	h.mu.Lock()
 	h.closed = true

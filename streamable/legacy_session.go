@@ -114,62 +114,130 @@ func (h *Handler) releasePlace(subject string) {
 }
 
 // legacySession is one Streamable HTTP session, the stateful kind of the revisions up to MCP
-// 2025-11-25: a connection actor, the id the client names it by, and the bookkeeping of its idle
-// expiry. A session ends once: on DELETE, on idle expiry, when its connection actor stopped, or
-// at shutdown; its id then answers 404 for good.
+// 2025-11-25: a connection, the id the client names it by, and the bookkeeping of its idle
+// expiry and passivation. A session ends once: on DELETE, on idle expiry, when its connection
+// actor stopped, or at shutdown; its id then answers 404 for good.
+//
+// A session with no request in progress but its standalone GET stream is quiet: after
+// passivateAfter its connection lets its actor go (actors.Connection.Passivate), to bring it
+// back with the next request. A session with nothing at all in progress, not even a GET
+// stream, is idle, and expires after SessionIdleTimeout. Both are timed by the handler's clock.
+// The record is kept small: thousands of sessions wait at once.
 type legacySession struct {
 	id      string
+	h       *Handler
 	conn    *actors.Connection
 	notify  *standaloneStream // the session's notification path, relayed by its GET stream
-	streams *streams          // its POST SSE streams kept for resumption
+	streams *streams          // its POST SSE streams kept for resumption; made with the first
 	subject string            // the identity's subject when auth is on; later requests must match it
-	idle    time.Duration
 
-	ended chan struct{} // closed when the session ends
+	ended chan struct{} // closed when the session ends; made when first asked for (endedCh)
 
-	mu        sync.Mutex
-	active    int       // HTTP requests in progress on the session (POSTs, the GET stream)
-	idleSince time.Time // when active last dropped to 0
-	timer     *time.Timer
-	done      bool
-	getOpen   bool // the standalone GET stream is open
+	mu         sync.Mutex
+	active     int32 // HTTP requests in progress on the session (POSTs, the GET stream)
+	idleSince  int64 // when active last dropped to 0 (Unix nanoseconds)
+	quietSince int64 // when the requests other than the GET stream last dropped to 0
+	filed      int64 // the clock tick the session is filed under; 0: none
+	asked      bool  // passivation was asked for since it became quiet
+	done       bool
+	getOpen    bool // the standalone GET stream is open
+}
+
+// sessionRecord holds a session with its connection and its notification path, as one
+// allocation: what a waiting session costs is this record (with its entry in the handler's
+// table, and its id).
+type sessionRecord struct {
+	session legacySession
+	conn    actors.Connection
+	notify  standaloneStream
 }
 
 // newLegacySession returns the session id with one request in progress (the initialize POST
-// that opens it). end is what idle expiry calls.
-func newLegacySession(id string, conn *actors.Connection, subject string, idle time.Duration, end func(*legacySession)) *legacySession {
-	s := &legacySession{
-		id:      id,
-		conn:    conn,
-		subject: subject,
-		idle:    idle,
-		ended:   make(chan struct{}),
-		active:  1,
-		streams: newStreams(),
+// that opens it). Its connection is to be opened (actors.Engine.OpenIdle) before use.
+func newLegacySession(h *Handler, id, subject string) *legacySession {
+	rec := &sessionRecord{}
+	rec.session = legacySession{id: id, h: h, conn: &rec.conn, notify: &rec.notify, subject: subject, active: 1}
+	return &rec.session
+}
+
+// requests is the number of requests in progress other than the standalone GET stream; s.mu
+// is held.
+func (s *legacySession) requests() int32 {
+	if s.getOpen {
+		return s.active - 1
 	}
-	// The timer's function runs on its own short-lived goroutine, only when the timer fires:
-	// a waiting session costs no goroutine. It stays stopped while requests are in progress.
-	s.timer = time.AfterFunc(idle, func() {
-		s.mu.Lock()
-		// A firing that raced with new activity, or with a reset, finds the session busy or not
-		// idle for long enough; the reset timer fires again later.
-		expired := !s.done && s.active == 0 && !time.Now().Before(s.idleSince.Add(s.idle))
-		s.mu.Unlock()
-		if expired {
-			end(s)
+	return s.active
+}
+
+// due returns when the next of the passivation and the idle expiry is due (Unix nanoseconds),
+// or 0 when none is; s.mu is held.
+func (s *legacySession) due() int64 {
+	if s.done {
+		return 0
+	}
+	var next int64
+	if quiet := s.h.passivateAfter(); quiet > 0 && !s.asked && s.requests() == 0 {
+		next = s.quietSince + int64(quiet)
+	}
+	if s.active == 0 {
+		if exp := s.idleSince + int64(s.h.cfg.SessionIdleTimeout); next == 0 || exp < next {
+			next = exp
 		}
-	})
-	s.timer.Stop()
-	return s
+	}
+	return next
+}
+
+// schedule files the session with the handler's clock for what is due next, unless it is
+// filed for an earlier tick already; s.mu is held.
+func (s *legacySession) schedule() {
+	next := s.due()
+	if next == 0 {
+		return
+	}
+	tick := tickOf(time.Unix(0, next))
+	if s.filed != 0 && s.filed <= tick {
+		return // it looks at itself then, and files itself again
+	}
+	if s.h.clock.file(s, tick) {
+		s.filed = tick
+	}
+}
+
+// fire is the clock's call for tick: the session passivates if it has been quiet for long
+// enough, ends if it has been idle for long enough, and files itself for what is due later.
+// A filing that is no longer the session's (it filed itself earlier since) is ignored.
+func (s *legacySession) fire(tick int64) {
+	s.mu.Lock()
+	if s.filed != tick || s.done {
+		s.mu.Unlock()
+		return
+	}
+	s.filed = 0
+	s.h.clock.unfiled()
+	now := time.Now().UnixNano()
+	quiet := s.h.passivateAfter()
+	passivate := quiet > 0 && !s.asked && s.requests() == 0 && now >= s.quietSince+int64(quiet)
+	if passivate {
+		s.asked = true
+	}
+	expired := s.active == 0 && now >= s.idleSince+int64(s.h.cfg.SessionIdleTimeout)
+	if !expired {
+		s.schedule()
+	}
+	s.mu.Unlock()
+	if passivate {
+		s.conn.Passivate()
+	}
+	if expired {
+		s.h.endSession(s)
+	}
 }
 
 // acquire marks one more HTTP request on the session. It fails once the session has ended or
-// its connection actor stopped.
+// its connection stopped.
 func (s *legacySession) acquire() bool {
-	select {
-	case <-s.conn.Done():
+	if s.conn.Ended() {
 		return false
-	default:
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -177,19 +245,23 @@ func (s *legacySession) acquire() bool {
 		return false
 	}
 	s.active++
-	s.timer.Stop()
+	s.asked = false
 	return true
 }
 
-// release ends what acquire began; the last request out starts the idle timer.
+// release ends what acquire began; the last request out makes the session quiet, or idle.
 func (s *legacySession) release() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.active--
-	if s.active == 0 && !s.done {
-		s.idleSince = time.Now()
-		s.timer.Reset(s.idle)
+	now := time.Now().UnixNano()
+	if s.active == 0 {
+		s.idleSince = now
 	}
+	if s.requests() == 0 {
+		s.quietSince = now
+	}
+	s.schedule()
 }
 
 // finish marks the session ended and reports whether this call did it. It does not close the
@@ -201,13 +273,53 @@ func (s *legacySession) finish() bool {
 		return false
 	}
 	s.done = true
-	s.timer.Stop()
-	close(s.ended)
-	s.streams.end()
+	if s.filed != 0 {
+		s.filed = 0
+		s.h.clock.unfiled()
+	}
+	if s.ended == nil {
+		s.ended = closedChan
+	} else {
+		close(s.ended)
+	}
+	if s.streams != nil {
+		s.streams.end()
+	}
 	if s.notify != nil {
 		s.notify.end() // a detached GET stream ends; one on its goroutine sees ended
 	}
 	return true
+}
+
+// closedChan is the ended channel of a session that ended before anyone asked for it.
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// endedCh returns a channel closed when the session ends.
+func (s *legacySession) endedCh() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended == nil {
+		s.ended = make(chan struct{})
+	}
+	return s.ended
+}
+
+// streamTable returns the session's table of resumable streams, made with its first stream;
+// a session that has ended gets one that keeps nothing.
+func (s *legacySession) streamTable() *streams {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.streams == nil {
+		s.streams = newStreams()
+		if s.done {
+			s.streams.end()
+		}
+	}
+	return s.streams
 }
 
 // isDone reports whether the session has ended.
@@ -217,7 +329,8 @@ func (s *legacySession) isDone() bool {
 	return s.done
 }
 
-// openGet claims the session's one standalone GET stream.
+// openGet claims the session's one standalone GET stream, whose request (acquired already)
+// then no longer keeps the session from passivating.
 func (s *legacySession) openGet() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -225,9 +338,14 @@ func (s *legacySession) openGet() bool {
 		return false
 	}
 	s.getOpen = true
+	if s.requests() == 0 {
+		s.quietSince = time.Now().UnixNano()
+	}
+	s.schedule()
 	return true
 }
 
+// closeGet gives the standalone GET stream back; its request's release follows.
 func (s *legacySession) closeGet() {
 	s.mu.Lock()
 	s.getOpen = false

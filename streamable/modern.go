@@ -91,7 +91,7 @@ func (h *Handler) modernPost(w http.ResponseWriter, r *http.Request, msg *protoc
 			st.drop()
 		}
 	}
-	if h.relayModern(w, r, st, conn.Done(), gone) {
+	if h.relayModern(w, r, st, conn, gone) {
 		return
 	}
 	if !st.isClosed() {
@@ -197,7 +197,8 @@ func (h *Handler) stateless() *actors.Connection {
 // With detached set, an SSE stream that has written what it had is handed to a detached
 // stream (detach.go) when the connection can be taken from net/http; relayModern then returns
 // true, and detached is called once the stream is over.
-func (h *Handler) relayModern(w http.ResponseWriter, r *http.Request, st *postStream, connDone <-chan struct{}, detached func(endReason)) bool {
+func (h *Handler) relayModern(w http.ResponseWriter, r *http.Request, st *postStream, conn *actors.Connection, detached func(endReason)) bool {
+	connDone := conn.Done()
 	gen, wake := st.attach()
 	handedOver := false
 	defer func() {
@@ -266,7 +267,7 @@ func (h *Handler) relayModern(w http.ResponseWriter, r *http.Request, st *postSt
 			return false
 		}
 		if sse && detached != nil {
-			if ws, ok := h.streamHub().detach(w, r, closedOf(connDone), detached); ok {
+			if ws, ok := h.streamHub().detach(w, r, conn.Ended, detached); ok {
 				handedOver = st.handOver(gen, cursor, ws)
 				if !handedOver {
 					h.log.Debug("listen stream dropped before it could be handed over")
@@ -291,18 +292,6 @@ func (h *Handler) relayModern(w http.ResponseWriter, r *http.Request, st *postSt
 			if !sse {
 				writeError(w, http.StatusServiceUnavailable, protocol.ErrTransport("Service Unavailable", "server shutting down"))
 			}
-			return false
-		}
-	}
-}
-
-// closedOf reports, when called, whether ch is closed.
-func closedOf(ch <-chan struct{}) func() bool {
-	return func() bool {
-		select {
-		case <-ch:
-			return true
-		default:
 			return false
 		}
 	}

@@ -488,7 +488,10 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, st *postStream, 
 	accept := r.Header.Values("Accept")
 	jsonOK, sseOK := protocol.Accepts(accept, protocol.MediaTypeJSON), protocol.Accepts(accept, protocol.MediaTypeEventStream)
 	rc := http.NewResponseController(w)
-	connDone, connGone := s.conn.Done(), false
+	// Done is asked for only when the relay has to wait: an answer at hand (an initialize
+	// answered from a passive session's record) needs no channel made for it.
+	var connDone <-chan struct{}
+	connGone := false
 	var cursor uint64 // frames skipped for a client that takes JSON only
 	begin := func(kind protocol.FrameKind) {
 		if before != nil {
@@ -516,7 +519,7 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, st *postStream, 
 			}
 			// The answer becomes a resumable SSE stream, starting with its priming event.
 			begin(kind)
-			s.streams.register(st)
+			s.streamTable().register(st)
 			startSSE(w)
 			sse = true
 			if _, err := w.Write(protocol.AppendSSEPriming(nil, st.eventID(0), h.retryMillis())); err != nil {
@@ -540,13 +543,16 @@ func (h *Handler) relay(w http.ResponseWriter, r *http.Request, st *postStream, 
 			}
 			return
 		}
+		if connDone == nil {
+			connDone = s.conn.Done()
+		}
 		select {
 		case <-wake:
 		case <-r.Context().Done():
 			return
 		case <-connDone:
 			// Nothing more can be queued once the connection actor stopped; take what was.
-			connDone, connGone = nil, true
+			connDone, connGone = closedChan, true
 		}
 	}
 }
@@ -571,7 +577,7 @@ func (h *Handler) pump(w http.ResponseWriter, r *http.Request, st *postStream, s
 			}
 			if protocol.KindOf(f).IsResponse() {
 				if rc.Flush() == nil {
-					s.streams.forget(st)
+					s.streamTable().forget(st)
 				}
 				return
 			}
@@ -583,7 +589,7 @@ func (h *Handler) pump(w http.ResponseWriter, r *http.Request, st *postStream, s
 		}
 		switch {
 		case rd.closed:
-			s.streams.forget(st) // ended with no response: the call was cancelled
+			s.streamTable().forget(st) // ended with no response: the call was cancelled
 			return
 		case connGone, st.takeDisconnect(gen):
 			return
@@ -601,7 +607,7 @@ func (h *Handler) pump(w http.ResponseWriter, r *http.Request, st *postStream, s
 // resume serves a GET with Last-Event-ID: the named stream's events after that id, then the
 // rest of the stream live.
 func (h *Handler) resume(w http.ResponseWriter, r *http.Request, s *legacySession, lastID string) {
-	st, cursor, status, msg := s.streams.lookup(lastID)
+	st, cursor, status, msg := s.streamTable().lookup(lastID)
 	if st == nil {
 		text := "Bad Request"
 		if status == http.StatusGone {

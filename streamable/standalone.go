@@ -18,9 +18,8 @@ const maxStandaloneQueue = 1024
 // standalone GET stream while one is open, and are dropped while none is (the transport keeps
 // no events for replay). The actors queue frames without blocking; the GET handler relays them.
 type standaloneStream struct {
-	wake chan struct{} // size 1, as postStream's
-
 	mu     sync.Mutex
+	wake   chan struct{} // size 1, as postStream's; made when a relayed GET stream attaches
 	frames [][]byte
 	open   bool
 	sink   sink // the detached GET stream, while there is one: frames go to it
@@ -28,9 +27,7 @@ type standaloneStream struct {
 
 var _ actors.Stream = (*standaloneStream)(nil)
 
-func newStandaloneStream() *standaloneStream {
-	return &standaloneStream{wake: make(chan struct{}, 1)}
-}
+func newStandaloneStream() *standaloneStream { return &standaloneStream{} }
 
 // Send queues frame for the open GET stream, or drops it.
 func (n *standaloneStream) Send(frame []byte) {
@@ -45,9 +42,10 @@ func (n *standaloneStream) Send(frame []byte) {
 		return
 	}
 	n.frames = append(n.frames, frame)
+	wake := n.wake
 	n.mu.Unlock()
 	select {
-	case n.wake <- struct{}{}:
+	case wake <- struct{}{}:
 	default:
 	}
 }
@@ -59,6 +57,16 @@ func (n *standaloneStream) attach() {
 	n.mu.Lock()
 	n.open = true
 	n.mu.Unlock()
+}
+
+// waiter returns the channel the relaying GET handler is woken on.
+func (n *standaloneStream) waiter() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.wake == nil {
+		n.wake = make(chan struct{}, 1)
+	}
+	return n.wake
 }
 
 func (n *standaloneStream) detach() {
@@ -100,6 +108,7 @@ func (n *standaloneStream) take() [][]byte {
 // goroutine, after the stream was attached.
 func relayStandalone(w http.ResponseWriter, r *http.Request, s *legacySession) {
 	rc := http.NewResponseController(w)
+	wake, ended, connDone := s.notify.waiter(), s.endedCh(), s.conn.Done()
 	var event []byte
 	for {
 		frames := s.notify.take()
@@ -115,12 +124,12 @@ func relayStandalone(w http.ResponseWriter, r *http.Request, s *legacySession) {
 			}
 		}
 		select {
-		case <-s.notify.wake:
+		case <-wake:
 		case <-r.Context().Done():
 			return
-		case <-s.ended:
+		case <-ended:
 			return
-		case <-s.conn.Done():
+		case <-connDone:
 			return
 		}
 	}

@@ -53,7 +53,10 @@ type ClientsConfig struct {
 	Kind string
 	// Parallel is how many clients are opened at once; 0 means 32.
 	Parallel int
-	// Settle is the wait after the last client opened, before the memory sample; 0 means 2 s.
+	// Settle is the wait after the last client opened, before the memory sample; 0 means 10 s:
+	// a server's runtime gives back the memory that the burst of opening used (a Go server's
+	// scavenger returns freed heap pages over a few seconds), and the sample is meant to be
+	// the steady cost of the clients.
 	Settle time.Duration
 	// Idle is how long the server's CPU is measured with every client open and nothing
 	// happening (but the keep-alive traffic the server sends); 0 means 30 s, negative skips it.
@@ -80,7 +83,7 @@ func (cc ClientsConfig) withDefaults() ClientsConfig {
 		cc.Parallel = 32
 	}
 	if cc.Settle <= 0 {
-		cc.Settle = 2 * time.Second
+		cc.Settle = 10 * time.Second
 	}
 	if cc.Idle == 0 {
 		cc.Idle = 30 * time.Second
@@ -293,7 +296,11 @@ func fanout(ctx context.Context, r *Result, ctl *client.Client, cfg Config, cc C
 			}
 			t0 := time.Now()
 			msg, err := callOnce(ctx, ctl, cfg.Timeout, "tools/call", params)
-			if err != nil || msg.Error != nil {
+			var res client.ToolResult
+			if err == nil && msg.Error == nil && msg.Result != nil {
+				_ = json.Unmarshal(msg.Result, &res)
+			}
+			if err != nil || msg.Error != nil || res.IsError {
 				return nil, 0, fmt.Errorf("the trigger call %s %v failed: %s", cc.Trigger, args, describe(msg, err))
 			}
 			deadline := t0.Add(cc.FanoutWait)

@@ -22,7 +22,7 @@ func clientsFlags(fs *flag.FlagSet, cfg *scenario.Config) {
 		" (session: a legacy session, its connection closed; get: a legacy session with its GET stream open; listen: an open subscriptions/listen; mixed: get and listen alternately)")
 	fs.IntVar(&cfg.N, "n", cfg.N, "clients to open")
 	fs.IntVar(&cc.Parallel, "parallel", 32, "clients opened at once")
-	fs.Var(seconds{&cc.Settle}, "settle", "wait after the last client opened, before the memory sample (default 2s)")
+	fs.Var(seconds{&cc.Settle}, "settle", "wait after the last client opened, before the memory sample, for the steady cost (default 10s)")
 	fs.Var(seconds{&cc.Idle}, "idle", "window over which the server's CPU is measured with every client open and idle (default 30s; negative: skip)")
 	fs.StringVar(&cc.Trigger, "trigger", "", `server tool that changes a list when called with {"list":"tools"} and announces an update of resource U with {"uri":U}: the fan-out is measured with it`)
 	fs.StringVar(&cc.Subscribe, "subscribe", "", "resource URI every stream subscribes to, whose update the trigger announces")

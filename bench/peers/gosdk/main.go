@@ -70,6 +70,7 @@ func run(args []string, stderr io.Writer) error {
 	jsonResponse := fs.Bool("json-response", false, "HTTP: answer with application/json instead of an SSE stream")
 	stateless := fs.Bool("stateless", false, "HTTP: stateless mode, no sessions: the only mode in which the SDK serves MCP 2026-07-28 over HTTP")
 	propagate := fs.Bool("propagate-cancellation", true, "HTTP, with --stateless: a modern request's closed stream cancels its handler")
+	touch := fs.Bool("touch-tool", false, `also serve touch, which changes the tool list on demand ({"list":"tools"}), for mcpbench clients --trigger`)
 	if err := opts.Parse(fs, args); err != nil {
 		return err
 	}
@@ -81,6 +82,9 @@ func run(args []string, stderr io.Writer) error {
 	server, err := newServer(*recoverPanics)
 	if err != nil {
 		return err
+	}
+	if *touch {
+		addTouch(server)
 	}
 	ctx, stop := demo.SignalContext()
 	defer stop()

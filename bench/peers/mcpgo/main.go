@@ -47,6 +47,7 @@ func run(args []string, stderr io.Writer) error {
 	validate := fs.Bool("validate", true, "validate tool input and output against their schemas")
 	workers := fs.Int("workers", 0, "stdio: tool-call worker pool size (0: mcp-go's default)")
 	queue := fs.Int("queue", 0, "stdio: tool-call queue size (0: mcp-go's default)")
+	touch := fs.Bool("touch-tool", false, `also serve touch, which changes the tool list on demand ({"list":"tools"}), for mcpbench clients --trigger`)
 	if err := opts.Parse(fs, args); err != nil {
 		return err
 	}
@@ -56,6 +57,9 @@ func run(args []string, stderr io.Writer) error {
 	}
 	defer stopPprof()
 	s := newServer(*validate)
+	if *touch {
+		addTouch(s)
+	}
 	if opts.Transport == "stdio" {
 		var stdioOpts []server.StdioOption
 		if *workers > 0 {
