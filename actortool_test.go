@@ -23,6 +23,7 @@ import (
 type hostActor struct {
 	cancels chan *tools.ActorCancel
 	calls   chan *tools.ActorCall
+	arrived chan string // the tool of each call, when there is room: never blocks the actor
 }
 
 func (h *hostActor) Receive(ctx actor.Context) {
@@ -30,6 +31,10 @@ func (h *hostActor) Receive(ctx actor.Context) {
 	case *tools.ActorCall:
 		if h.calls != nil {
 			h.calls <- m
+		}
+		select {
+		case h.arrived <- m.Tool:
+		default:
 		}
 		var in struct {
 			Mode string `json:"mode"`
@@ -100,6 +105,7 @@ type hostFixture struct {
 	rec     *recorder
 	metrics *metrics.Memory
 	cancels chan *tools.ActorCancel
+	arrived chan string // the tool of each call the fixture's actors received
 }
 
 func newHostFixture(t *testing.T, timeout time.Duration, mw ...tools.Middleware) *hostFixture {
@@ -109,9 +115,10 @@ func newHostFixture(t *testing.T, timeout time.Duration, mw ...tools.Middleware)
 		rec:     newRecorder(),
 		metrics: metrics.NewMemory(),
 		cancels: make(chan *tools.ActorCancel, 16),
+		arrived: make(chan string, 64),
 	}
-	f.host = f.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &hostActor{cancels: f.cancels} }))
-	spawned := actor.PropsFromProducer(func() actor.Actor { return &hostActor{cancels: f.cancels} })
+	f.host = f.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &hostActor{cancels: f.cancels, arrived: f.arrived} }))
+	spawned := actor.PropsFromProducer(func() actor.Actor { return &hostActor{cancels: f.cancels, arrived: f.arrived} })
 	srv, err := toolgrain.NewServer(toolgrain.Config{
 		ActorSystem: f.system,
 		OnError:     f.rec.onError,
@@ -317,7 +324,14 @@ func TestActorToolCancellation(t *testing.T) {
 				_, err := f.client.CallTool(ctx, tool, map[string]string{"mode": "silent"})
 				done <- err
 			}()
-			time.Sleep(50 * time.Millisecond) // let the call reach the actor
+			select { // the call reached the actor
+			case got := <-f.arrived:
+				if got != tool {
+					t.Fatalf("the actor received a call of %s, want %s", got, tool)
+				}
+			case <-time.After(watchdog):
+				t.Fatal("the call did not reach the actor")
+			}
 			cancel()
 			if err := <-done; !errors.Is(err, context.Canceled) {
 				t.Fatalf("CallTool = %v, want context.Canceled", err)

@@ -344,7 +344,9 @@ func TestMiddlewareAddedTools(t *testing.T) {
 	c := &stdioTools{c: startStdio(t, toolgrain.Config{Tools: demo.Tools()[:1], Middleware: []tools.Middleware{a.middleware}})}
 	c.c.initialize()
 	if err := c.c.srv.AddTools(tools.Tool{Name: "later", Description: "Added later.",
-		Handler: tools.Func(func(_ context.Context, in mwIn) (*tools.Result, error) { return tools.TextResult("later:" + in.Text), nil })}); err != nil {
+		Handler: tools.Func(func(_ context.Context, in mwIn) (*tools.Result, error) {
+			return tools.TextResult("later:" + in.Text), nil
+		})}); err != nil {
 		t.Fatal(err)
 	}
 	if got := c.c.recv(); !strings.Contains(got, "notifications/tools/list_changed") {

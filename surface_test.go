@@ -302,16 +302,18 @@ func TestLogging(t *testing.T) {
 // handler learns it.
 func TestNoLogAfterResponse(t *testing.T) {
 	late := make(chan error, 1)
+	answered := make(chan struct{})
 	tool := tools.Tool{Name: "late", Timeout: 20 * time.Millisecond,
 		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
 			<-ctx.Done()
-			time.Sleep(20 * time.Millisecond) // the timeout's answer goes out meanwhile
+			<-answered // the timeout's answer reached the client
 			late <- client.Log(ctx, protocol.LevelError, "", "too late")
 			return nil, ctx.Err()
 		})}
 	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{tool}})
 	c.initialize()
 	c.expect(call("1", "late", `{}`), `{"jsonrpc":"2.0","id":1,"result":`+failedResult+`}`)
+	close(answered)
 	if err := <-late; !errors.Is(err, client.ErrCallFinished) {
 		t.Errorf("Log after the response = %v, want ErrCallFinished", err)
 	}

@@ -292,7 +292,7 @@ func cancellationCharts(s *Summary) []Chart {
 	})
 	late := &BarChart{
 		Title:    fmt.Sprintf("Late responses after cancelling %s sleep calls", num(float64(biggest))),
-		Subtitle: fmt.Sprintf("the spec says none; closed: modern HTTP cancels by closing the stream; median; %s", hostLine(s)),
+		Subtitle: fmt.Sprintf("the spec says none; closed: modern HTTP closes the stream; -: not counted; median; %s", hostLine(s)),
 		YLabel:   "responses", Categories: cats, Series: series, Values: lateVals, Notes: lateNotes,
 	}
 	if biggest > 0 {
