@@ -338,6 +338,15 @@ type request struct {
 	name    string // Mcp-Name
 	lastID  string
 	body    string
+	timeout time.Duration // of the whole exchange; 0 means 20 s
+}
+
+// short is s cut to a length that a failure message can show.
+func short(s string) string {
+	if len(s) > 300 {
+		return s[:300] + fmt.Sprintf("... (%d bytes)", len(s))
+	}
+	return s
 }
 
 func (c *testCluster) do(ctx context.Context, base string, r request) (*http.Response, error) {
@@ -381,16 +390,20 @@ func (c *testCluster) doWith(ctx context.Context, client *http.Client, base stri
 // and the whole body.
 func (c *testCluster) call(base string, r request) (int, string, string) {
 	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	timeout := r.timeout
+	if timeout == 0 {
+		timeout = 20 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	resp, err := c.do(ctx, base, r)
 	if err != nil {
-		c.t.Fatalf("%s %s: %v", base, r.body, err)
+		c.t.Fatalf("%s %s: %v", base, short(r.body), err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(resp.Body)
 	if err != nil {
-		c.t.Fatalf("%s %s: read: %v", base, r.body, err)
+		c.t.Fatalf("%s %s: read: %v", base, short(r.body), err)
 	}
 	return resp.StatusCode, resp.Header.Get("X-Test-Backend"), string(data)
 }
@@ -400,7 +413,7 @@ func (c *testCluster) expect(base string, r request, status int, body string) st
 	c.t.Helper()
 	got, backend, data := c.call(base, r)
 	if got != status || data != body {
-		c.t.Fatalf("%s (backend %s) %s:\ngot  %d %s\nwant %d %s", base, backend, r.body, got, data, status, body)
+		c.t.Fatalf("%s (backend %s) %s:\ngot  %d %s\nwant %d %s", base, backend, short(r.body), got, short(data), status, short(body))
 	}
 	return backend
 }
@@ -620,14 +633,15 @@ func TestClusterLegacySessionOnEveryNode(t *testing.T) {
 
 	t.Run("large", func(t *testing.T) {
 		// A body near the 4 MiB message limit, and an answer as large, cross between members.
+		// Race-built members beside other tests' take seconds over 3 MiB: 60 s each.
 		text := strings.Repeat("a", 3<<20)
 		other := c.members[(atoi(b0)+1)%3].base // not the home: the request is forwarded
-		c.expect(other, request{session: sid, body: `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + text + `"}}}`},
+		c.expect(other, request{session: sid, timeout: time.Minute, body: `{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + text + `"}}}`},
 			200, `{"jsonrpc":"2.0","id":12,"result":{"content":[{"type":"text","text":"`+text+`"}]}}`)
 		// Past the limit: the home answers 413, as one server does.
-		status, _, body := c.call(other, request{session: sid, body: `{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + text + text + `"}}}`})
+		status, _, body := c.call(other, request{session: sid, timeout: time.Minute, body: `{"jsonrpc":"2.0","id":13,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + text + text + `"}}}`})
 		if status != 413 || !strings.Contains(body, "message exceeds the limit of 4194304 bytes") {
-			t.Fatalf("got %d %s, want 413 and the limit", status, body)
+			t.Fatalf("got %d %s, want 413 and the limit", status, short(body))
 		}
 	})
 
