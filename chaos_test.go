@@ -28,7 +28,7 @@ import (
 
 var (
 	chaosSeed     = flag.Uint64("chaos.seed", 0, "seed of TestChaos; 0 takes $TOOLGRAIN_CHAOS_SEED, or else a new one")
-	chaosDuration = flag.Duration("chaos.duration", 0, "how long TestChaos drives the server; 0 means 8 s, or 30 s with TOOLGRAIN_LONG=1")
+	chaosDuration = flag.Duration("chaos.duration", 0, "how long TestChaos drives the server; 0 means 5 s, or 30 s with TOOLGRAIN_LONG=1")
 )
 
 const (
@@ -56,11 +56,11 @@ const (
 //	go test -run TestChaos -chaos.seed=N .
 func TestChaos(t *testing.T) {
 	if testing.Short() {
-		t.Skip("chaos test: 8 s, or 30 s with TOOLGRAIN_LONG=1")
+		t.Skip("chaos test: 5 s, or 30 s with TOOLGRAIN_LONG=1")
 	}
 	duration := *chaosDuration
 	if duration == 0 {
-		duration = 8 * time.Second
+		duration = 5 * time.Second
 		if longTests() {
 			duration = 30 * time.Second
 		}

@@ -140,7 +140,7 @@ func quick() scenario.Config {
 	cfg.Window = 50 * time.Millisecond
 	cfg.Settle = 0
 	cfg.LoadWait = 0
-	cfg.ReplyWait = 2 * time.Second // only the probe that gets no reply waits this long
+	cfg.ReplyWait = time.Second // only the probes that get no reply wait this long
 	cfg.Oversize = 100 << 10
 	return cfg
 }
@@ -364,6 +364,7 @@ func TestMixed(t *testing.T) {
 func TestErrors(t *testing.T) {
 	for _, tt := range targets {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each target is a fake server of its own; the probes mostly wait
 			r, err := scenario.Errors(context.Background(), tt.make(t, fakemcp.Options{}), quick())
 			if err != nil {
 				t.Fatal(err)
