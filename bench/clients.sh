@@ -13,6 +13,8 @@
 #                           files per process; each client holds one)
 #   CLIENTS_KINDS="session get listen mixed"
 #   CLIENTS_IDLE=30         seconds of idle over which the server's CPU is read
+#   CLIENTS_SETTLE=10       seconds after the last client opened, before the
+#                           memory sample
 #   CLIENTS_RUNS=1          runs of each (kind, target) per run of run.sh;
 #                           memory figures do not depend on the machine's load
 #   CLIENTS_TRIGGER=touch   the servers' tool that announces a change
@@ -23,6 +25,7 @@
 CLIENTS_N=${CLIENTS_N:-9000}
 CLIENTS_KINDS=${CLIENTS_KINDS:-"session get listen mixed"}
 CLIENTS_IDLE=${CLIENTS_IDLE:-30}
+CLIENTS_SETTLE=${CLIENTS_SETTLE:-10}
 CLIENTS_RUNS=${CLIENTS_RUNS:-1}
 CLIENTS_TRIGGER=${CLIENTS_TRIGGER:-touch}
 CLIENTS_SUBSCRIBE=${CLIENTS_SUBSCRIBE:-demo://watched}
@@ -66,7 +69,7 @@ run_clients() {
 				rc=0
 				# shellcheck disable=SC2086
 				bin/mcpbench clients --http "$url" --pid "$server_pid" "${bench_extra[@]}" \
-					--name "$target" --era "$era" --kind "$kind" -n "$CLIENTS_N" --idle "$CLIENTS_IDLE" \
+					--name "$target" --era "$era" --kind "$kind" -n "$CLIENTS_N" --idle "$CLIENTS_IDLE" --settle "$CLIENTS_SETTLE" \
 					--trigger "$CLIENTS_TRIGGER" --subscribe "$CLIENTS_SUBSCRIBE" \
 					--json -q ${CLIENTS_FLAGS:-} >>"$out" 2>>"$OUT/mcpbench.stderr" || rc=$?
 				stop_server

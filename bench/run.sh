@@ -7,9 +7,17 @@
 # against this engine, the modern-vs-legacy comparison and the performance targets
 # judged met or missed, and draw the charts (SVG) next to the results.
 #
-#   bench/run.sh                      # defaults: 20 to 30 minutes on 2 cores
-#   RUNS=1 N=2000 DURATION=1 bench/run.sh   # a quick look
+#   bench/run.sh                      # defaults: every scenario, RUNS=3
+#   RUNS=1 bench/run.sh               # a quick look: the quick-look defaults
+#                                     # below, under 10 minutes on 2 cores
 #   RUNS=5 DURATION=10 bench/run.sh   # longer, steadier numbers
+#
+# RUNS=1 is the quick look: every scenario, target, transport and era, each
+# smaller. Unless set, DURATION=1, WARMUP=0.25, THROUGHPUT_CONC=16,
+# CANCEL_N=1000, SETTLE=1, CPU_N=4, and the clients scenario opens
+# CLIENTS_N=500 clients of the kinds CLIENTS_KINDS="session mixed" with
+# CLIENTS_SETTLE=2 and CLIENTS_IDLE=3.
+# The defaults listed below are those of RUNS of 2 and more.
 #
 # Knobs (environment):
 #   RUNS=3            runs of each (scenario, transport, era, target)
@@ -65,6 +73,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 RUNS=${RUNS:-3}
+if [ "$RUNS" = 1 ]; then
+	# The quick look (see the top of this file); every knob set by the caller wins.
+	: "${DURATION:=1}" "${WARMUP:=0.25}" "${THROUGHPUT_CONC:=16}" "${CANCEL_N:=${N:-1000}}" "${SETTLE:=1}" "${CPU_N:=4}"
+	: "${CLIENTS_N:=500}" "${CLIENTS_KINDS:=session mixed}" "${CLIENTS_SETTLE:=2}" "${CLIENTS_IDLE:=3}"
+fi
 DURATION=${DURATION:-2}
 WARMUP=${WARMUP:-0.5}
 CONC=${CONC:-16}

@@ -181,7 +181,7 @@ func Clients(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		ep.subscribe = ""
 		first, err = ep.open(ctx, cc.Kind, 0)
 	}
-	if errors.Is(err, errNoListen) {
+	if errors.Is(err, errNoListen) || errors.Is(err, errNoGet) {
 		return nil, fmt.Errorf("clients: %w: %v", ErrNotApplicable, err)
 	}
 	if err != nil {
@@ -710,6 +710,9 @@ func (ep *endpoint) initialize(conn net.Conn, br *bufio.Reader, s *stream, strea
 	return nil
 }
 
+// errNoGet: the server offers no standalone GET stream (the transport lets it answer 405).
+var errNoGet = errors.New("the server offers no standalone GET stream")
+
 // errNoSubscribe: the server refuses resources/subscribe.
 var errNoSubscribe = errors.New("no resource subscriptions")
 
@@ -719,6 +722,9 @@ func (ep *endpoint) get(conn net.Conn, br *bufio.Reader, s *stream) error {
 		"Accept": "text/event-stream", "Mcp-Session-Id": s.session, "MCP-Protocol-Version": "2025-11-25"})
 	if err != nil {
 		return fmt.Errorf("GET: %w", err)
+	}
+	if resp.StatusCode == http.StatusMethodNotAllowed {
+		return fmt.Errorf("%w: GET answered 405", errNoGet)
 	}
 	if err := sseHead(resp); err != nil {
 		return fmt.Errorf("GET: %w", err)

@@ -1,8 +1,10 @@
 package scenario_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -112,5 +114,41 @@ func TestClientsListenNotHeld(t *testing.T) {
 	_, err := scenario.Clients(context.Background(), target, cfg)
 	if !errors.Is(err, scenario.ErrNotApplicable) {
 		t.Fatalf("err = %v, want not applicable", err)
+	}
+}
+
+// TestClientsNoGetStream: a server that answers the standalone GET with 405, as the transport
+// allows, does not serve the get and mixed kinds: the scenario says not applicable.
+func TestClientsNoGetStream(t *testing.T) {
+	for _, kind := range []string{scenario.KindGet, scenario.KindMixed} {
+		t.Run(kind, func(t *testing.T) {
+			target, _ := engineTarget(t)
+			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch r.Method {
+				case http.MethodGet:
+					http.Error(w, "no stream here", http.StatusMethodNotAllowed)
+				case http.MethodDelete:
+					w.WriteHeader(http.StatusOK)
+				default:
+					body, _ := io.ReadAll(r.Body)
+					if !bytes.Contains(body, []byte(`"method":"initialize"`)) {
+						w.WriteHeader(http.StatusAccepted)
+						return
+					}
+					w.Header().Set("Content-Type", "application/json")
+					w.Header().Set("Mcp-Session-Id", "s1")
+					_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"no-get","version":"1"}}}`))
+				}
+			}))
+			defer hs.Close()
+			target.Endpoint = hs.URL
+			cfg := scenario.DefaultConfig()
+			cfg.N = 2
+			cfg.Clients = scenario.ClientsConfig{Kind: kind, Idle: -1}
+			_, err := scenario.Clients(context.Background(), target, cfg)
+			if !errors.Is(err, scenario.ErrNotApplicable) {
+				t.Fatalf("err = %v, want not applicable", err)
+			}
+		})
 	}
 }
