@@ -38,10 +38,12 @@ func (n *Node) Wrap(local http.Handler, maxBody int) http.Handler {
 			if r.Method == http.MethodPost && isTaskMethod(r.Header.Get(protocol.HeaderMethod)) {
 				if home, ok := n.TaskHomeOf(requestTaskID(r, maxBody)); ok && home != n.addr && n.listed(home) {
 					if n.alive(home) {
-						if n.forward(w, r, home, maxBody) {
+						switch n.forward(w, r, home, maxBody) {
+						case forwarded:
 							return
+						case homeGone:
+							n.markDead(home) // it went away before answering
 						}
-						n.markDead(home) // it went away before answering
 					}
 					unavailable(w)
 					return
@@ -63,11 +65,17 @@ func (n *Node) Wrap(local http.Handler, maxBody int) http.Handler {
 			notFound(w)
 			return
 		}
-		if !n.forward(w, r, home, maxBody) {
+		switch n.forward(w, r, home, maxBody) {
+		case homeGone:
 			notFound(w)
+		case homeSilent:
+			silent(w)
 		}
 	})
 }
+
+// ackWait bounds the wait for a home's receipt of a forwarded request (a variable for tests).
+var ackWait = 5 * time.Second
 
 // taskHomeRetryAfter is the Retry-After, in seconds, of a tasks/* request refused because its
 // task's home cannot be reached: about the time the member list takes to settle (a poll).
@@ -85,6 +93,17 @@ func unavailable(w http.ResponseWriter) {
 	_, _ = w.Write(frame)
 }
 
+// silent refuses a request of a session whose home did not acknowledge it (see ackWait): 503
+// with Retry-After, as one to send again; the session is not known to be gone.
+func silent(w http.ResponseWriter) {
+	frame := protocol.EncodeError(protocol.ID{}, protocol.ErrTransport("Service Unavailable", "the session's member did not acknowledge the request"))
+	w.Header().Set("Content-Type", protocol.MediaTypeJSON)
+	w.Header().Set("Content-Length", strconv.Itoa(len(frame)))
+	w.Header().Set("Retry-After", taskHomeRetryAfter)
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = w.Write(frame)
+}
+
 // notFound answers as the transport does for an unknown session.
 func notFound(w http.ResponseWriter) {
 	frame := protocol.EncodeError(protocol.ID{}, protocol.ErrTransport("Not Found", "session not found"))
@@ -94,13 +113,21 @@ func notFound(w http.ResponseWriter) {
 	_, _ = w.Write(frame)
 }
 
-// forward sends the request to its home and writes the home's answer as it comes. It returns
-// false, having written nothing, when the home terminated before its answer began; r.Body is
-// then what was read of it.
-func (n *Node) forward(w http.ResponseWriter, r *http.Request, home string, maxBody int) bool {
+// forwardOutcome is how a forwarded request ended.
+type forwardOutcome int
+
+const (
+	forwarded  forwardOutcome = iota // answered, or the client left
+	homeGone                         // the home terminated before its answer began
+	homeSilent                       // the home did not acknowledge the request within ackWait
+)
+
+// forward sends the request to its home and writes the home's answer as it comes. When it
+// returns homeGone or homeSilent it has written nothing, and r.Body is what was read of it.
+func (n *Node) forward(w http.ResponseWriter, r *http.Request, home string, maxBody int) forwardOutcome {
 	body, err := io.ReadAll(io.LimitReader(r.Body, int64(maxBody)+1))
 	if err != nil {
-		return true // the client went away mid-body
+		return forwarded // the client went away mid-body
 	}
 	env := &wire.Envelope{
 		Kind:       wire.Kind_KIND_REQUEST,
@@ -133,24 +160,36 @@ func (n *Node) forward(w http.ResponseWriter, r *http.Request, home string, maxB
 	n.stats.forwarded.Add(1)
 
 	rc := http.NewResponseController(w)
-	headed, start := false, time.Now()
+	headed, acked, start := false, false, time.Now()
+	ack := time.NewTimer(ackWait)
+	defer ack.Stop()
 	for {
 		select {
 		case <-r.Context().Done():
 			spanError(span, "client gone")
-			return true
+			return forwarded
+		case <-ack.C:
+			// Neither the home's receipt nor its end came: the request was lost on the way.
+			spanError(span, "home silent")
+			n.log.Warn("forwarded request: the home did not acknowledge it", zap.String("home", home), zap.Duration("waited", ackWait))
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			return homeSilent
 		case <-q.wake:
 		}
 		for _, f := range q.take() {
+			if f != nil && !acked {
+				acked = true // whatever the home sent first, it has the request
+				ack.Stop()
+			}
 			switch {
 			case f == nil: // the home or its request actor terminated
 				spanError(span, "home gone")
 				if !headed {
 					r.Body = io.NopCloser(bytes.NewReader(body))
-					return false
+					return homeGone
 				}
 				n.log.Debug("forwarded stream cut: home gone", zap.String("home", home))
-				return true
+				return forwarded
 			case f.Kind == wire.Kind_KIND_HEAD:
 				headed = true
 				n.stats.headed.Add(1)
@@ -163,17 +202,19 @@ func (n *Node) forward(w http.ResponseWriter, r *http.Request, home string, maxB
 					hd[h.Name] = h.Values
 				}
 				w.WriteHeader(int(f.Status))
+			case f.Kind == wire.Kind_KIND_BODY && !headed:
+				// The home's receipt (a BODY before the HEAD): it has the request.
 			case f.Kind == wire.Kind_KIND_BODY:
 				if len(f.Body) > 0 {
 					if _, err := w.Write(f.Body); err != nil {
-						return true
+						return forwarded
 					}
 				}
 				if err := rc.Flush(); err != nil {
-					return true
+					return forwarded
 				}
 			case f.Kind == wire.Kind_KIND_END:
-				return true
+				return forwarded
 			}
 		}
 	}

@@ -53,6 +53,10 @@ func (h *homeActor) Receive(c actor.Context) {
 		h.node.stats.homes.Add(1)
 		h.stream = actor.NewPID(h.req.ReplyAddress, h.req.ReplyId)
 		c.Watch(h.stream)
+		// The receipt: a BODY without bytes before the HEAD. The edge waits for it at most
+		// ackWait, since a request lost on the way (protoactor-go drops what an endpoint
+		// writer holds when its connection is replaced) brings no Terminated either.
+		c.Send(h.stream, &wire.Envelope{Kind: wire.Kind_KIND_BODY})
 		h.start(c)
 	case *actor.Stopping:
 		if h.cancel != nil {

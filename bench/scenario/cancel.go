@@ -89,32 +89,14 @@ func Cancel(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	mem("loaded")
-	early := 0
-	for _, cr := range calls {
-		select {
-		case <-cr.Done():
-			early++
-		default:
-		}
-	}
-	r.set("answered_before_cancel", float64(early))
-	if early > 0 {
-		msg, err := calls[firstDone(calls)].Result()
-		if early == len(calls) {
-			return nil, fmt.Errorf("cancel: every %s call was answered before its cancellation, e.g. %s: none was in flight (its arguments must make it run longer than -load-wait)", slow.name, describe(msg, err))
-		}
-		r.note("%d %s calls were answered before any cancellation, e.g. %s", early, slow.name, describe(msg, err))
+	if err := answeredEarly(r, calls, "cancel", slow.name); err != nil {
+		return nil, err
 	}
 
 	// Cancel them all, then see how soon the server answers again.
 	phase.Store("cancelling")
 	firstCancel := time.Now()
-	var sent int
-	cancelErr := untilStalled(ctx, c, cfg.Stall, func(ctx context.Context) error {
-		var err error
-		sent, err = c.CancelMany(ctx, calls, "mcpbench cancel scenario", max(cfg.Concurrency, 1))
-		return err
-	})
+	sent, cancelErr := cancelAll(ctx, c, cfg, calls, "cancel")
 	lastCancel := time.Now()
 	r.set("cancels_sent", float64(sent))
 	if cancelErr != nil {
@@ -236,4 +218,39 @@ func firstDone(calls []*client.Call) int {
 		}
 	}
 	return 0
+}
+
+// answeredEarly records how many of calls were answered before any cancellation was sent: a note
+// when some were, and an error when all were (nothing was in flight to cancel).
+func answeredEarly(r *Result, calls []*client.Call, scenario, tool string) error {
+	early := 0
+	for _, cr := range calls {
+		select {
+		case <-cr.Done():
+			early++
+		default:
+		}
+	}
+	r.set("answered_before_cancel", float64(early))
+	if early == 0 {
+		return nil
+	}
+	msg, err := calls[firstDone(calls)].Result()
+	if early == len(calls) {
+		return fmt.Errorf("%s: every %s call was answered before its cancellation, e.g. %s: none was in flight (its arguments must make it run longer than -load-wait)", scenario, tool, describe(msg, err))
+	}
+	r.note("%d %s calls were answered before any cancellation, e.g. %s", early, tool, describe(msg, err))
+	return nil
+}
+
+// cancelAll sends a cancellation for each of calls, cfg.Concurrency at once, and gives up when
+// sending makes no progress for cfg.Stall. It returns how many were sent.
+func cancelAll(ctx context.Context, c *client.Client, cfg Config, calls []*client.Call, scenario string) (int, error) {
+	var sent int
+	err := untilStalled(ctx, c, cfg.Stall, func(ctx context.Context) error {
+		var err error
+		sent, err = c.CancelMany(ctx, calls, "mcpbench "+scenario+" scenario", max(cfg.Concurrency, 1))
+		return err
+	})
+	return sent, err
 }

@@ -97,32 +97,14 @@ func CancelCPU(ctx context.Context, t Target, cfg Config) (*Result, error) {
 	l1, l1t := mustSample(pid)
 	loaded := cpuPct(l0, l1, l0t, l1t)
 	r.set("cpu_loaded_pct", loaded)
-	early := 0
-	for _, cr := range calls {
-		select {
-		case <-cr.Done():
-			early++
-		default:
-		}
-	}
-	r.set("answered_before_cancel", float64(early))
-	if early > 0 {
-		msg, err := calls[firstDone(calls)].Result()
-		if early == len(calls) {
-			return nil, fmt.Errorf("cancel-cpu: every %s call was answered before its cancellation, e.g. %s: none was in flight (its arguments must make it run longer than -load-wait)", cc.name, describe(msg, err))
-		}
-		r.note("%d %s calls were answered before any cancellation, e.g. %s", early, cc.name, describe(msg, err))
+	if err := answeredEarly(r, calls, "cancel-cpu", cc.name); err != nil {
+		return nil, err
 	}
 
 	// Cancelled.
 	phase.Store("cancelling")
 	firstCancel := time.Now()
-	var sent int
-	cancelErr := untilStalled(ctx, c, cfg.Stall, func(ctx context.Context) error {
-		var err error
-		sent, err = c.CancelMany(ctx, calls, "mcpbench cancel-cpu scenario", max(cfg.Concurrency, 1))
-		return err
-	})
+	sent, cancelErr := cancelAll(ctx, c, cfg, calls, "cancel-cpu")
 	a0, a0t := mustSample(pid)
 	r.set("cancels_sent", float64(sent))
 	r.set("cancel_send_ms", ms(a0t.Sub(firstCancel)))
