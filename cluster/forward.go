@@ -77,39 +77,41 @@ func (n *Node) Wrap(local http.Handler, maxBody int) http.Handler {
 // ackWait bounds the wait for a home's receipt of a forwarded request (a variable for tests).
 var ackWait = 5 * time.Second
 
-// taskHomeRetryAfter is the Retry-After, in seconds, of a tasks/* request refused because its
-// task's home cannot be reached: about the time the member list takes to settle (a poll).
-const taskHomeRetryAfter = "1"
+// retryAfter is the Retry-After, in seconds, of a request refused as one to send again (its
+// home cannot be reached, or did not acknowledge it): about the time the member list takes to
+// settle (a poll).
+const retryAfter = "1"
 
 // unavailable refuses a tasks/* request whose task's home is a member that cannot be reached:
 // 503 Service Unavailable, Retry-After and the JSON-RPC error
-// [protocol.ErrTaskHomeUnreachable], with a null id, as the transport's own refusals have.
+// [protocol.ErrTaskHomeUnreachable].
 func unavailable(w http.ResponseWriter) {
-	frame := protocol.EncodeError(protocol.ID{}, protocol.ErrTaskHomeUnreachable())
-	w.Header().Set("Content-Type", protocol.MediaTypeJSON)
-	w.Header().Set("Content-Length", strconv.Itoa(len(frame)))
-	w.Header().Set("Retry-After", taskHomeRetryAfter)
-	w.WriteHeader(http.StatusServiceUnavailable)
-	_, _ = w.Write(frame)
+	refuse(w, http.StatusServiceUnavailable, retryAfter, protocol.ErrTaskHomeUnreachable())
 }
 
 // silent refuses a request of a session whose home did not acknowledge it (see ackWait): 503
 // with Retry-After, as one to send again; the session is not known to be gone.
 func silent(w http.ResponseWriter) {
-	frame := protocol.EncodeError(protocol.ID{}, protocol.ErrTransport("Service Unavailable", "the session's member did not acknowledge the request"))
-	w.Header().Set("Content-Type", protocol.MediaTypeJSON)
-	w.Header().Set("Content-Length", strconv.Itoa(len(frame)))
-	w.Header().Set("Retry-After", taskHomeRetryAfter)
-	w.WriteHeader(http.StatusServiceUnavailable)
-	_, _ = w.Write(frame)
+	refuse(w, http.StatusServiceUnavailable, retryAfter,
+		protocol.ErrTransport("Service Unavailable", "the session's member did not acknowledge the request"))
 }
 
 // notFound answers as the transport does for an unknown session.
 func notFound(w http.ResponseWriter) {
-	frame := protocol.EncodeError(protocol.ID{}, protocol.ErrTransport("Not Found", "session not found"))
-	w.Header().Set("Content-Type", protocol.MediaTypeJSON)
-	w.Header().Set("Content-Length", strconv.Itoa(len(frame)))
-	w.WriteHeader(http.StatusNotFound)
+	refuse(w, http.StatusNotFound, "", protocol.ErrTransport("Not Found", "session not found"))
+}
+
+// refuse writes status and the JSON-RPC error e with a null id, as the transport's own refusals
+// have, and Retry-After when retry is not empty.
+func refuse(w http.ResponseWriter, status int, retry string, e *protocol.WireError) {
+	frame := protocol.EncodeError(protocol.ID{}, e)
+	h := w.Header()
+	h.Set("Content-Type", protocol.MediaTypeJSON)
+	h.Set("Content-Length", strconv.Itoa(len(frame)))
+	if retry != "" {
+		h.Set("Retry-After", retry)
+	}
+	w.WriteHeader(status)
 	_, _ = w.Write(frame)
 }
 
