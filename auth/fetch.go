@@ -27,15 +27,44 @@ const maxDocument = 1 << 20
 type StatusError struct {
 	URL    string // the URL requested, without query
 	Status int    // the HTTP status of the answer
+	// Code is the OAuth error code of the answer's JSON body (RFC 6749 §5.2: invalid_client,
+	// unauthorized_client, invalid_request, ...), "" when it has none (or one that is not made
+	// of letters, digits, '_', '-' and '.', at most 64 of them).
+	Code string
 }
 
-// Error returns "auth: <URL> answered <status> <text>".
+// Error returns "auth: <URL> answered <status> <text>", followed by " (<code>)" when the answer
+// named an OAuth error code.
 func (e *StatusError) Error() string {
-	return fmt.Sprintf("auth: %s answered %d %s", e.URL, e.Status, http.StatusText(e.Status))
+	s := fmt.Sprintf("auth: %s answered %d %s", e.URL, e.Status, http.StatusText(e.Status))
+	if e.Code != "" {
+		s += " (" + e.Code + ")"
+	}
+	return s
+}
+
+// maxErrorBody bounds the part of a non-200 answer read for its error code.
+const maxErrorBody = 16 << 10
+
+// errorCode returns the OAuth error code of an error answer's body, "" when it has none or one
+// that is not a plain token (so that an answer cannot put arbitrary text into a log line).
+func errorCode(body []byte) string {
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil || len(e.Error) > 64 {
+		return ""
+	}
+	for _, c := range []byte(e.Error) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return ""
+		}
+	}
+	return e.Error
 }
 
 // doJSON sends req with timeout and decodes a 200 answer's JSON body, of at most maxDocument
-// bytes, into v.
+// bytes, into v. Another status is a [*StatusError], with the error code of its body.
 func doJSON(ctx context.Context, client *http.Client, timeout time.Duration, req *http.Request, v any) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -47,8 +76,9 @@ func doJSON(ctx context.Context, client *http.Client, timeout time.Duration, req
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDocument))
-		return &StatusError{URL: redact(req.URL), Status: resp.StatusCode}
+		return &StatusError{URL: redact(req.URL), Status: resp.StatusCode, Code: errorCode(body)}
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDocument+1))
 	if err != nil {

@@ -74,17 +74,19 @@ type IntrospectionConfig struct {
 // (token introspection, RFC 7662) and caches the answers. It is a [streamable.TokenVerifier]
 // (toolgrain.TokenVerifier); its methods are safe for concurrent use.
 //
-// A token is accepted when the server says it is active (a 400 answer, a refusal to
-// introspect the token, says it is not), and the answer says it is valid here
-// and now: token_type (when present) is Bearer or access_token, iss (when present and Issuer is
+// A token is accepted when the server says it is active (a 400 answer whose error is
+// unsupported_token_type or invalid_token, a refusal to introspect the token, says it is not),
+// and the answer says it is valid here and now: token_type (when present) is Bearer or access_token, iss (when present and Issuer is
 // set) is the issuer, aud contains the audience, exp (when present) is not past, nbf (when
 // present) is not in the future, and it names a sub or a client_id. Otherwise VerifyToken
 // returns an error wrapping [streamable.ErrInvalidToken] that says why (the client gets 401).
 //
-// An introspection endpoint that cannot be reached, is slow, answers anything but 200 with a
-// JSON object or 400 (a 401 for this server's credentials included) makes VerifyToken fail
-// with that error, which is not a rejection (the client gets 503 and the error reaches OnError), unless
-// the cache holds an answer for the token. Concurrent verifications of one token share one
+// An introspection endpoint that cannot be reached, is slow, or answers anything but 200 with a
+// JSON object or a refusal of the token makes VerifyToken fail with that error, which is not a
+// rejection (the client gets 503 with Retry-After and the error reaches OnError) and is not
+// cached, unless the cache holds an answer for the token. That includes the errors RFC 6749
+// §5.2 makes the requesting client's: invalid_client (401 or 400: a rotated or wrong client
+// secret), unauthorized_client and invalid_request, each a [*StatusError] with its Code. Concurrent verifications of one token share one
 // request.
 type IntrospectionVerifier struct {
 	cfg    IntrospectionConfig
@@ -227,9 +229,9 @@ func (v *IntrospectionVerifier) introspect(ctx context.Context, token string) (*
 	var raw jsonRaw
 	err = doJSON(ctx, v.cfg.HTTPClient, v.cfg.FetchTimeout, req, &raw)
 	var se *StatusError
-	if errors.As(err, &se) && se.Status == http.StatusBadRequest {
-		// The request is well formed, so the server refused it for the token's sake (some
-		// refuse to introspect a JWT, for one): it does not say the token is active.
+	if errors.As(err, &se) && se.Status == http.StatusBadRequest && tokenVerdict(se.Code) {
+		// The server refused to introspect this token (oidc-provider does for a JWT): it does
+		// not say the token is active.
 		return &answer{in: &Introspection{}, expires: v.now().Add(v.cfg.CacheTTL)}, nil
 	}
 	if err != nil {
@@ -254,6 +256,15 @@ func (v *IntrospectionVerifier) introspect(ctx context.Context, token string) (*
 		a.id = &tools.Identity{Subject: sub, Scopes: strings.Fields(in.Scope), Extra: in}
 	}
 	return a, nil
+}
+
+// tokenVerdict reports whether the error code of a 400 answer from the introspection endpoint
+// is about the token rather than about this server's request: unsupported_token_type (RFC 7009
+// §2.2.1; oidc-provider's answer for a JWT) and invalid_token (RFC 6750 §3.1). Every other
+// error answer (invalid_client for a rotated secret, unauthorized_client, invalid_request, no
+// code at all) is this server's problem, an outage: the client's token may well be valid.
+func tokenVerdict(code string) bool {
+	return code == "unsupported_token_type" || code == "invalid_token"
 }
 
 // decide applies the rules of [IntrospectionVerifier] to an answer.

@@ -3,7 +3,9 @@ package auth_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -219,5 +221,125 @@ func TestIntrospectionSharedFlight(t *testing.T) {
 		if got := ct.intro.Load(); got != 1 {
 			t.Errorf("%d introspections for %d verifications of one token, want 1", got, n)
 		}
+	}
+}
+
+// introspectionStub is an introspection endpoint that answers what the test sets: a status and
+// a body for every request. It stands for an authorization server's error answers, which
+// oidc-provider gives only for some of them.
+type introspectionStub struct {
+	mu     sync.Mutex
+	status int
+	body   string
+	hits   int
+}
+
+func (s *introspectionStub) set(status int, body string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.status, s.body = status, body
+}
+
+func (s *introspectionStub) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hits
+}
+
+func (s *introspectionStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.hits++
+	status, body := s.status, s.body
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(body))
+}
+
+// TestIntrospectionOwnErrorsAreOutages: an error answer of the introspection endpoint that is
+// about this server's request (a rotated client secret: invalid_client, as 400 or 401;
+// unauthorized_client; invalid_request; a 400 without a code; 403, 404, 429, 500) is an outage,
+// end to end: 503 with Retry-After and no challenge, a private report naming the status and the
+// code but not the token, and nothing cached (the next request asks again, and is served once
+// the endpoint answers). A refusal of the token itself (unsupported_token_type) is a rejection.
+func TestIntrospectionOwnErrorsAreOutages(t *testing.T) {
+	stub := &introspectionStub{}
+	ts := httptest.NewServer(stub)
+	defer ts.Close()
+	hc := &http.Client{}
+	defer hc.CloseIdleConnections()
+	v, err := auth.NewIntrospectionVerifier(auth.IntrospectionConfig{URL: ts.URL + "/introspect",
+		ClientID: "resource-server", ClientSecret: "rotated-away", HTTPClient: hc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := startMCP(t, v, mcpOptions{})
+	active := `{"active":true,"sub":"ada","scope":"tools:call","aud":"` + m.resource + `"}`
+	const unavailable = `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Service Unavailable: authentication is temporarily unavailable"}}`
+
+	cases := []struct {
+		status int
+		body   string
+		code   string
+	}{
+		{400, `{"error":"invalid_client","error_description":"client authentication failed"}`, "invalid_client"},
+		{401, `{"error":"invalid_client"}`, "invalid_client"},
+		{400, `{"error":"unauthorized_client"}`, "unauthorized_client"},
+		{400, `{"error":"invalid_request","error_description":"missing token"}`, "invalid_request"},
+		{400, ``, ""},
+		{400, `{"error":"a code\nwith a line break"}`, ""},
+		{403, `{"error":"access_denied"}`, "access_denied"},
+		{404, `not found`, ""},
+		{429, `{"error":"slow_down"}`, "slow_down"},
+		{500, `{"error":"server_error"}`, "server_error"},
+	}
+	for i, tc := range cases {
+		token := fmt.Sprintf("opaque-token-%d", i)
+		stub.set(tc.status, tc.body)
+		before := stub.count()
+		for try := range 2 {
+			r := m.call(token, "whoami")
+			if r.status != 503 || r.header.Get("Retry-After") != "5" || r.header.Get("WWW-Authenticate") != "" || r.body != unavailable {
+				t.Errorf("%d %s, try %d: %d %v %s", tc.status, tc.body, try, r.status, r.header, r.body)
+			}
+		}
+		if n := stub.count() - before; n != 2 {
+			t.Errorf("%d %s: %d introspections for two requests, want 2 (an outage is not cached)", tc.status, tc.body, n)
+		}
+		// The endpoint answers again: the same token is served.
+		stub.set(200, active)
+		if r := m.call(token, "whoami"); r.status != 200 || textOf(r.body) != "ada tools:call" {
+			t.Errorf("%d %s, then active: %d %s", tc.status, tc.body, r.status, r.body)
+		}
+	}
+
+	// The token itself refused: a rejection, cached like active: false.
+	stub.set(400, `{"error":"unsupported_token_type","error_description":"Structured JWT Tokens cannot be introspected"}`)
+	before := stub.count()
+	for range 2 {
+		if r := m.call("refused-token", "whoami"); r.status != 401 || r.body != invalidToken {
+			t.Errorf("unsupported_token_type: %d %s", r.status, r.body)
+		}
+	}
+	if n := stub.count() - before; n != 1 {
+		t.Errorf("%d introspections of a refused token asked twice, want 1", n)
+	}
+
+	reports := m.flushReports()
+	if len(reports) != 2*len(cases) {
+		t.Fatalf("%d reports, want %d: %v", len(reports), 2*len(cases), reports)
+	}
+	for i, err := range reports {
+		tc := cases[i/2]
+		var se *auth.StatusError
+		if !errors.As(err, &se) || se.Status != tc.status || se.Code != tc.code || errors.Is(err, toolgrain.ErrInvalidToken) {
+			t.Errorf("report %d: %v, want a *StatusError %d %q", i, err, tc.status, tc.code)
+		}
+		if strings.Contains(err.Error(), "opaque-token") || strings.Contains(err.Error(), "rotated-away") {
+			t.Errorf("report %d holds a credential: %v", i, err)
+		}
+	}
+	if want := "auth: " + ts.URL + "/introspect answered 400 Bad Request (invalid_client)"; reports[0].Error() != want {
+		t.Errorf("report text %q, want %q", reports[0], want)
 	}
 }
