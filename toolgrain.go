@@ -234,11 +234,17 @@ type Config struct {
 	// PageSize is the number of tools per tools/list page. 0 means 100.
 	PageSize int
 
-	// HideForbiddenTools leaves out of each caller's tools/list the tools it may not call: those
-	// whose tools.Tool.Scopes its identity lacks (for a caller without identity, every tool
-	// that has scopes). False lists every tool, and a call of one the caller may not make is
-	// refused (403 with the step-up challenge over HTTP with auth, a JSON-RPC error otherwise),
-	// which tells a client which scopes to ask for.
+	// HideForbiddenTools hides from each caller the tools it may not call: those whose
+	// tools.Tool.Scopes its identity lacks (for a caller without identity, every tool that has
+	// scopes). A hidden tool is one that does not exist, on every transport and in both eras:
+	// tools/list leaves it out; a tools/call of it gets exactly the answer of a call of an
+	// unknown tool (the JSON-RPC error -32602 "unknown tool" naming the name requested, with
+	// that error's HTTP status), before anything of the tool is checked (over HTTP in MCP
+	// 2026-07-28 its Mcp-Param headers are not looked at); and its tasks answer tasks/get,
+	// tasks/update and tasks/cancel as tasks that do not exist, and are not followed by the
+	// caller's subscriptions/listen streams. False lists every tool, and a call of one the
+	// caller may not make is refused (403 with the step-up challenge over HTTP with auth, the
+	// JSON-RPC error -31001 otherwise), which tells a client which scopes to ask for.
 	HideForbiddenTools bool
 	// DiagnosticsQueue bounds reports waiting for OnError; further ones are dropped and counted.
 	// 0 means 1024.

@@ -332,10 +332,7 @@ func (c *connectionActor) listTools(m *protocol.Message, s Stream, caller *tools
 			return
 		}
 	}
-	all := c.eng.reg.tools.Load().set.List()
-	if c.eng.cfg.HideForbiddenTools {
-		all = permitted(all, caller)
-	}
+	all := c.eng.permitted(c.eng.reg.tools.Load().set.List(), caller)
 	start := 0
 	if p.Cursor != "" {
 		off, ok := decodeCursor(p.Cursor, len(all))
@@ -356,15 +353,18 @@ func (c *connectionActor) listTools(m *protocol.Message, s Stream, caller *tools
 	c.cacheableResult(s, m.ID, &res)
 }
 
-// permitted returns the tools of all that caller may call (all itself when that is every one).
-func permitted(all []*tools.Compiled, caller *tools.Identity) []*tools.Compiled {
+// permitted returns the tools of all that caller sees (all itself when that is every one).
+func (e *Engine) permitted(all []*tools.Compiled, caller *tools.Identity) []*tools.Compiled {
+	if !e.cfg.HideForbiddenTools {
+		return all
+	}
 	for i, t := range all {
-		if t.MissingScopes(caller) == nil {
+		if e.visible(t, caller) {
 			continue
 		}
 		out := slices.Clone(all[:i])
 		for _, t := range all[i+1:] {
-			if t.MissingScopes(caller) == nil {
+			if e.visible(t, caller) {
 				out = append(out, t)
 			}
 		}
@@ -380,9 +380,10 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 		return
 	}
 	snap := c.eng.reg.tools.Load()
-	tool, ok := snap.set.Lookup(p.Name)
+	tool, ok := c.eng.lookupTool(snap, p.Name, caller)
 	if !ok {
-		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("unknown tool %q", p.Name)))
+		// None has that name, or it is hidden from the caller: the same answer.
+		reply(s, protocol.EncodeError(m.ID, errUnknownTool(p.Name)))
 		return
 	}
 	if missing := tool.MissingScopes(caller); missing != nil {

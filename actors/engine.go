@@ -77,8 +77,9 @@ type Config struct {
 	Metrics metrics.Recorder
 	// PageSize is the number of tools per tools/list page; 0 means DefaultPageSize.
 	PageSize int
-	// HideForbiddenTools leaves out of a caller's tools/list the tools whose Scopes its
-	// identity lacks (all tools with scopes, for a caller without identity).
+	// HideForbiddenTools hides from a caller the tools whose Scopes its identity lacks (all
+	// tools with scopes, for a caller without identity): a hidden tool answers as a tool that
+	// does not exist (visibility.go).
 	HideForbiddenTools bool
 	// DiagnosticsQueue bounds the reports waiting for onError; further ones are dropped and
 	// counted. 0 means DefaultDiagnosticsQueue.

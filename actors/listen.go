@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgrain/toolgrain/cancel"
 	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/taskstore"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -28,9 +29,9 @@ type listener struct {
 	call   *cancel.Call
 	stream Stream
 	meta   json.RawMessage // {"io.modelcontextprotocol/subscriptionId": id}
-	// owner is the task owner of the listen request's caller: only its own tasks' changes
-	// are sent (notifications/tasks), for the task ids of the filter.
-	owner string
+	// who is the listen request's caller: only its own tasks' changes are sent
+	// (notifications/tasks), for the task ids of the filter.
+	who asker
 }
 
 // listeners is the engine's registry of open listen streams.
@@ -79,13 +80,13 @@ func (ls *listeners) forgetTasks(l *listener) {
 	}
 }
 
-// following returns the listeners of owner that follow the task id.
-func (ls *listeners) following(id, owner string) []*listener {
+// following returns the listeners that follow the task of rec and have it.
+func (ls *listeners) following(e *Engine, rec *taskstore.Record) []*listener {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	var out []*listener
-	for l := range ls.byTask[id] {
-		if l.owner == owner {
+	for l := range ls.byTask[rec.ID] {
+		if l.who.has(e, rec.Owner, rec.Tool) {
 			out = append(out, l)
 		}
 	}
@@ -187,7 +188,7 @@ func (c *connectionActor) listen(m *protocol.Message, s Stream, caller *tools.Id
 	}
 	// Every notification type is offered (serverCapabilities): the filter is honoured whole.
 	l := &listener{id: m.ID, filter: f, uris: uris, call: cancel.New(context.Background()), stream: s,
-		meta: protocol.SubscriptionMeta(m.ID), owner: ownerKey(caller)}
+		meta: protocol.SubscriptionMeta(m.ID), who: asker{owner: ownerKey(caller), caller: caller}}
 	ack, err := protocol.EncodeNotification(protocol.MethodSubscriptionsAcknowledged, &protocol.ListenAcknowledgedParams{Meta: l.meta, Notifications: f})
 	if err != nil {
 		c.eng.Report(err)

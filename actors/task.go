@@ -70,14 +70,16 @@ type (
 		reqs  map[string]protocol.InputRequest
 		reply chan map[string]json.RawMessage // size 1
 	}
-	// taskCancel: registry → task (tasks/cancel, routed). Cancel the task if owner owns it.
+	// taskCancel: registry → task (tasks/cancel, routed). Cancel the task if it is the
+	// asker's.
 	taskCancel struct {
-		owner string
+		asker
 		reply chan taskReply // size 1
 	}
-	// taskUpdate: registry → task (tasks/update, routed). Take the answers if owner owns it.
+	// taskUpdate: registry → task (tasks/update, routed). Take the answers if the task is the
+	// asker's.
 	taskUpdate struct {
-		owner   string
+		asker
 		answers map[string]json.RawMessage
 		reply   chan taskReply // size 1
 	}
@@ -85,10 +87,10 @@ type (
 	// record is stored: route nothing more to pid, and stop it.
 	taskFinished struct{ pid *actor.PID }
 	// taskGet: registry → task (tasks/get, routed). Reply with the task's current record if
-	// owner owns it: a running task's latest state is the actor's, which its store may not
-	// have yet.
+	// it is the asker's: a running task's latest state is the actor's, which its store may
+	// not have yet.
 	taskGet struct {
-		owner string
+		asker
 		reply chan taskReply // size 1
 	}
 	// expireTask: registry → task. The task's TTL passed (its record is deleted): stop its
@@ -97,6 +99,18 @@ type (
 	// stopTask: registry → task. The engine shuts down: stop the work, store nothing more.
 	stopTask struct{}
 )
+
+// asker is who asks about a task: the owner key of its caller, and the caller, from whom the
+// task's tool may be hidden (a task of a hidden tool is a task the caller does not have).
+type asker struct {
+	owner  string
+	caller *tools.Identity
+}
+
+// has reports whether the task of owner that runs the tool named tool is the asker's.
+func (a asker) has(e *Engine, owner, tool string) bool {
+	return a.owner == owner && e.taskVisible(tool, a.caller)
+}
 
 func (m *taskCancel) replyTo() chan<- taskReply { return m.reply }
 func (m *taskGet) replyTo() chan<- taskReply    { return m.reply }
@@ -184,13 +198,13 @@ func (t *taskActor) Receive(ctx actor.Context) {
 	case *taskUpdate:
 		t.update(ctx, msg)
 	case *taskGet:
-		if msg.owner != t.owner {
+		if !msg.has(t.eng, t.owner, t.tool.Name()) {
 			msg.reply <- taskReply{kind: taskNotFound}
 			return
 		}
 		msg.reply <- taskReply{kind: taskDone, rec: t.rec} // records are replaced, never changed
 	case *taskCancel:
-		if msg.owner != t.owner {
+		if !msg.has(t.eng, t.owner, t.tool.Name()) {
 			msg.reply <- taskReply{kind: taskNotFound}
 			return
 		}
@@ -476,7 +490,7 @@ func (t *taskActor) ask(ctx actor.Context, msg *inputAsked) {
 // checked and kept; the others (unknown keys, keys answered before) are ignored. The handler
 // requests whose answers are all given go on.
 func (t *taskActor) update(ctx actor.Context, msg *taskUpdate) {
-	if msg.owner != t.owner {
+	if !msg.has(t.eng, t.owner, t.tool.Name()) {
 		msg.reply <- taskReply{kind: taskNotFound}
 		return
 	}

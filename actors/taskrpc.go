@@ -88,7 +88,7 @@ func (r *requestActor) receiveTask(ctx actor.Context) bool {
 			&protocol.Annotation{ResultType: protocol.ResultTask, Meta: r.eng.serverMeta})
 		if err != nil || !r.respondAs(frame, metrics.Task) {
 			// The client is gone before it learnt the task's id: nobody can reach the task.
-			ctx.Send(msg.pid, &taskCancel{owner: r.task.owner, reply: make(chan taskReply, 1)})
+			ctx.Send(msg.pid, &taskCancel{asker: asker{owner: r.task.owner, caller: r.identity}, reply: make(chan taskReply, 1)})
 		}
 		r.taskAnswered(ctx)
 	case *taskRefused:
@@ -170,7 +170,7 @@ func (c *connectionActor) taskMethod(ctx actor.Context, m *protocol.Message, s S
 		reply(s, protocol.EncodeError(m.ID, werr))
 		return
 	}
-	e, owner := c.eng, ownerKey(caller)
+	e, who := c.eng, asker{owner: ownerKey(caller), caller: caller}
 	var run func(context.Context) (any, error)
 	if gone := e.tasks.cfg.Gone; gone != nil && gone(id) {
 		// The task's home server is gone, and the task with it: it is reported failed.
@@ -191,7 +191,7 @@ func (c *connectionActor) taskMethod(ctx actor.Context, m *protocol.Message, s S
 			// A running task answers from its actor (read your own tasks/update at once); an
 			// ended one from the store.
 			reply := make(chan taskReply, 1)
-			e.system.Root.Send(e.tasks.registry, &routeTask{id: id, op: &taskGet{owner: owner, reply: reply}})
+			e.system.Root.Send(e.tasks.registry, &routeTask{id: id, op: &taskGet{asker: who, reply: reply}})
 			var rec *taskstore.Record
 			select {
 			case r := <-reply:
@@ -206,7 +206,7 @@ func (c *connectionActor) taskMethod(ctx actor.Context, m *protocol.Message, s S
 			}
 			if rec == nil {
 				var err error
-				if rec, err = e.lookupTask(ctx, id, owner); err != nil {
+				if rec, err = e.lookupTask(ctx, id, who); err != nil {
 					return nil, err
 				}
 			}
@@ -215,7 +215,7 @@ func (c *connectionActor) taskMethod(ctx actor.Context, m *protocol.Message, s S
 	case protocol.MethodTasksCancel:
 		run = func(ctx context.Context) (any, error) {
 			reply := make(chan taskReply, 1)
-			return e.routeTaskOp(ctx, id, owner, &taskCancel{owner: owner, reply: reply}, reply)
+			return e.routeTaskOp(ctx, id, who, &taskCancel{asker: who, reply: reply}, reply)
 		}
 	case protocol.MethodTasksUpdate:
 		var p protocol.UpdateTaskParams
@@ -230,7 +230,7 @@ func (c *connectionActor) taskMethod(ctx actor.Context, m *protocol.Message, s S
 		}
 		run = func(ctx context.Context) (any, error) {
 			reply := make(chan taskReply, 1)
-			return e.routeTaskOp(ctx, id, owner, &taskUpdate{owner: owner, answers: answers, reply: reply}, reply)
+			return e.routeTaskOp(ctx, id, who, &taskUpdate{asker: who, answers: answers, reply: reply}, reply)
 		}
 	}
 	c.spawnOperation(ctx, m, s, caller, id, nil, nil, false, run)
@@ -251,7 +251,7 @@ var emptyResult = json.RawMessage(`{}`)
 
 // routeTaskOp hands op to the task's actor through the registry and waits for its answer; a
 // task that does not run is looked up in the store, and acknowledged if the caller has it.
-func (e *Engine) routeTaskOp(ctx context.Context, id, owner string, op taskOp, reply chan taskReply) (any, error) {
+func (e *Engine) routeTaskOp(ctx context.Context, id string, who asker, op taskOp, reply chan taskReply) (any, error) {
 	e.system.Root.Send(e.tasks.registry, &routeTask{id: id, op: op})
 	select {
 	case r := <-reply:
@@ -263,7 +263,7 @@ func (e *Engine) routeTaskOp(ctx context.Context, id, owner string, op taskOp, r
 		case taskNotFound:
 			return nil, errTaskNotFound()
 		}
-		if _, err := e.lookupTask(ctx, id, owner); err != nil {
+		if _, err := e.lookupTask(ctx, id, who); err != nil {
 			return nil, err
 		}
 		return emptyResult, nil
@@ -276,12 +276,13 @@ func errTaskNotFound() error {
 	return &publicError{we: protocol.NewError(protocol.CodeInvalidParams, TaskNotFoundText)}
 }
 
-// lookupTask reads the task id of owner from the store: -32602 when there is none (or it is
-// another caller's: the answer is the same), or when its TTL has passed.
-func (e *Engine) lookupTask(ctx context.Context, id, owner string) (*taskstore.Record, error) {
+// lookupTask reads the asker's task id from the store: -32602 when there is none (or it is
+// another caller's, or its tool is hidden from the asker: the answer is the same), or when its
+// TTL has passed.
+func (e *Engine) lookupTask(ctx context.Context, id string, who asker) (*taskstore.Record, error) {
 	rec, err := e.tasks.store.Get(ctx, id)
 	switch {
-	case errors.Is(err, taskstore.ErrNotFound) || (err == nil && rec.Owner != owner):
+	case errors.Is(err, taskstore.ErrNotFound) || (err == nil && !who.has(e, rec.Owner, rec.Tool)):
 		return nil, errTaskNotFound()
 	case err != nil:
 		return nil, fmt.Errorf("task store: get %s: %w", id, err)
@@ -317,7 +318,7 @@ func taskWire(rec *taskstore.Record, detailed bool) *protocol.Task {
 // notifyTask sends the task's state (notifications/tasks) on every listen stream of its owner
 // that follows it.
 func (e *Engine) notifyTask(rec *taskstore.Record) {
-	ls := e.listeners.following(rec.ID, rec.Owner)
+	ls := e.listeners.following(e, rec)
 	if len(ls) == 0 {
 		return
 	}

@@ -335,9 +335,9 @@ func (h *Handler) denyToolScopes(w http.ResponseWriter, r *http.Request, msg *pr
 	if err != nil {
 		return false
 	}
-	tool, ok := h.eng.Tool(p.Name)
+	tool, ok := h.eng.ToolFor(p.Name, id)
 	if !ok {
-		return false
+		return false // unknown, or hidden from the caller: the engine answers both alike
 	}
 	missing := tool.MissingScopes(id)
 	if missing == nil {

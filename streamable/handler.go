@@ -160,7 +160,8 @@ type Options struct {
 //     whose caller lacks a scope of the tool (tools.Tool.Scopes) gets 403 with the step-up
 //     challenge (error="insufficient_scope", the scopes to ask for, resource_metadata) and the
 //     JSON-RPC error protocol.ErrInsufficientScope with the request's id, in both eras; the
-//     tool does not run.
+//     tool does not run. When the engine hides such tools (toolgrain.Config.HideForbiddenTools)
+//     the call is answered as a call of an unknown tool instead, with nothing checked first.
 //   - A modern (MCP 2026-07-28) request is a POST whose MCP-Protocol-Version header is
 //     2026-07-28, or whose params._meta carries the envelope; it ignores any Mcp-Session-Id and
 //     opens no session. Its MCP-Protocol-Version, Mcp-Method and Mcp-Name headers must agree

@@ -54,7 +54,7 @@ func (h *Handler) modernPost(w http.ResponseWriter, r *http.Request, msg *protoc
 		werr = checkHeaders(r, msg, env)
 	}
 	if werr == nil && msg.Method == protocol.MethodToolsCall {
-		werr = h.checkToolParams(r, msg)
+		werr = h.checkToolParams(r, msg, id)
 	}
 	if werr == nil {
 		werr = env.CheckVersion()

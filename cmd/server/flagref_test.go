@@ -43,7 +43,7 @@ func prefixed(p string) func(f *flag.Flag) bool {
 var flagSections = []flagSection{
 	{"Cluster", prefixed("cluster-")},
 	{"Authentication", func(f *flag.Flag) bool {
-		return strings.HasPrefix(f.Name, "auth-") || named("authorization-server", "resource", "tool-scope")(f)
+		return strings.HasPrefix(f.Name, "auth-") || named("authorization-server", "resource", "tool-scope", "hide-forbidden-tools")(f)
 	}},
 	{"Tasks", func(f *flag.Flag) bool {
 		return strings.HasPrefix(f.Name, "task-") || strings.HasPrefix(f.Name, "max-tasks")

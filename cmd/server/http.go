@@ -61,6 +61,7 @@ type httpOptions struct {
 	clientID             string
 	clientSecretFile     string
 	toolScopes           listFlag
+	hideForbidden        bool
 	allowedOrigins       listFlag
 	allowedHosts         listFlag
 	idleTimeout          time.Duration
@@ -78,6 +79,7 @@ func (o *httpOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.clientID, "auth-client-id", "", "HTTP with --auth-introspection-url: this server's client `ID` at the authorization server")
 	fs.StringVar(&o.clientSecretFile, "auth-client-secret-file", "", "HTTP with --auth-introspection-url: a file holding this server's client secret (`PATH`; a trailing newline is ignored)")
 	fs.Var(&o.toolScopes, "tool-scope", "HTTP with auth: `TOOL=SCOPE[,SCOPE...]`, the scopes a call of TOOL needs (repeatable); a token without them gets 403 and the step-up challenge")
+	fs.BoolVar(&o.hideForbidden, "hide-forbidden-tools", false, "HTTP with auth: hide from each token the tools whose --tool-scope scopes it lacks: its tools/list leaves them out, and a call of one is answered exactly as a call of a tool that does not exist (no step-up challenge)")
 	fs.Var(&o.authorizationServers, "authorization-server", "HTTP with auth: issuer `URL` listed in the protected-resource metadata (repeatable)")
 	fs.StringVar(&o.resource, "resource", "", "HTTP with auth: the public `URL` of the endpoint, for tokens' audience and the metadata (default: the request's host and /mcp)")
 	fs.Var(&o.allowedOrigins, "allowed-origin", "HTTP: a browser `origin` accepted besides the endpoint's own (repeatable; * for any)")
@@ -108,8 +110,8 @@ func (o *httpOptions) check() error {
 	if o.audience != "" && o.issuer == "" && o.introspectionURL == "" {
 		return errors.New("--auth-audience needs --auth-issuer or --auth-introspection-url")
 	}
-	if !o.authOn() && (len(o.scopes) > 0 || len(o.authorizationServers) > 0 || o.resource != "" || len(o.toolScopes) > 0) {
-		return errors.New("--auth-scope, --authorization-server, --resource and --tool-scope need --auth-token, --auth-issuer or --auth-introspection-url")
+	if !o.authOn() && (len(o.scopes) > 0 || len(o.authorizationServers) > 0 || o.resource != "" || len(o.toolScopes) > 0 || o.hideForbidden) {
+		return errors.New("--auth-scope, --authorization-server, --resource, --tool-scope and --hide-forbidden-tools need --auth-token, --auth-issuer or --auth-introspection-url")
 	}
 	for _, ts := range o.toolScopes {
 		if _, _, err := parseToolScope(ts); err != nil {

@@ -303,6 +303,8 @@ func TestHTTPFlags(t *testing.T) {
 		{[]string{"--transport", "http", "--addr", "nope"}, `--addr "nope"`},
 		{[]string{"--transport", "http", "--auth-token", ":scope"}, "empty token"},
 		{[]string{"--transport", "http", "--auth-scope", "s"}, "need --auth-token"},
+		{[]string{"--transport", "http", "--hide-forbidden-tools"}, "need --auth-token"},
+		{[]string{"--hide-forbidden-tools"}, "need --transport http"},
 	}
 	for _, tt := range tests {
 		_, err := parseFlags(tt.give, io.Discard)

@@ -149,8 +149,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	switch o.transport {
 	case "stdio":
-		if o.http.authOn() || len(o.http.toolScopes) > 0 {
-			return nil, errors.New("--auth-token, --auth-issuer, --auth-introspection-url and --tool-scope need --transport http (stdio takes no auth)")
+		if o.http.authOn() || len(o.http.toolScopes) > 0 || o.http.hideForbidden {
+			return nil, errors.New("--auth-token, --auth-issuer, --auth-introspection-url, --tool-scope and --hide-forbidden-tools need --transport http (stdio takes no auth)")
 		}
 	case "http":
 		if err := o.http.check(); err != nil {
@@ -265,6 +265,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if cfg.HTTP, err = o.http.config(); err != nil {
 			return err
 		}
+		cfg.HideForbiddenTools = o.http.hideForbidden
 	}
 	// The store is closed after the server has shut down: this defer runs after every later one.
 	taskCfg, store, err := o.tasks.config()
