@@ -135,7 +135,7 @@ func TestVerifierConfigErrors(t *testing.T) {
 		want string
 	}{
 		{auth.JWTConfig{}, "Issuer is empty"},
-		{auth.JWTConfig{Issuer: "auth.example.com"}, "absolute http or https URL"},
+		{auth.JWTConfig{Issuer: "auth.example.com"}, "absolute https URL"},
 		{auth.JWTConfig{Issuer: "https://as.example", Algorithms: []string{"none"}}, `"none" is never accepted`},
 		{auth.JWTConfig{Issuer: "https://as.example", Algorithms: []string{"HS256"}}, "only through JWTConfig.SharedSecret"},
 		{auth.JWTConfig{Issuer: "https://as.example", Algorithms: []string{"XX1"}}, "unknown signature algorithm"},

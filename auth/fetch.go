@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -72,7 +73,7 @@ func doJSON(ctx context.Context, client *http.Client, timeout time.Duration, req
 	req.Header.Set("Accept", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("auth: %s %s: %w", req.Method, redact(req.URL), err)
+		return fmt.Errorf("auth: %s %s: %w", req.Method, redact(req.URL), redactErr(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -97,19 +98,108 @@ func doJSON(ctx context.Context, client *http.Client, timeout time.Duration, req
 func redact(u *url.URL) string {
 	c := *u
 	c.User, c.RawQuery, c.Fragment = nil, "", ""
+	c.ForceQuery = false
 	return c.String()
 }
 
-// checkURL checks that s is an absolute http or https URL without fragment.
+// redactString is [redact] for a URL given as text, which may not even parse: then everything
+// from the first '?' or '#' is cut, and so is user information.
+func redactString(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		return redact(u)
+	}
+	if i := strings.IndexAny(s, "?#"); i >= 0 {
+		s = s[:i]
+	}
+	if scheme, rest, ok := strings.Cut(s, "://"); ok {
+		host, path, _ := strings.Cut(rest, "/")
+		if i := strings.LastIndex(host, "@"); i >= 0 {
+			host = host[i+1:]
+		}
+		s = scheme + "://" + host
+		if path != "" {
+			s += "/" + path
+		}
+	}
+	return s
+}
+
+// redactErr returns err with the URL of a *url.Error (what http.Client.Do fails with, naming
+// the URL it was sending to, a redirect's target included) redacted.
+func redactErr(err error) error {
+	if ue, ok := err.(*url.Error); ok {
+		c := *ue
+		c.URL = redactString(ue.URL)
+		return &c
+	}
+	return err
+}
+
+// isLoopback reports whether a URL's host is a loopback name: localhost or a loopback IP.
+func isLoopback(u *url.URL) bool {
+	host := u.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// checkURL checks that s is an absolute https URL without fragment, or an http one on a
+// loopback host (a development issuer, a test's).
 func checkURL(what, s string) (*url.URL, error) {
 	u, err := url.Parse(s)
 	if err != nil {
-		return nil, fmt.Errorf("auth: %s %q: %w", what, s, err)
+		return nil, fmt.Errorf("auth: %s %q: not a URL", what, redactString(s))
 	}
 	if (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Fragment != "" {
-		return nil, fmt.Errorf("auth: %s %q: want an absolute http or https URL without fragment", what, s)
+		return nil, fmt.Errorf("auth: %s %q: want an absolute https URL without fragment", what, redact(u))
+	}
+	if u.Scheme == "http" && !isLoopback(u) {
+		return nil, fmt.Errorf("auth: %s %q: want https (http only on a loopback host: localhost, 127.0.0.1, ::1)", what, redact(u))
 	}
 	return u, nil
+}
+
+// origin returns the scheme, host and port of u, lowercased, the port explicit.
+func origin(u *url.URL) string {
+	scheme, host, port := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname()), u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[scheme]
+	}
+	return scheme + "://" + net.JoinHostPort(host, port)
+}
+
+// maxRedirects bounds the redirects a request to the authorization server follows, as
+// net/http's default policy does.
+const maxRedirects = 10
+
+// guard returns a copy of c (a new client when c is nil) that follows a redirect only within
+// the origin of the request it started from: a redirect to another host, port or scheme (https
+// to http above all) is refused, so that neither the introspection request's body (the token)
+// nor the server's credentials are sent anywhere but where the configuration says, and a key set
+// cannot come from elsewhere. c's own CheckRedirect, when set, is applied after that.
+func guard(c *http.Client) *http.Client {
+	if c == nil {
+		c = &http.Client{}
+	}
+	g := *c
+	next := c.CheckRedirect
+	g.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		from, to := via[0].URL, req.URL
+		switch {
+		case from.Scheme == "https" && to.Scheme != "https":
+			return fmt.Errorf("auth: redirect from %s to %s refused: a downgrade from https", redact(via[len(via)-1].URL), redact(to))
+		case origin(from) != origin(to):
+			return fmt.Errorf("auth: redirect from %s to %s refused: another origin", redact(via[len(via)-1].URL), redact(to))
+		case next != nil:
+			return next(req, via)
+		case len(via) >= maxRedirects:
+			return fmt.Errorf("auth: stopped after %d redirects", maxRedirects)
+		}
+		return nil
+	}
+	return &g
 }
 
 // metadataURLs returns the locations of the authorization server metadata of issuer, in the

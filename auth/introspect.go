@@ -30,7 +30,7 @@ const (
 // are required.
 type IntrospectionConfig struct {
 	// URL is the authorization server's introspection endpoint (RFC 7662), its metadata's
-	// introspection_endpoint.
+	// introspection_endpoint. It must be https (http only on a loopback host).
 	URL string
 
 	// ClientID and ClientSecret are this server's credentials at the authorization server,
@@ -60,7 +60,8 @@ type IntrospectionConfig struct {
 	CacheTTL time.Duration
 
 	// HTTPClient sends the introspection requests. Nil means a client of its own with
-	// net/http's default transport; either way each request is bounded by FetchTimeout.
+	// net/http's default transport; either way each request is bounded by FetchTimeout, and
+	// follows a redirect only within the origin it was sent to (see [JWTConfig].HTTPClient).
 	HTTPClient *http.Client
 
 	// FetchTimeout bounds each introspection request. 0 means DefaultFetchTimeout.
@@ -114,9 +115,7 @@ func NewIntrospectionVerifier(cfg IntrospectionConfig) (*IntrospectionVerifier, 
 	if v.now == nil {
 		v.now = time.Now
 	}
-	if v.cfg.HTTPClient == nil {
-		v.cfg.HTTPClient = &http.Client{}
-	}
+	v.cfg.HTTPClient = guard(v.cfg.HTTPClient)
 	if v.cfg.FetchTimeout <= 0 {
 		v.cfg.FetchTimeout = DefaultFetchTimeout
 	}
@@ -222,7 +221,7 @@ func (v *IntrospectionVerifier) introspect(ctx context.Context, token string) (*
 	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
 	req, err := http.NewRequest(http.MethodPost, v.cfg.URL, strings.NewReader(form.Encode()))
 	if err != nil {
-		return nil, fmt.Errorf("auth: introspection: %w", err)
+		return nil, fmt.Errorf("auth: introspection: %w", redactErr(err))
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Authorization", v.auth)

@@ -41,6 +41,8 @@ type JWTConfig struct {
 	// must be exactly this. Unless JWKSURL is set, the verifier reads the issuer's metadata
 	// (RFC 8414 /.well-known/oauth-authorization-server, falling back to OpenID Connect's
 	// /.well-known/openid-configuration) for its jwks_uri; the document must name this issuer.
+	// It must be https (http only on a loopback host), without query or user information; an
+	// https issuer's jwks_uri must be https too.
 	Issuer string
 
 	// Audience is the resource the tokens must have been issued for: a token's aud (a string
@@ -52,7 +54,8 @@ type JWTConfig struct {
 	Audience string
 
 	// JWKSURL, when set, is where the issuer's JWK Set is fetched, without reading its
-	// metadata. Empty means the metadata's jwks_uri.
+	// metadata. Empty means the metadata's jwks_uri. It must be https (http only on a loopback
+	// host).
 	JWKSURL string
 
 	// Algorithms lists the signature algorithms accepted ("RS256", "PS256", "ES256", "EdDSA",
@@ -88,7 +91,9 @@ type JWTConfig struct {
 	MaxKeyAge time.Duration
 
 	// HTTPClient sends the requests to the issuer. Nil means a client of its own with
-	// net/http's default transport; either way each request is bounded by FetchTimeout.
+	// net/http's default transport; either way each request is bounded by FetchTimeout, and
+	// follows a redirect only within the origin it was sent to (the verifier uses a copy of
+	// the client whose CheckRedirect refuses the others before calling this one's).
 	HTTPClient *http.Client
 
 	// FetchTimeout bounds each request to the issuer (metadata, JWK Set). 0 means
@@ -134,8 +139,12 @@ func NewJWTVerifier(cfg JWTConfig) (*JWTVerifier, error) {
 	if cfg.Issuer == "" {
 		return nil, errors.New("auth: JWTConfig.Issuer is empty")
 	}
-	if _, err := checkURL("issuer", cfg.Issuer); err != nil {
+	iss, err := checkURL("issuer", cfg.Issuer)
+	if err != nil {
 		return nil, err
+	}
+	if iss.RawQuery != "" || iss.ForceQuery || iss.User != nil {
+		return nil, fmt.Errorf("auth: issuer %q: an issuer identifier has no query and no user information (RFC 8414 §2)", redact(iss))
 	}
 	if cfg.Audience != "" {
 		if _, err := url.Parse(cfg.Audience); err != nil {
@@ -191,15 +200,13 @@ func NewJWTVerifier(cfg JWTConfig) (*JWTVerifier, error) {
 		jwt.WithIssuedAt(), jwt.WithLeeway(leeway), jwt.WithTimeFunc(v.now))
 	v.keys = keyCache{
 		issuer:      cfg.Issuer,
+		https:       iss.Scheme == "https",
 		jwksURL:     cfg.JWKSURL,
-		client:      cfg.HTTPClient,
+		client:      guard(cfg.HTTPClient),
 		timeout:     cfg.FetchTimeout,
 		minInterval: cfg.MinRefreshInterval,
 		now:         v.now,
 		bind:        v.keyfunc,
-	}
-	if v.keys.client == nil {
-		v.keys.client = &http.Client{}
 	}
 	if v.keys.timeout <= 0 {
 		v.keys.timeout = DefaultFetchTimeout

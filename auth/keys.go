@@ -29,6 +29,7 @@ var errRateLimited = errors.New("auth: JWK Set fetched too recently")
 // per minInterval, lazily: on the goroutine of the request that needs it.
 type keyCache struct {
 	issuer      string // for discovery; "" when jwksURL is configured
+	https       bool   // the issuer is an https URL: so must its jwks_uri be
 	client      *http.Client
 	timeout     time.Duration
 	minInterval time.Duration
@@ -99,14 +100,18 @@ func (c *keyCache) fetch(ctx context.Context, jwksURL string) (*keySet, string, 
 		if md.JWKSURI == "" {
 			return nil, "", fmt.Errorf("auth: the metadata of %s has no jwks_uri", c.issuer)
 		}
-		if _, err := checkURL("jwks_uri", md.JWKSURI); err != nil {
+		u, err := checkURL("jwks_uri", md.JWKSURI)
+		if err != nil {
 			return nil, "", err
+		}
+		if c.https && u.Scheme != "https" {
+			return nil, "", fmt.Errorf("auth: the metadata of %s names an http jwks_uri, %s: refused under an https issuer", c.issuer, redact(u))
 		}
 		jwksURL = md.JWKSURI
 	}
 	req, err := http.NewRequest(http.MethodGet, jwksURL, nil)
 	if err != nil {
-		return nil, "", fmt.Errorf("auth: JWK Set: %w", err)
+		return nil, "", fmt.Errorf("auth: JWK Set: %w", redactErr(err))
 	}
 	var raw jsonRaw
 	if err := doJSON(ctx, c.client, c.timeout, req, &raw); err != nil {
