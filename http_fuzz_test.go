@@ -171,6 +171,14 @@ func (c *fuzzClient) serve(req *http.Request) *httptest.ResponseRecorder {
 			if ev.data == "" {
 				continue
 			}
+			if ev.event == "endpoint" {
+				// A GET without a session opened an HTTP+SSE stream: its first event names
+				// the POST URL of its session.
+				if !strings.HasPrefix(ev.data, "/mcp?sessionId=") {
+					t.Fatalf("%s: endpoint event %q", what, ev.data)
+				}
+				continue
+			}
 			if checkFuzzMessage(t, what, []byte(ev.data), false, sent) {
 				if responses++; responses > 1 {
 					t.Fatalf("%s: a second response on one stream: %s", what, ev.data)
@@ -314,6 +322,7 @@ var httpFuzzSeeds = []string{
 		rawPost(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":500},"_meta":{"progressToken":5,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
 			rawModernHeaders("tools/call", "sleep")...),
 	rawPost(initRequest) + rawPost(initRequest) + rawPost(initRequest) + rawPost(initRequest) + rawPost(initRequest),
+	rawRequest(http.MethodGet, "", "Accept: text/event-stream") + rawPost(pingRequest, "Mcp-Session-Id: "),
 	rawPost(call("1", "echo", `{"text":"x"}`), "Mcp-Session-Id: $SID", "Origin: http://evil.example.com") +
 		rawPost(call("1", "echo", `{"text":"x"}`), "Mcp-Session-Id: $SID", "Content-Type: text/plain") +
 		rawPost(call("1", "echo", `{"text":"x"}`), "Mcp-Session-Id: $SID", "Accept: text/html"),

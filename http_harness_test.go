@@ -13,8 +13,8 @@ import (
 	"github.com/toolgrain/toolgrain"
 )
 
-// httpEnv is a server mounted at /mcp (with the metadata handler at its two well-known paths)
-// on a real loopback listener.
+// httpEnv is a server mounted at /mcp, /sse and /messages (with the metadata handler at its two
+// well-known paths) on a real loopback listener.
 type httpEnv struct {
 	t   testing.TB
 	srv *toolgrain.Server
@@ -33,6 +33,8 @@ func startHTTP(t testing.TB, cfg toolgrain.Config) *httpEnv {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv.Handler())
+	mux.Handle("/sse", srv.Handler())
+	mux.Handle("/messages", srv.Handler())
 	mux.Handle("/.well-known/oauth-protected-resource", srv.ResourceMetadataHandler())
 	mux.Handle("/.well-known/oauth-protected-resource/mcp", srv.ResourceMetadataHandler())
 	ts := httptest.NewServer(mux)
@@ -219,7 +221,7 @@ func readEvents(body io.Reader) <-chan string {
 
 // sseEvent is one parsed server-sent event.
 type sseEvent struct {
-	id, retry, data string
+	event, id, retry, data string
 }
 
 // readSSE parses a text/event-stream into its events, priming events included; the channel is
@@ -255,6 +257,8 @@ func readSSE(body io.Reader) <-chan sseEvent {
 				ev.id = v
 			} else if v, ok := field("retry"); ok {
 				ev.retry = v
+			} else if v, ok := field("event"); ok {
+				ev.event = v
 			}
 		}
 	}()

@@ -69,6 +69,12 @@ const (
 	// DefaultMaxSessionsPerSubject bounds the open HTTP sessions of one authenticated subject
 	// when [HTTPConfig].MaxSessionsPerSubject is zero.
 	DefaultMaxSessionsPerSubject = streamable.DefaultMaxSessionsPerSubject
+	// DefaultSSEPath is where a GET opens a stream of the HTTP+SSE transport (MCP 2024-11-05)
+	// when [HTTPConfig].SSEPath is empty.
+	DefaultSSEPath = streamable.DefaultSSEPath
+	// DefaultMessagesPath is the POST path of the HTTP+SSE transport when
+	// [HTTPConfig].MessagesPath is empty.
+	DefaultMessagesPath = streamable.DefaultMessagesPath
 )
 
 // Handler returns the Streamable HTTP transport (MCP 2025-11-25) of the server, to be mounted at

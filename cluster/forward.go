@@ -16,7 +16,8 @@ import (
 )
 
 // Wrap returns the MCP endpoint handler of a member: requests of legacy sessions homed on
-// another member are forwarded there (see the package doc); every other request (initialize,
+// another member (named by Mcp-Session-Id, or by the sessionId query parameter of an HTTP+SSE
+// session's POST) are forwarded there (see the package doc); every other request (initialize,
 // modern requests, this member's sessions, ids this cluster did not mint) is served by local,
 // which is also what serves the requests other members forward here. maxBody bounds a forwarded
 // body as the local handler bounds its own (0: protocol.DefaultMaxMessageSize); the home
@@ -51,6 +52,11 @@ func (n *Node) Wrap(local http.Handler, maxBody int) http.Handler {
 			}
 			local.ServeHTTP(w, r)
 			return
+		}
+		if sid == "" && r.Method == http.MethodPost && r.URL.RawQuery != "" {
+			// A POST of an HTTP+SSE (MCP 2024-11-05) session names it in its query; its
+			// stream is on the home, which the GET that opened the session reached.
+			sid = r.URL.Query().Get(protocol.SSESessionParam)
 		}
 		if sid == "" {
 			local.ServeHTTP(w, r)

@@ -109,6 +109,19 @@ type Config struct {
 	// (and DefaultKeepAlive as the bound).
 	KeepAlive time.Duration
 
+	// DisableSSE turns off the HTTP+SSE transport of MCP 2024-11-05, which is served by default
+	// beside Streamable HTTP (see [Handler]): a GET without Mcp-Session-Id then gets 400, as
+	// does a POST that names its session by the sessionId query parameter alone.
+	DisableSSE bool
+	// SSEPath is the path, as the handler sees it, whose GET opens an HTTP+SSE stream whose
+	// endpoint event names MessagesPath; a GET without Mcp-Session-Id on any other path the
+	// handler serves (the MCP endpoint) names that path itself. "" means DefaultSSEPath.
+	SSEPath string
+	// MessagesPath is the POST path named by the endpoint event of a stream opened on SSEPath,
+	// as clients must send it (behind a proxy that rewrites paths, the public one). "" means
+	// DefaultMessagesPath.
+	MessagesPath string
+
 	// NewSessionID mints the Mcp-Session-Id of each new legacy session. It must return a value
 	// protocol.ValidSessionID accepts, unique and unguessable. Nil means protocol.NewSessionID
 	// (128 random bits); a cluster sets it to ids that name their home node (package cluster).
@@ -169,6 +182,15 @@ type Options struct {
 //     version not served 400 and -32022, a method the revision does not have 404 and -32601.
 //     Its answer is one JSON body or an SSE stream without event ids, never resumed; the client
 //     closing it cancels the request. GET and DELETE with a modern version header get 405.
+//   - The HTTP+SSE transport of MCP 2024-11-05 is served beside it unless
+//     [Config].DisableSSE: a GET without Mcp-Session-Id (nor Last-Event-ID, nor the modern
+//     version header) opens a session and its event stream, whose first event, "endpoint",
+//     names the URL to POST to, with the session in its sessionId query parameter
+//     ([Config].MessagesPath for a stream opened at [Config].SSEPath, else the GET's own path).
+//     A POST naming its session so, without Mcp-Session-Id, gets 202 Accepted and no body; its
+//     answer goes on the stream. The session is a legacy session under the same limits, auth
+//     and checks; the stream's close ends it, cancelling its calls. Mount the handler at the
+//     SSE and messages paths too for clients configured with them.
 //
 // Legacy error statuses come with a JSON-RPC error body whose id is null, but for an initialize
 // refused at a limit on sessions, which echoes it; modern ones echo the request's id.
@@ -271,8 +293,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodPost:
+		if !h.cfg.DisableSSE && r.Header.Get(protocol.HeaderSessionID) == "" {
+			if sid := sseSessionParam(r); sid != "" {
+				h.ssePost(w, r, id, sid)
+				return
+			}
+			if r.URL.Path == h.messagesPath() {
+				writeError(w, http.StatusBadRequest, protocol.ErrTransport("Bad Request", "the "+protocol.SSESessionParam+" query parameter is required"))
+				return
+			}
+		}
 		h.post(w, r, id)
 	case http.MethodGet:
+		if h.opensSSE(r) {
+			h.sseOpen(w, r, id)
+			return
+		}
 		h.get(w, r, id)
 	case http.MethodDelete:
 		h.delete(w, r, id)
@@ -324,7 +360,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, id *tools.Identit
 	if !checkVersion(w, r) {
 		return
 	}
-	s := h.acquire(w, sid, id)
+	s := h.acquire(w, sid, id, false)
 	if s == nil {
 		return
 	}
@@ -443,7 +479,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, id *tools.Identity
 		return
 	}
 	defer closeGet()
-	relayStandalone(w, r, s)
+	relayStandalone(w, r, s, h.keepAlive())
 }
 
 func (h *Handler) delete(w http.ResponseWriter, r *http.Request, id *tools.Identity) {
@@ -475,13 +511,14 @@ func (h *Handler) findSession(w http.ResponseWriter, r *http.Request, id *tools.
 	if !checkVersion(w, r) {
 		return nil
 	}
-	return h.acquire(w, sid, id)
+	return h.acquire(w, sid, id, false)
 }
 
 // acquire finds a live session by id for the identity's subject and marks a request on it, or
 // answers 404 (503 during shutdown) and returns nil. A session opened by one subject is not
-// found by another.
-func (h *Handler) acquire(w http.ResponseWriter, sid string, id *tools.Identity) *legacySession {
+// found by another, nor one of the HTTP+SSE transport by a Streamable HTTP request (sse false),
+// or the other way round.
+func (h *Handler) acquire(w http.ResponseWriter, sid string, id *tools.Identity, sse bool) *legacySession {
 	if !protocol.ValidSessionID(sid) {
 		writeError(w, http.StatusNotFound, protocol.ErrTransport("Not Found", "session not found"))
 		return nil
@@ -493,7 +530,7 @@ func (h *Handler) acquire(w http.ResponseWriter, sid string, id *tools.Identity)
 	case closed:
 		writeError(w, http.StatusServiceUnavailable, protocol.ErrTransport("Service Unavailable", "server shutting down"))
 		return nil
-	case s == nil || s.subject != subjectOf(id):
+	case s == nil || s.subject != subjectOf(id) || s.sse != sse:
 		writeError(w, http.StatusNotFound, protocol.ErrTransport("Not Found", "session not found"))
 		return nil
 	case !s.acquire():

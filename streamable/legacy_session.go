@@ -130,6 +130,7 @@ type legacySession struct {
 	notify  *standaloneStream // the session's notification path, relayed by its GET stream
 	streams *streams          // its POST SSE streams kept for resumption; made with the first
 	subject string            // the identity's subject when auth is on; later requests must match it
+	sse     bool              // a session of the HTTP+SSE transport: its one GET stream carries every answer
 
 	ended chan struct{} // closed when the session ends; made when first asked for (endedCh)
 

@@ -3,6 +3,7 @@ package streamable
 import (
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/protocol"
@@ -23,6 +24,10 @@ type standaloneStream struct {
 	frames [][]byte
 	open   bool
 	sink   sink // the detached GET stream, while there is one: frames go to it
+	// strict: every frame matters (the stream of the HTTP+SSE transport, which carries the
+	// answers): past maxStandaloneQueue the stream is cut (over) instead of dropping frames.
+	strict bool
+	over   bool
 }
 
 var _ actors.Stream = (*standaloneStream)(nil)
@@ -37,15 +42,27 @@ func (n *standaloneStream) Send(frame []byte) {
 		n.mu.Unlock()
 		return
 	}
-	if !n.open || len(n.frames) >= maxStandaloneQueue {
+	if !n.open || n.over {
+		n.mu.Unlock()
+		return
+	}
+	if len(n.frames) >= maxStandaloneQueue {
+		if n.strict {
+			n.over, n.frames = true, nil
+			n.signal()
+		}
 		n.mu.Unlock()
 		return
 	}
 	n.frames = append(n.frames, frame)
-	wake := n.wake
+	n.signal()
 	n.mu.Unlock()
+}
+
+// signal wakes the relaying GET handler; n.mu is held.
+func (n *standaloneStream) signal() {
 	select {
-	case wake <- struct{}{}:
+	case n.wake <- struct{}{}:
 	default:
 	}
 }
@@ -95,23 +112,35 @@ func (n *standaloneStream) end() {
 	}
 }
 
-func (n *standaloneStream) take() [][]byte {
+// take returns the frames queued for the relaying handler; over reports a strict stream cut
+// for its backlog.
+func (n *standaloneStream) take() (frames [][]byte, over bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	frames := n.frames
+	frames = n.frames
 	n.frames = nil
-	return frames
+	return frames, n.over
 }
 
 // relayStandalone writes the session's notifications as SSE events on the GET response until the
-// client leaves, the session ends or its connection actor stopped. It runs on the GET's handler
-// goroutine, after the stream was attached.
-func relayStandalone(w http.ResponseWriter, r *http.Request, s *legacySession) {
+// client leaves, the session ends or its connection actor stopped, with an SSE comment after
+// every keepAlive without an event (0: none). It runs on the GET's handler goroutine, after the
+// stream was attached.
+func relayStandalone(w http.ResponseWriter, r *http.Request, s *legacySession, keepAlive time.Duration) {
 	rc := http.NewResponseController(w)
 	wake, ended, connDone := s.notify.waiter(), s.endedCh(), s.conn.Done()
+	var tick <-chan time.Time
+	if keepAlive > 0 {
+		t := time.NewTicker(keepAlive)
+		defer t.Stop()
+		tick = t.C
+	}
 	var event []byte
 	for {
-		frames := s.notify.take()
+		frames, over := s.notify.take()
+		if over {
+			return // a strict stream whose client fell too far behind
+		}
 		for _, f := range frames {
 			event = protocol.AppendSSE(event[:0], f)
 			if _, err := w.Write(event); err != nil {
@@ -125,6 +154,13 @@ func relayStandalone(w http.ResponseWriter, r *http.Request, s *legacySession) {
 		}
 		select {
 		case <-wake:
+		case <-tick:
+			if _, err := w.Write(keepAliveComment); err != nil {
+				return
+			}
+			if err := rc.Flush(); err != nil {
+				return
+			}
 		case <-r.Context().Done():
 			return
 		case <-ended:

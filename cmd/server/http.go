@@ -36,7 +36,7 @@ func httpSpanName(_ string, r *http.Request) string {
 		return "HTTP"
 	}
 	switch p := r.URL.Path; p {
-	case endpoint, "/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource" + endpoint:
+	case endpoint, ssePath, messagesPath, "/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource" + endpoint:
 		return method + " " + p
 	}
 	return method
@@ -44,6 +44,12 @@ func httpSpanName(_ string, r *http.Request) string {
 
 // endpoint is the path of the MCP endpoint.
 const endpoint = "/mcp"
+
+// The paths of the HTTP+SSE transport (MCP 2024-11-05), served unless --sse=false.
+const (
+	ssePath      = toolgrain.DefaultSSEPath
+	messagesPath = toolgrain.DefaultMessagesPath
+)
 
 // outageToken is the demo token whose verification fails unexpectedly.
 const outageToken = "auth-outage"
@@ -67,6 +73,7 @@ type httpOptions struct {
 	idleTimeout          time.Duration
 	maxSessions          int
 	maxSessionsPerSubj   int
+	sse                  bool
 }
 
 func (o *httpOptions) register(fs *flag.FlagSet) {
@@ -86,6 +93,7 @@ func (o *httpOptions) register(fs *flag.FlagSet) {
 	fs.Var(&o.allowedHosts, "allowed-host", "HTTP: a Host header `name` accepted besides loopback names (repeatable; for reverse proxies)")
 	fs.DurationVar(&o.idleTimeout, "session-idle-timeout", toolgrain.DefaultSessionIdleTimeout, "HTTP: end sessions idle this long")
 	fs.IntVar(&o.maxSessions, "max-sessions", 0, "HTTP: sessions open at once before an initialize is refused with 503 (0: 10000, -1: no limit)")
+	fs.BoolVar(&o.sse, "sse", true, "HTTP: also serve the HTTP+SSE transport of MCP 2024-11-05: GET /sse (or GET /mcp without a session) opens the stream, whose endpoint event names the POST URL (/messages, or /mcp, with ?sessionId=)")
 	fs.IntVar(&o.maxSessionsPerSubj, "max-sessions-per-subject", 0, "HTTP with auth: sessions one token's subject may have open before its initialize is refused with 429 (0: 1000, -1: no limit)")
 }
 
@@ -165,6 +173,7 @@ func (o *httpOptions) config() (toolgrain.HTTPConfig, error) {
 		MaxSessionsPerSubject: o.maxSessionsPerSubj,
 		AllowedOrigins:        o.allowedOrigins,
 		AllowedHosts:          o.allowedHosts,
+		DisableSSE:            !o.sse,
 	}
 	if !o.authOn() {
 		return cfg, nil
@@ -282,6 +291,10 @@ func (v staticVerifier) VerifyToken(ctx context.Context, token string) (*toolgra
 func serveHTTP(ctx context.Context, srv *toolgrain.Server, o *options, tel *telemetry, log *zap.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle(endpoint, srv.Handler())
+	if o.http.sse {
+		mux.Handle(ssePath, srv.Handler())
+		mux.Handle(messagesPath, srv.Handler())
+	}
 	meta := srv.ResourceMetadataHandler()
 	mux.Handle("/.well-known/oauth-protected-resource", meta)
 	mux.Handle("/.well-known/oauth-protected-resource"+endpoint, meta)
