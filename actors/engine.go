@@ -143,6 +143,7 @@ type Engine struct {
 	diagState  *diagState
 	toolPIDs   map[string]*actor.PID
 	actorTools actorTools
+	supervised supervisedActors // the actors of mounted sources (mount.go)
 	metrics    metrics.Recorder
 
 	// handlers counts handler goroutines still running; Shutdown waits for it.

@@ -68,6 +68,13 @@ func (e *Engine) AddTools(defs ...tools.Tool) error {
 	if err != nil {
 		return err
 	}
+	return e.publishTools(cur, next)
+}
+
+// publishTools makes next the served tools, cur being the snapshot it was derived from: the
+// actor-backed tools defined by Props get their actor and the limited tools their admission
+// actor first, then every connection is told. Called with e.reg.mu held.
+func (e *Engine) publishTools(cur *toolSnapshot, next *tools.Set) error {
 	// Actor-backed tools defined by Props get their actor before they are listed.
 	if err := e.startActorTools(next); err != nil {
 		return err

@@ -24,9 +24,11 @@ func (*connectionsGone) IgnoreDeadLetterLogging()      {}
 // a shutdown that leaves the host's actor system clean) and reports whether it consumed the
 // message. It runs before the supervisor's own switch.
 func (s *supervisorActor) receiveEmbedding(ctx actor.Context) bool {
-	switch ctx.Message().(type) {
+	switch m := ctx.Message().(type) {
 	case *spawnActorTools:
 		return s.eng.actorTools.receive(ctx)
+	case *spawnSupervised:
+		return s.eng.supervised.receive(ctx)
 	case *awaitConnectionsGone:
 		s.goneWaiters = append(s.goneWaiters, ctx.Sender())
 		s.replyIfConnectionsGone(ctx)
@@ -34,6 +36,7 @@ func (s *supervisorActor) receiveEmbedding(ctx actor.Context) bool {
 	case *actor.Terminated:
 		// protoactor has already removed the child; the supervisor's own case still runs.
 		clearVacatedChild(ctx)
+		s.eng.supervised.forget(m.Who)
 		s.replyIfConnectionsGone(ctx)
 	}
 	return false

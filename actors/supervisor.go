@@ -83,6 +83,9 @@ func (s *supervisorActor) HandleFailure(system *actor.ActorSystem, sup actor.Sup
 	if s.eng.actorTools.handleFailure(system, sup, child, reason, message, s.eng.log) {
 		return
 	}
+	if s.eng.supervised.handleFailure(sup, child, reason, s.eng.log) {
+		return
+	}
 	if child.Equal(s.diag) || s.isTool(child) || child.Equal(s.tasks) {
 		s.eng.log.Error("engine actor panicked; restarting it", zap.String("actor", child.Id), zap.Any("reason", reason))
 		sup.RestartChildren(child)

@@ -1,0 +1,13 @@
+package toolgrain
+
+import "github.com/toolgrain/toolgrain/internal/enginehook"
+
+func init() {
+	enginehook.Register(func(v any) (enginehook.Server, bool) {
+		s, ok := v.(*Server)
+		if !ok || s == nil {
+			return enginehook.Server{}, false
+		}
+		return enginehook.Server{Engine: s.eng, Logger: s.cfg.Logger, Name: s.cfg.Name, Version: s.cfg.Version}, true
+	})
+}
