@@ -1,0 +1,71 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/toolgrain/toolgrain"
+	"github.com/toolgrain/toolgrain/gateway"
+	"github.com/toolgrain/toolgrain/tools"
+)
+
+// A server of the same process mounted under a prefix: its tools are served as PREFIX_NAME,
+// beside the front server's own, and calls of them go to it.
+func Example_inProcess() {
+	weather, err := toolgrain.NewServer(toolgrain.Config{Name: "weather", Tools: []tools.Tool{{
+		Name: "forecast", Description: "Tomorrow's weather.",
+		Handler: tools.HandlerFunc(func(context.Context, *tools.Request) (*tools.Result, error) {
+			return tools.TextResult("sunny"), nil
+		}),
+	}}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer weather.Close()
+
+	front, err := toolgrain.NewServer(toolgrain.Config{Name: "front"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer front.Close()
+	gw, err := gateway.New(front, gateway.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer gw.Close()
+	if err := gw.Mount(gateway.Mount{Name: "weather", Source: gateway.InProcess{Server: weather}}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx := context.Background()
+	if err := gw.WaitReady(ctx); err != nil { // the first listing; a server serves without waiting
+		fmt.Println(err)
+		return
+	}
+
+	client, err := front.ConnectInMemory()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	if _, err := client.Initialize(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	list, err := client.ListTools(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	res, err := client.CallTool(ctx, "weather_forecast", map[string]any{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(list[0].Name, res.Content[0].Text)
+	// Output: weather_forecast sunny
+}

@@ -1,0 +1,443 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/client"
+	"github.com/toolgrain/toolgrain/internal/upstream"
+	"github.com/toolgrain/toolgrain/prompts"
+	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/resources"
+	"github.com/toolgrain/toolgrain/tools"
+)
+
+// toolHandler is the handler of a mounted tool: it forwards each call to the upstream's actor.
+type toolHandler struct {
+	m         *mount
+	name      string // the upstream's name
+	served    string // the name the server serves it under
+	plan      *argPlan
+	hasOutput bool
+	head      []byte // {"name":"<name>","arguments":
+}
+
+func newToolHandler(m *mount, name, served string, plan *argPlan, hasOutput bool) *toolHandler {
+	head := []byte(`{"name":`)
+	q, _ := json.Marshal(name)
+	head = append(head, q...)
+	head = append(head, `,"arguments":`...)
+	return &toolHandler{m: m, name: name, served: served, plan: plan, hasOutput: hasOutput, head: head}
+}
+
+// callResult is a tools/call result as an upstream sends it, in either era.
+type callResult struct {
+	Content           []protocol.Content         `json:"content"`
+	StructuredContent json.RawMessage            `json:"structuredContent"`
+	IsError           bool                       `json:"isError"`
+	Meta              json.RawMessage            `json:"_meta"`
+	ResultType        string                     `json:"resultType"`
+	InputRequests     map[string]json.RawMessage `json:"inputRequests"`
+	RequestState      string                     `json:"requestState"`
+}
+
+// rounds is the state a call to a modern upstream carries from one input round of its client
+// to the next: the upstream's requestState and the requests it made.
+type rounds struct {
+	Round    int                        `json:"r"`
+	State    string                     `json:"s,omitempty"`
+	Requests map[string]json.RawMessage `json:"q"`
+}
+
+// Handle forwards the call.
+func (h *toolHandler) Handle(ctx context.Context, req *tools.Request) (*tools.Result, error) {
+	args, err := h.plan.apply(req.Arguments)
+	if err != nil {
+		return nil, h.m.errorf(protocol.MethodToolsCall, h.name, err)
+	}
+	ctx, cancel := h.m.callContext(ctx)
+	defer cancel()
+
+	var responses json.RawMessage
+	var state string
+	round := 0
+	if raw := client.State(ctx); raw != nil {
+		// A modern client's retry: the answers to the upstream's requests of the last round.
+		var st rounds
+		if err := json.Unmarshal(raw, &st); err != nil {
+			return nil, h.m.errorf(protocol.MethodToolsCall, h.name, fmt.Errorf("request state: %w", err))
+		}
+		if responses, err = askClient(ctx, &st); err != nil {
+			return nil, err
+		}
+		state, round = st.State, st.Round
+	}
+	for {
+		params := h.params(args, responses, state)
+		raw, err := h.m.do(ctx, &upstream.Call{Method: protocol.MethodToolsCall, Params: params, Name: h.name}, req.Meta)
+		if err != nil {
+			return nil, err
+		}
+		var res callResult
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return nil, h.m.errorf(protocol.MethodToolsCall, h.name, fmt.Errorf("malformed result: %w", err))
+		}
+		if res.ResultType == "input_required" {
+			// The upstream needs input from the client: asked in this request (a legacy
+			// session), or in a round of the client's own (the modern era).
+			round++
+			st := &rounds{Round: round, State: res.RequestState, Requests: res.InputRequests}
+			if blob, err := json.Marshal(st); err == nil {
+				_ = client.SetState(ctx, blob)
+			}
+			if responses, err = askClient(ctx, st); err != nil {
+				return nil, err
+			}
+			state = res.RequestState
+			continue
+		}
+		out := &tools.Result{Content: res.Content, IsError: res.IsError, Meta: stripMeta(res.Meta)}
+		if sc := bytes.TrimSpace(res.StructuredContent); len(sc) > 0 && !bytes.Equal(sc, []byte("null")) {
+			out.StructuredContent = res.StructuredContent
+		}
+		if h.hasOutput && !out.IsError {
+			// Checked here to name the upstream in the report; the engine's own check then passes.
+			if c, ok := h.m.g.engine().Tool(h.served); ok {
+				if _, err := c.Complete(out); err != nil {
+					return nil, h.m.errorf(protocol.MethodToolsCall, h.name, err)
+				}
+			}
+		}
+		return out, nil
+	}
+}
+
+// params encodes the params of the call to the upstream.
+func (h *toolHandler) params(args, responses json.RawMessage, state string) json.RawMessage {
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	b := make([]byte, 0, len(h.head)+len(args)+len(responses)+len(state)+40)
+	b = append(b, h.head...)
+	b = append(b, args...)
+	if len(responses) > 0 {
+		b = append(b, `,"inputResponses":`...)
+		b = append(b, responses...)
+	}
+	if state != "" {
+		b = append(b, `,"requestState":`...)
+		b = strconv.AppendQuote(b, state)
+	}
+	return append(b, '}')
+}
+
+// askClient asks the client of the call for the upstream's input requests of a round, under
+// keys of the round ("r1/name"), and returns the answers under the upstream's keys.
+func askClient(ctx context.Context, st *rounds) (json.RawMessage, error) {
+	reqs := make(map[string]client.InputRequest, len(st.Requests))
+	for key, raw := range st.Requests {
+		var r struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return nil, fmt.Errorf("gateway: malformed input request %q from the upstream: %w", key, err)
+		}
+		var params any
+		if len(r.Params) > 0 {
+			params = r.Params
+		}
+		reqs[roundKey(st.Round, key)] = client.InputRequest{Method: r.Method, Params: params}
+	}
+	got, err := client.Input(ctx, reqs)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]json.RawMessage, len(got))
+	for key := range st.Requests {
+		out[key] = got[roundKey(st.Round, key)].Result
+	}
+	return json.Marshal(out)
+}
+
+func roundKey(round int, key string) string { return "r" + strconv.Itoa(round) + "/" + key }
+
+// do sends one call of a caller on the mount, with the caller's _meta passed on, its progress
+// and log messages relayed, and the upstream's requests to the client served.
+func (m *mount) do(ctx context.Context, c *upstream.Call, meta json.RawMessage) (json.RawMessage, error) {
+	c.Meta, c.Progress = forwardMeta(meta)
+	peer, _ := client.PeerFrom(ctx)
+	if peer != nil {
+		c.Caps = peer.ClientCapabilities()
+	}
+	if c.Progress {
+		c.OnProgress = func(p *protocol.ProgressParams) {
+			_ = tools.ReportProgress(ctx, p.Progress, p.Total, p.Message)
+		}
+	}
+	if peer != nil {
+		c.OnLog = func(params json.RawMessage) {
+			var p protocol.LogMessageParams
+			if json.Unmarshal(params, &p) != nil {
+				return
+			}
+			if _, ok := protocol.LogSeverity(p.Level); !ok {
+				return
+			}
+			if len(p.Data) == 0 {
+				p.Data = json.RawMessage(`null`)
+			}
+			_ = peer.Log(p.Level, p.Logger, p.Data)
+		}
+	}
+	runCtx, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
+	var serve func(*upstream.Request)
+	if peer != nil {
+		serve = func(r *upstream.Request) { m.serve(runCtx, stopRun, peer, r) }
+	}
+	raw, err := m.up.Do(runCtx, c, serve)
+	if err == nil {
+		return raw, nil
+	}
+	if cause := context.Cause(runCtx); errors.Is(cause, client.ErrInputRequired) {
+		return nil, cause // the engine answered the client's round; this run is over
+	}
+	if ctx.Err() != nil {
+		if errors.Is(context.Cause(ctx), errMountTimeout) {
+			return nil, m.errorf(c.Method, c.Name, fmt.Errorf("%w after %s", actors.ErrTimeout, m.timeout))
+		}
+		return nil, context.Cause(ctx) // cancelled: the engine sends nothing
+	}
+	var werr *protocol.WireError
+	if errors.As(err, &werr) && werr.Code == protocol.CodeMissingClientCapability {
+		// A modern upstream that needs a capability the client did not declare: a modern
+		// client is told so (-32021), with what is missing.
+		return nil, capabilityError(werr)
+	}
+	return nil, err
+}
+
+// serve answers one request of the upstream to the client of the call, on its own goroutine.
+func (m *mount) serve(ctx context.Context, stopRun context.CancelCauseFunc, peer client.Peer, r *upstream.Request) {
+	if err := client.CheckCapability(peer.ClientCapabilities(), r.Method, json.RawMessage(r.Params)); err != nil {
+		r.Answer(nil, protocol.NewError(protocol.CodeMethodNotFound, "%s refused: %v", r.Method, err))
+		return
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(r.Context(), cancel)
+	defer stop()
+	var params any
+	if len(r.Params) > 0 {
+		params = json.RawMessage(r.Params)
+	}
+	res, err := peer.Request(rctx, r.Method, params)
+	switch {
+	case err == nil:
+		r.Answer(res, nil)
+	case errors.Is(err, client.ErrInputRequired):
+		// A modern client answers in a round of its own, which ends this run of the handler:
+		// the upstream's call is given up, and the client's retry makes it again.
+		stopRun(err)
+	default:
+		var werr *protocol.WireError
+		if errors.As(err, &werr) {
+			r.Answer(nil, werr)
+			return
+		}
+		r.Answer(nil, protocol.NewError(protocol.CodeInternalError, "%s failed: the client did not answer", r.Method))
+	}
+}
+
+// capabilityError turns a modern upstream's -32021 into the error a handler returns for a
+// missing client capability.
+func capabilityError(werr *protocol.WireError) error {
+	var d struct {
+		Required map[string]json.RawMessage `json:"requiredCapabilities"`
+	}
+	_ = json.Unmarshal(werr.Data, &d)
+	switch {
+	case d.Required["sampling"] != nil:
+		return &client.CapabilityError{Method: protocol.MethodSamplingCreateMessage, Missing: "sampling"}
+	case d.Required["roots"] != nil:
+		return &client.CapabilityError{Method: protocol.MethodRootsList, Missing: "roots"}
+	case bytes.Contains(d.Required["elicitation"], []byte(`"url"`)):
+		return &client.CapabilityError{Method: protocol.MethodElicitationCreate, Missing: "elicitation.url"}
+	}
+	return &client.CapabilityError{Method: protocol.MethodElicitationCreate, Missing: "elicitation (form mode)"}
+}
+
+// errMountTimeout is the cause of a call's end at the mount's timeout.
+var errMountTimeout = errors.New("gateway: the mount's timeout passed")
+
+// callContext bounds a call by the mount's timeout.
+func (m *mount) callContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if m.timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeoutCause(ctx, m.timeout, errMountTimeout)
+}
+
+// errorf wraps a failure of the gateway's own with the upstream's name.
+func (m *mount) errorf(method, name string, err error) error {
+	return &upstream.Error{Upstream: m.name, Method: method, Name: name, Err: err}
+}
+
+// forwardMeta returns the members of a caller's _meta to pass to the upstream (all but the
+// progress token and the modern envelope, which the upstream's connection sets), and whether
+// the caller asked for progress.
+func forwardMeta(meta json.RawMessage) (json.RawMessage, bool) {
+	if len(meta) == 0 {
+		return nil, false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(meta, &m) != nil || len(m) == 0 {
+		return nil, false
+	}
+	_, progress := m["progressToken"]
+	if t := m["progressToken"]; bytes.Equal(bytes.TrimSpace(t), []byte("null")) {
+		progress = false
+	}
+	delete(m, "progressToken")
+	for k := range m {
+		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			delete(m, k)
+		}
+	}
+	if len(m) == 0 {
+		return nil, progress
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, progress
+	}
+	return raw, progress
+}
+
+// stripMeta removes from a result's _meta what belongs to the upstream's connection (the
+// modern era's serverInfo and the like).
+func stripMeta(meta json.RawMessage) json.RawMessage {
+	if len(meta) == 0 || !bytes.Contains(meta, []byte("io.modelcontextprotocol/")) {
+		return meta
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(meta, &m) != nil {
+		return nil
+	}
+	for k := range m {
+		if strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			delete(m, k)
+		}
+	}
+	if len(m) == 0 {
+		return nil
+	}
+	raw, _ := json.Marshal(m)
+	return raw
+}
+
+// resourceReader reads a mounted resource (or a URI of a mounted template) from the upstream.
+type resourceReader struct{ m *mount }
+
+func (r *resourceReader) Read(ctx context.Context, req *resources.ReadRequest) (*resources.ReadResult, error) {
+	m := r.m
+	uri, ok := UnmountURI(m.prefix, req.URI)
+	if !ok {
+		return nil, resources.ErrNotFound
+	}
+	ctx, cancel := m.callContext(ctx)
+	defer cancel()
+	params, _ := json.Marshal(map[string]string{"uri": uri})
+	raw, err := m.do(ctx, &upstream.Call{Method: protocol.MethodResourcesRead, Params: params, Name: uri}, req.Meta)
+	if err != nil {
+		var werr *protocol.WireError
+		if errors.As(err, &werr) && (werr.Code == protocol.CodeResourceNotFound || werr.Code == protocol.CodeInvalidParams) {
+			return nil, resources.ErrNotFound
+		}
+		return nil, err
+	}
+	var res struct {
+		Contents []protocol.ResourceContents `json:"contents"`
+		Meta     json.RawMessage             `json:"_meta"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, m.errorf(protocol.MethodResourcesRead, uri, fmt.Errorf("malformed result: %w", err))
+	}
+	for i := range res.Contents {
+		if served, ok := MountURI(m.prefix, res.Contents[i].URI); ok {
+			res.Contents[i].URI = served
+		}
+		if res.Contents[i].Blob != "" {
+			if _, err := base64.StdEncoding.DecodeString(res.Contents[i].Blob); err != nil {
+				return nil, m.errorf(protocol.MethodResourcesRead, uri, fmt.Errorf("contents %d: blob is not base64", i))
+			}
+		}
+	}
+	return &resources.ReadResult{Contents: res.Contents, Meta: stripMeta(res.Meta)}, nil
+}
+
+// promptHandler gets a mounted prompt from the upstream.
+type promptHandler struct {
+	m    *mount
+	name string
+}
+
+func (p *promptHandler) Get(ctx context.Context, req *prompts.GetRequest) (*prompts.GetResult, error) {
+	m := p.m
+	ctx, cancel := m.callContext(ctx)
+	defer cancel()
+	params, _ := json.Marshal(map[string]any{"name": p.name, "arguments": req.Arguments})
+	raw, err := m.do(ctx, &upstream.Call{Method: protocol.MethodPromptsGet, Params: params, Name: p.name}, req.Meta)
+	if err != nil {
+		var werr *protocol.WireError
+		if errors.As(err, &werr) && werr.Code == protocol.CodeInvalidParams {
+			// The upstream rejects an argument: its public answer, as a tool's isError is.
+			return nil, &prompts.ArgumentError{Reason: werr.Message}
+		}
+		return nil, err
+	}
+	var res struct {
+		Description string                   `json:"description"`
+		Messages    []protocol.PromptMessage `json:"messages"`
+		Meta        json.RawMessage          `json:"_meta"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, m.errorf(protocol.MethodPromptsGet, p.name, fmt.Errorf("malformed result: %w", err))
+	}
+	return &prompts.GetResult{Description: res.Description, Messages: res.Messages, Meta: stripMeta(res.Meta)}, nil
+}
+
+// completer asks the upstream for completions of an argument of ref, given as the upstream
+// knows it.
+func (m *mount) completer(ref protocol.CompleteReference, arg string) func(ctx context.Context, value string, args map[string]string) ([]string, error) {
+	return func(ctx context.Context, value string, args map[string]string) ([]string, error) {
+		ctx, cancel := m.callContext(ctx)
+		defer cancel()
+		p := protocol.CompleteParams{Ref: ref, Argument: protocol.CompleteArgument{Name: arg, Value: value}}
+		if len(args) > 0 {
+			p.Context = &protocol.CompleteContext{Arguments: args}
+		}
+		params, _ := json.Marshal(&p)
+		name := ref.Name
+		if name == "" {
+			name = ref.URI
+		}
+		raw, err := m.do(ctx, &upstream.Call{Method: protocol.MethodCompletionComplete, Params: params, Name: name}, nil)
+		if err != nil {
+			return nil, err
+		}
+		var res protocol.CompleteResult
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return nil, m.errorf(protocol.MethodCompletionComplete, name, fmt.Errorf("malformed result: %w", err))
+		}
+		return res.Completion.Values, nil
+	}
+}

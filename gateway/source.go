@@ -1,0 +1,89 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/toolgrain/toolgrain"
+	"github.com/toolgrain/toolgrain/internal/enginehook"
+	"github.com/toolgrain/toolgrain/internal/upstream"
+)
+
+// Source is where a mounted server is: [Stdio], [InProcess], [HTTP] or [SSE].
+type Source interface {
+	// transport returns the transport to it; key names the source in errors.
+	transport(g *Gateway, name string) (upstream.Transport, error)
+}
+
+// Stdio is an upstream the gateway runs as a command and speaks to on its standard input and
+// output (newline-delimited JSON-RPC). The gateway starts it when the mount is made, restarts
+// it when it exits (at once after a run of a second or more, else after a backoff that grows
+// to 30 s), ends it when the gateway closes (its input is closed; after a grace of 2 s it is
+// killed, with the processes it started), and logs each line of its standard error at debug
+// level.
+type Stdio struct {
+	// Command is the program, found in PATH when it has no slash.
+	Command string
+	// Args are its arguments.
+	Args []string
+	// Env is added to the gateway's own environment, overriding it.
+	Env map[string]string
+	// Dir is its working directory; empty means the gateway's.
+	Dir string
+	// KillGrace is how long it gets to exit after its input was closed; 0 means 2 s.
+	KillGrace time.Duration
+}
+
+func (s Stdio) transport(g *Gateway, name string) (upstream.Transport, error) {
+	if s.Command == "" {
+		return nil, errors.New("command is empty")
+	}
+	env := make([]string, 0, len(s.Env))
+	keys := make([]string, 0, len(s.Env))
+	for k := range s.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if k == "" {
+			return nil, errors.New("env: empty variable name")
+		}
+		env = append(env, k+"="+s.Env[k])
+	}
+	log := g.log.With(zap.String("upstream", name))
+	return upstream.Stdio{
+		Command: s.Command, Args: s.Args, Env: env, Dir: s.Dir, KillGrace: s.KillGrace,
+		Stderr: func(line string) { log.Debug("upstream stderr", zap.String("line", line)) },
+	}, nil
+}
+
+// InProcess is another server of this process, mounted through an in-memory connection: no
+// encoding beyond the messages themselves, no I/O, and every message related to the call it
+// belongs to. Changes to its tools, resources and prompts show at once (it announces them).
+// The mounted server is the caller's: the gateway neither starts nor closes it.
+type InProcess struct {
+	Server *toolgrain.Server
+}
+
+func (s InProcess) transport(*Gateway, string) (upstream.Transport, error) {
+	h, ok := enginehook.Of(s.Server)
+	if !ok {
+		return nil, errors.New("no server")
+	}
+	return upstream.Memory{Engine: h.Engine}, nil
+}
+
+// sourceKind names a source in errors.
+func sourceKind(s Source) string {
+	switch s.(type) {
+	case Stdio, *Stdio:
+		return "stdio"
+	case InProcess, *InProcess:
+		return "in-process"
+	}
+	return fmt.Sprintf("%T", s)
+}

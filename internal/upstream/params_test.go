@@ -1,0 +1,49 @@
+package upstream
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/toolgrain/toolgrain/protocol"
+)
+
+// The params of a request to the upstream: the caller's members, then _meta with the progress
+// token, the caller's _meta members and, in the modern era, the envelope.
+func TestParams(t *testing.T) {
+	a := &upstreamActor{u: &Upstream{cfg: Config{ClientInfo: protocol.Implementation{Name: "gw", Version: "1"}}}}
+	id := protocol.NewIntID(7)
+	for _, c := range []struct {
+		name         string
+		modern       bool
+		params, meta string
+		progress     bool
+		caps         *protocol.ClientCapabilities
+		level, want  string
+	}{
+		{name: "plain", params: `{"name":"echo","arguments":{}}`, want: `{"name":"echo","arguments":{}}`},
+		{name: "none", want: ``},
+		{name: "progress", params: `{"name":"x"}`, progress: true, want: `{"name":"x","_meta":{"progressToken":7}}`},
+		{name: "meta", params: ` { "a" : 1 } `, meta: `{"trace":"t"}`, want: `{"a" : 1,"_meta":{"trace":"t"}}`},
+		{name: "empty params", params: `{}`, meta: `{"k":true}`, progress: true, want: `{"_meta":{"progressToken":7,"k":true}}`},
+		{name: "modern", modern: true, params: `{"uri":"u"}`, caps: &protocol.ClientCapabilities{Sampling: json.RawMessage(`{}`)}, level: "info",
+			want: `{"uri":"u","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/clientInfo":{"name":"gw","version":"1"},"io.modelcontextprotocol/logLevel":"info"}}`},
+		{name: "modern, nothing", modern: true,
+			want: `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"gw","version":"1"}}}`},
+	} {
+		a.modern = c.modern
+		var params, meta json.RawMessage
+		if c.params != "" {
+			params = json.RawMessage(c.params)
+		}
+		if c.meta != "" {
+			meta = json.RawMessage(c.meta)
+		}
+		got := string(a.params(params, meta, id, c.progress, c.caps, c.level))
+		if got != c.want {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
+		}
+		if got != "" && !json.Valid([]byte(got)) {
+			t.Errorf("%s: invalid JSON %s", c.name, got)
+		}
+	}
+}

@@ -1,0 +1,994 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/toolgrain/toolgrain/protocol"
+)
+
+// Defaults of [Config].
+const (
+	DefaultMaxInFlight      = 1024
+	DefaultMinBackoff       = 100 * time.Millisecond
+	DefaultMaxBackoff       = 30 * time.Second
+	DefaultHandshakeTimeout = 10 * time.Second
+	DefaultProbeTimeout     = 3 * time.Second
+	// stableAfter is how long a connection must have been up for its loss to be followed by
+	// an immediate reconnection rather than by the backoff: a process that dies at once,
+	// again and again, is not restarted in a tight loop.
+	stableAfter = time.Second
+)
+
+// The eras the upstream may speak; see [Config].Protocol.
+const (
+	ProtocolAuto   = ""
+	ProtocolLegacy = "legacy"
+	ProtocolModern = "modern"
+)
+
+// LegacyVersions are the revisions of the initialize era the client accepts from an upstream,
+// newest first; it asks for the first.
+var LegacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// Config configures one upstream.
+type Config struct {
+	// Name is the mounted server's name, for logs and errors.
+	Name string
+	// Transport opens its connections.
+	Transport Transport
+	// ClientInfo is the gateway's clientInfo.
+	ClientInfo protocol.Implementation
+	// Protocol chooses the era: ProtocolAuto (probe with server/discover, then initialize),
+	// ProtocolLegacy (initialize only) or ProtocolModern (2026-07-28 only).
+	Protocol string
+	// MaxInFlight bounds the calls in flight on the connection; further calls wait for a
+	// slot. 0 means DefaultMaxInFlight.
+	MaxInFlight int
+	// MinBackoff and MaxBackoff bound the wait between attempts to reach it; 0 means the
+	// defaults.
+	MinBackoff, MaxBackoff time.Duration
+	// HandshakeTimeout bounds the opening of a connection: the transport, initialize or
+	// server/discover. 0 means DefaultHandshakeTimeout.
+	HandshakeTimeout time.Duration
+	// ProbeTimeout bounds the wait for an answer to server/discover before an automatic probe
+	// falls back to initialize. 0 means DefaultProbeTimeout.
+	ProbeTimeout time.Duration
+	// Logger is used as given; nil means none.
+	Logger *zap.Logger
+	// Events receives the upstream's components and their changes.
+	Events Events
+}
+
+// Events receives what happens to an upstream's components. Its methods run on the upstream's
+// actor and must not block.
+type Events interface {
+	// Listed gives the upstream's components after each listing: once it was reached, and
+	// after each list change it announced.
+	Listed(l *Lists)
+	// Down says that the upstream cannot be reached: its components are gone until it
+	// is listed again.
+	Down(err error)
+	// ResourceUpdated relays notifications/resources/updated.
+	ResourceUpdated(uri string)
+}
+
+// Lists are an upstream's components and what it declared.
+type Lists struct {
+	Tools     []json.RawMessage // tools/list entries as the upstream sent them
+	Resources []protocol.Resource
+	Templates []protocol.ResourceTemplate
+	Prompts   []protocol.Prompt
+	// Capabilities are the upstream's server capabilities.
+	Capabilities protocol.ServerCapabilities
+	// Version is the protocol version spoken: a legacy revision or protocol.ModernVersion.
+	Version string
+	// ServerInfo is the upstream's self-description.
+	ServerInfo protocol.Implementation
+}
+
+// State is what an upstream's connection is doing.
+type State string
+
+// The states of a connection.
+const (
+	StateConnecting State = "connecting" // opening a connection; never reached yet, or reconnecting after a loss
+	StateUp         State = "up"         // connected and initialized
+	StateDown       State = "down"       // the last attempt failed; the next one waits for the backoff
+	StateClosed     State = "closed"
+)
+
+// Status is a snapshot of an upstream's connection.
+type Status struct {
+	State State
+	// Err is why the upstream is down (or was last lost); nil otherwise.
+	Err error
+	// Since is when the state began.
+	Since time.Time
+	// Version is the protocol version of the current connection; empty when not up.
+	Version string
+	// Connections counts the connections that reached the up state.
+	Connections int
+}
+
+// Stats are an upstream's counters.
+type Stats struct {
+	// Late counts what the upstream sent for calls that were already over (given up or
+	// answered): responses, progress, log messages and requests, dropped.
+	Late atomic.Uint64
+	// Calls counts the calls sent.
+	Calls atomic.Uint64
+}
+
+// Upstream is the handle of one upstream's actor.
+type Upstream struct {
+	cfg    Config
+	root   *actor.RootContext
+	pid    atomic.Pointer[actor.PID]
+	wg     sync.WaitGroup // the goroutines of its connections
+	status atomic.Pointer[Status]
+	stats  Stats
+	log    *zap.Logger
+}
+
+// Start spawns the upstream's actor with spawn (the engine's supervisor) on the actor system
+// of root and starts connecting.
+func Start(root *actor.RootContext, spawn func(*actor.Props, string) (*actor.PID, error), cfg Config) (*Upstream, error) {
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = DefaultMinBackoff
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = DefaultMaxBackoff
+	}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if cfg.ProbeTimeout <= 0 {
+		cfg.ProbeTimeout = DefaultProbeTimeout
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	u := &Upstream{cfg: cfg, root: root, log: log.With(zap.String("upstream", cfg.Name), zap.String("transport", cfg.Transport.Kind()))}
+	u.status.Store(&Status{State: StateConnecting, Since: time.Now()})
+	a := &upstreamActor{u: u, pending: map[string]*pending{}, active: map[string]*Call{}, requests: map[string]*Request{}}
+	// The producer gives the same instance after a restart: the actor then drops the
+	// connection and everything in flight on it, and connects afresh (see Started).
+	pid, err := spawn(actor.PropsFromProducer(func() actor.Actor { return a }), "upstream")
+	if err != nil {
+		return nil, err
+	}
+	u.pid.Store(pid)
+	return u, nil
+}
+
+// Name returns the upstream's name.
+func (u *Upstream) Name() string { return u.cfg.Name }
+
+// Status returns the state of its connection.
+func (u *Upstream) Status() Status { return *u.status.Load() }
+
+// Stats returns its counters.
+func (u *Upstream) Stats() *Stats { return &u.stats }
+
+// Close stops the actor, which closes the connection and fails what is in flight, and waits
+// until the connection's goroutines have ended (a process killed after its grace, at worst).
+func (u *Upstream) Close() {
+	_ = u.root.StopFuture(u.pid.Load()).Wait()
+	u.wg.Wait()
+}
+
+func (u *Upstream) send(msg any) { u.root.Send(u.pid.Load(), msg) }
+
+func (u *Upstream) setStatus(s Status) { u.status.Store(&s) }
+
+// Messages of the actor, besides Call, abandonCall and answerRequest.
+type (
+	opened struct {
+		gen  uint64
+		conn Conn
+		err  error
+	}
+	inbound struct {
+		gen     uint64
+		msg     *protocol.Message
+		related protocol.ID
+	}
+	connClosed struct {
+		gen uint64
+		err error
+	}
+	timerFired struct {
+		gen  uint64
+		kind int
+	}
+)
+
+const (
+	timerReopen = iota
+	timerHandshake
+	timerProbe
+)
+
+// handler is what a connection reads with, tagged with its generation.
+type handler struct {
+	u   *Upstream
+	gen uint64
+}
+
+func (h handler) Message(m *protocol.Message, related protocol.ID) {
+	h.u.send(&inbound{gen: h.gen, msg: m, related: related})
+}
+
+func (h handler) Closed(err error) { h.u.send(&connClosed{gen: h.gen, err: err}) }
+
+type phase int
+
+const (
+	phaseIdle phase = iota
+	phaseOpening
+	phaseProbing
+	phaseInitializing
+	phaseReady
+	phaseBackoff
+	phaseStopped
+)
+
+// pending is a request in flight: a caller's, or one of the actor's own (handshake, lists).
+type pending struct {
+	call     *Call
+	internal func(result json.RawMessage, werr *protocol.WireError)
+}
+
+type upstreamActor struct {
+	u       *Upstream
+	started bool
+
+	gen      uint64
+	conn     Conn
+	phase    phase
+	modern   bool
+	version  string
+	caps     protocol.ServerCapabilities
+	info     protocol.Implementation
+	probed   bool // an automatic probe went unanswered on an earlier connection: initialize at once
+	nextID   int64
+	pending  map[string]*pending // by id key
+	active   map[string]*Call    // the callers' requests in flight, by id key
+	requests map[string]*Request // the upstream's requests to clients, by its id key
+	queue    []*Call
+	upSince  time.Time
+	failures int
+	down     bool // Down was told and no listing followed
+	timer    *time.Timer
+	hsTimer  *time.Timer
+	conns    int
+
+	listing  *listJob
+	relist   bool
+	listenID protocol.ID
+}
+
+func (a *upstreamActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.u.pid.Store(ctx.Self()) // before anything is sent to it
+		if a.started {
+			// A restart after a panic: what was in flight on the old instance's state is lost.
+			a.u.log.Error("upstream actor restarted; its connection is opened again")
+			a.dropConnection(fmt.Errorf("%w: the upstream's actor restarted", ErrConnectionLost))
+		}
+		a.started = true
+		a.open()
+	case *actor.Stopping:
+		a.stop()
+	case *Call:
+		a.take(m)
+	case *abandonCall:
+		a.abandon(m)
+	case *answerRequest:
+		a.answer(m)
+	case *opened:
+		a.opened(m)
+	case *inbound:
+		if m.gen == a.gen && a.conn != nil {
+			a.inbound(m.msg, m.related)
+		}
+	case *connClosed:
+		if m.gen == a.gen && a.conn != nil {
+			a.lost(m.err)
+		}
+	case *timerFired:
+		a.timerFired(m)
+	}
+}
+
+// open starts opening a connection, off the actor.
+func (a *upstreamActor) open() {
+	if a.phase == phaseStopped {
+		return
+	}
+	a.gen++
+	a.phase = phaseOpening
+	gen := a.gen
+	u := a.u
+	if st := u.Status(); st.State != StateDown {
+		u.setStatus(Status{State: StateConnecting, Err: st.Err, Since: time.Now(), Connections: a.conns})
+	}
+	a.armHandshake()
+	u.wg.Add(1)
+	// Owned by the actor's upstream: it ends when the transport's Open returns, which the
+	// handshake timeout bounds in effect (a late connection is closed at once).
+	go func() {
+		defer u.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), u.cfg.HandshakeTimeout)
+		defer cancel()
+		conn, err := u.cfg.Transport.Open(ctx, handler{u: u, gen: gen}, &u.wg)
+		u.send(&opened{gen: gen, conn: conn, err: err})
+	}()
+}
+
+func (a *upstreamActor) armHandshake() {
+	gen := a.gen
+	if a.hsTimer != nil {
+		a.hsTimer.Stop()
+	}
+	a.hsTimer = time.AfterFunc(a.u.cfg.HandshakeTimeout, func() { a.u.send(&timerFired{gen: gen, kind: timerHandshake}) })
+}
+
+func (a *upstreamActor) opened(m *opened) {
+	if m.gen != a.gen || a.phase != phaseOpening {
+		if m.conn != nil {
+			m.conn.Close() // too late: a newer attempt, or the actor stopped
+		}
+		return
+	}
+	if m.err != nil {
+		a.attemptFailed(m.err)
+		return
+	}
+	a.conn = m.conn
+	switch {
+	case a.u.cfg.Protocol == ProtocolModern || (a.u.cfg.Protocol == ProtocolAuto && !a.probed):
+		a.discover()
+	default:
+		a.initialize()
+	}
+}
+
+// discover probes for the modern era.
+func (a *upstreamActor) discover() {
+	a.phase = phaseProbing
+	gen := a.gen
+	if a.u.cfg.Protocol == ProtocolAuto {
+		time.AfterFunc(a.u.cfg.ProbeTimeout, func() { a.u.send(&timerFired{gen: gen, kind: timerProbe}) })
+	}
+	a.request(protocol.MethodServerDiscover, nil, true, func(res json.RawMessage, werr *protocol.WireError) {
+		if a.phase != phaseProbing {
+			return // fell back to initialize already
+		}
+		var d struct {
+			SupportedVersions []string                    `json:"supportedVersions"`
+			Capabilities      protocol.ServerCapabilities `json:"capabilities"`
+			Meta              map[string]json.RawMessage  `json:"_meta"`
+		}
+		modern := false
+		if werr == nil && json.Unmarshal(res, &d) == nil {
+			for _, v := range d.SupportedVersions {
+				if v == protocol.ModernVersion {
+					modern = true
+				}
+			}
+		}
+		if !modern {
+			if a.u.cfg.Protocol == ProtocolModern {
+				a.attemptFailed(fmt.Errorf("the upstream does not serve MCP %s (server/discover: %v)", protocol.ModernVersion, describe(werr)))
+				return
+			}
+			a.initialize()
+			return
+		}
+		a.modern, a.version, a.caps = true, protocol.ModernVersion, d.Capabilities
+		a.info = protocol.Implementation{}
+		if raw, ok := d.Meta[protocol.MetaServerInfo]; ok {
+			_ = json.Unmarshal(raw, &a.info)
+		}
+		a.ready()
+	})
+}
+
+func describe(werr *protocol.WireError) string {
+	if werr == nil {
+		return "no 2026-07-28 among its supported versions"
+	}
+	return werr.Error()
+}
+
+// initialize opens a legacy session.
+func (a *upstreamActor) initialize() {
+	a.phase = phaseInitializing
+	a.modern = false
+	params, _ := json.Marshal(&struct {
+		ProtocolVersion string                  `json:"protocolVersion"`
+		Capabilities    json.RawMessage         `json:"capabilities"`
+		ClientInfo      protocol.Implementation `json:"clientInfo"`
+	}{LegacyVersions[0], json.RawMessage(`{"roots":{},"sampling":{},"elicitation":{"form":{},"url":{}}}`), a.u.cfg.ClientInfo})
+	a.request(protocol.MethodInitialize, params, false, func(res json.RawMessage, werr *protocol.WireError) {
+		if a.phase != phaseInitializing {
+			return
+		}
+		if werr != nil {
+			a.attemptFailed(fmt.Errorf("initialize: %w", werr))
+			return
+		}
+		var r protocol.InitializeResult
+		if err := json.Unmarshal(res, &r); err != nil {
+			a.attemptFailed(fmt.Errorf("initialize: malformed result: %w", err))
+			return
+		}
+		known := false
+		for _, v := range LegacyVersions {
+			if v == r.ProtocolVersion {
+				known = true
+			}
+		}
+		if !known {
+			a.attemptFailed(fmt.Errorf("initialize: the upstream answered with protocol version %q, which the gateway does not speak", r.ProtocolVersion))
+			return
+		}
+		a.version, a.caps, a.info = r.ProtocolVersion, r.Capabilities, r.ServerInfo
+		a.notify(protocol.MethodInitialized, nil)
+		a.ready()
+	})
+}
+
+// ready: the connection is initialized. Queued calls go out, and the components are listed.
+func (a *upstreamActor) ready() {
+	a.phase = phaseReady
+	if a.hsTimer != nil {
+		a.hsTimer.Stop()
+	}
+	a.failures = 0
+	a.upSince = time.Now()
+	a.conns++
+	a.u.setStatus(Status{State: StateUp, Since: a.upSince, Version: a.version, Connections: a.conns})
+	era := "legacy"
+	if a.modern {
+		era = "modern"
+	}
+	a.u.log.Info("upstream connected", zap.String("era", era), zap.String("protocolVersion", a.version),
+		zap.String("server", a.info.Name), zap.String("serverVersion", a.info.Version))
+	a.drain()
+	a.listen()
+	a.list()
+}
+
+// attemptFailed ends an attempt to connect: the upstream is down until the next attempt, after
+// the backoff, succeeds.
+func (a *upstreamActor) attemptFailed(err error) {
+	if a.phase == phaseStopped {
+		return
+	}
+	if a.phase == phaseProbing {
+		// A connection that ended or failed while probing may be a server that does not
+		// take server/discover before initialize: the next attempt initializes at once.
+		a.probed = a.u.cfg.Protocol == ProtocolAuto
+	}
+	a.closeConn()
+	a.failures++
+	delay := a.u.cfg.MinBackoff << min(a.failures-1, 20)
+	if delay > a.u.cfg.MaxBackoff || delay <= 0 {
+		delay = a.u.cfg.MaxBackoff
+	}
+	if !a.down {
+		a.down = true
+		a.u.log.Warn("upstream unreachable; its components are withdrawn until it answers",
+			zap.Error(err), zap.Duration("retryIn", delay))
+		a.u.cfg.Events.Down(err)
+	} else {
+		a.u.log.Debug("upstream still unreachable", zap.Error(err), zap.Duration("retryIn", delay))
+	}
+	a.u.setStatus(Status{State: StateDown, Err: err, Since: time.Now(), Connections: a.conns})
+	for _, c := range a.queue {
+		c.finish(nil, a.fail(c, fmt.Errorf("%w: %v", ErrDown, err)))
+	}
+	a.queue = nil
+	a.phase = phaseBackoff
+	gen := a.gen
+	a.timer = time.AfterFunc(delay, func() { a.u.send(&timerFired{gen: gen, kind: timerReopen}) })
+}
+
+// lost handles the end of an established or opening connection.
+func (a *upstreamActor) lost(err error) {
+	if err == nil {
+		err = errors.New("connection ended")
+	}
+	if a.phase != phaseReady {
+		a.attemptFailed(err)
+		return
+	}
+	stable := time.Since(a.upSince) >= stableAfter
+	a.u.log.Warn("upstream connection lost", zap.Error(err), zap.Bool("reconnectingNow", stable))
+	a.dropConnection(fmt.Errorf("%w: %v", ErrConnectionLost, err))
+	if stable {
+		a.open()
+		return
+	}
+	a.attemptFailed(err)
+}
+
+// dropConnection closes the connection and fails the calls in flight on it with err; queued
+// calls stay queued.
+func (a *upstreamActor) dropConnection(err error) {
+	a.closeConn()
+	for key, c := range a.active {
+		delete(a.active, key)
+		c.finish(nil, a.fail(c, err))
+	}
+	a.pending = map[string]*pending{}
+	for key, r := range a.requests {
+		delete(a.requests, key)
+		r.stop()
+	}
+	a.listing, a.relist, a.listenID = nil, false, protocol.ID{}
+	if a.phase == phaseReady {
+		a.phase = phaseIdle
+	}
+}
+
+func (a *upstreamActor) closeConn() {
+	if a.conn != nil {
+		a.conn.Close()
+		a.conn = nil
+	}
+	if a.hsTimer != nil {
+		a.hsTimer.Stop()
+	}
+}
+
+func (a *upstreamActor) timerFired(m *timerFired) {
+	if m.gen != a.gen {
+		return
+	}
+	switch m.kind {
+	case timerReopen:
+		if a.phase == phaseBackoff {
+			a.open()
+		}
+	case timerHandshake:
+		if a.phase == phaseOpening || a.phase == phaseProbing || a.phase == phaseInitializing {
+			a.attemptFailed(fmt.Errorf("no answer within %s while connecting", a.u.cfg.HandshakeTimeout))
+		}
+	case timerProbe:
+		if a.phase == phaseProbing {
+			a.probed = true
+			a.initialize()
+		}
+	}
+}
+
+// stop ends everything: the actor is stopping.
+func (a *upstreamActor) stop() {
+	a.dropConnection(ErrClosed)
+	for _, c := range a.queue {
+		c.finish(nil, a.fail(c, ErrClosed))
+	}
+	a.queue = nil
+	a.phase = phaseStopped
+	if a.timer != nil {
+		a.timer.Stop()
+	}
+	a.u.setStatus(Status{State: StateClosed, Since: time.Now(), Connections: a.conns})
+}
+
+// fail wraps err with the upstream's name and what the call asked.
+func (a *upstreamActor) fail(c *Call, err error) error {
+	return &Error{Upstream: a.u.cfg.Name, Method: c.Method, Name: c.Name, Err: err}
+}
+
+// take accepts a caller's request: sent now, or queued until the connection is up or a slot
+// is free.
+func (a *upstreamActor) take(c *Call) {
+	switch {
+	case c.over():
+	case a.phase == phaseStopped:
+		c.finish(nil, a.fail(c, ErrClosed))
+	case a.phase == phaseBackoff:
+		c.finish(nil, a.fail(c, ErrDown))
+	case a.phase == phaseReady && len(a.active) < a.u.cfg.MaxInFlight:
+		a.sendCall(c)
+	default:
+		a.queue = append(a.queue, c)
+	}
+}
+
+// drain sends queued calls while there are slots.
+func (a *upstreamActor) drain() {
+	for len(a.queue) > 0 && a.phase == phaseReady && len(a.active) < a.u.cfg.MaxInFlight {
+		c := a.queue[0]
+		a.queue[0] = nil
+		a.queue = a.queue[1:]
+		if !c.over() {
+			a.sendCall(c)
+		}
+	}
+	if len(a.queue) == 0 {
+		a.queue = nil
+	}
+}
+
+func (a *upstreamActor) sendCall(c *Call) {
+	a.nextID++
+	c.id = protocol.NewIntID(a.nextID)
+	c.gen = a.gen
+	frame, err := protocol.EncodeRequest(c.id, c.Method, json.RawMessage(a.params(c.Params, c.Meta, c.id, c.Progress, c.Caps, c.LogLevel)))
+	if err != nil {
+		c.finish(nil, a.fail(c, err))
+		return
+	}
+	key := c.id.Key()
+	a.active[key] = c
+	a.pending[key] = &pending{call: c}
+	a.u.stats.Calls.Add(1)
+	a.conn.Send(&Outgoing{Frame: frame, ID: c.id, Method: c.Method, Name: c.Name, Modern: a.modern, Version: a.version})
+}
+
+// request sends one of the actor's own requests.
+func (a *upstreamActor) request(method string, params json.RawMessage, modern bool, done func(json.RawMessage, *protocol.WireError)) protocol.ID {
+	a.nextID++
+	id := protocol.NewIntID(a.nextID)
+	var p json.RawMessage
+	if modern {
+		p = a.params(params, nil, id, false, nil, "")
+	} else if params != nil {
+		p = params
+	}
+	frame, err := protocol.EncodeRequest(id, method, p)
+	if err != nil {
+		done(nil, protocol.ErrInternal())
+		return id
+	}
+	a.pending[id.Key()] = &pending{internal: done}
+	a.conn.Send(&Outgoing{Frame: frame, ID: id, Method: method, Modern: modern, Version: a.versionFor(modern)})
+	return id
+}
+
+func (a *upstreamActor) versionFor(modern bool) string {
+	if modern {
+		return protocol.ModernVersion
+	}
+	return a.version
+}
+
+func (a *upstreamActor) notify(method string, params any) {
+	frame, err := protocol.EncodeNotification(method, params)
+	if err != nil || a.conn == nil {
+		return
+	}
+	a.conn.Send(&Outgoing{Frame: frame, Method: method, Modern: a.modern, Version: a.version})
+}
+
+// params returns a request's params: the caller's members, and _meta with the progress token,
+// the caller's _meta members and, in the modern era, the envelope.
+func (a *upstreamActor) params(params, meta json.RawMessage, id protocol.ID, progress bool, caps *protocol.ClientCapabilities, level string) json.RawMessage {
+	modern := a.modern || a.phase == phaseProbing
+	if !progress && !modern && len(meta) == 0 {
+		if len(params) == 0 {
+			return nil
+		}
+		return params
+	}
+	b := make([]byte, 0, len(params)+len(meta)+256)
+	body := trimObject(params)
+	b = append(b, '{')
+	b = append(b, body...)
+	if len(body) > 0 {
+		b = append(b, ',')
+	}
+	b = append(b, `"_meta":{`...)
+	sep := false
+	member := func(name string, value []byte) {
+		if sep {
+			b = append(b, ',')
+		}
+		sep = true
+		b = append(b, '"')
+		b = append(b, name...)
+		b = append(b, `":`...)
+		b = append(b, value...)
+	}
+	if progress {
+		member("progressToken", []byte(id.String()))
+	}
+	if m := trimObject(meta); len(m) > 0 {
+		if sep {
+			b = append(b, ',')
+		}
+		sep = true
+		b = append(b, m...)
+	}
+	if modern {
+		member(protocol.MetaProtocolVersion, []byte(`"`+protocol.ModernVersion+`"`))
+		member(protocol.MetaClientCapabilities, capsJSON(caps))
+		info, _ := json.Marshal(a.u.cfg.ClientInfo)
+		member(protocol.MetaClientInfo, info)
+		if level != "" {
+			lv, _ := json.Marshal(level)
+			member(protocol.MetaLogLevel, lv)
+		}
+	}
+	b = append(b, "}}"...)
+	return b
+}
+
+// trimObject returns the members of a JSON object without its braces, or nil.
+func trimObject(raw json.RawMessage) []byte {
+	i, j := 0, len(raw)
+	for i < j && isSpace(raw[i]) {
+		i++
+	}
+	for j > i && isSpace(raw[j-1]) {
+		j--
+	}
+	if j-i < 2 || raw[i] != '{' || raw[j-1] != '}' {
+		return nil
+	}
+	inner := raw[i+1 : j-1]
+	k, l := 0, len(inner)
+	for k < l && isSpace(inner[k]) {
+		k++
+	}
+	for l > k && isSpace(inner[l-1]) {
+		l--
+	}
+	return inner[k:l]
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// capsJSON is the part of a client's capabilities a modern upstream is told: what it may ask of
+// the client.
+func capsJSON(c *protocol.ClientCapabilities) []byte {
+	if c == nil || (len(c.Roots) == 0 && len(c.Sampling) == 0 && len(c.Elicitation) == 0) {
+		return []byte(`{}`)
+	}
+	raw, err := json.Marshal(&protocol.ClientCapabilities{Roots: c.Roots, Sampling: c.Sampling, Elicitation: c.Elicitation})
+	if err != nil {
+		return []byte(`{}`)
+	}
+	return raw
+}
+
+// abandon gives up a call: the upstream is told, and what it sends for the call is dropped.
+func (a *upstreamActor) abandon(m *abandonCall) {
+	c := m.call
+	key := c.id.Key()
+	if c.id.IsZero() || a.active[key] != c {
+		for i, q := range a.queue {
+			if q == c {
+				a.queue = append(a.queue[:i], a.queue[i+1:]...)
+				break
+			}
+		}
+		return
+	}
+	delete(a.active, key)
+	delete(a.pending, key)
+	for rk, r := range a.requests {
+		if r.call == c {
+			delete(a.requests, rk)
+			r.stop()
+		}
+	}
+	if a.conn != nil && c.gen == a.gen {
+		if !(a.modern && a.u.cfg.Transport.Kind() == "http") {
+			// Over HTTP the modern era cancels by closing the stream alone.
+			a.notify(protocol.MethodCancelled, &protocol.CancelledParams{RequestID: c.id, Reason: reason(m.cause)})
+		}
+		a.conn.EndStream(c.id)
+	}
+	a.drain()
+}
+
+func reason(cause error) string {
+	if errors.Is(cause, context.DeadlineExceeded) {
+		return "timed out"
+	}
+	return "cancelled by the client"
+}
+
+// answer sends a client's answer to one of the upstream's requests.
+func (a *upstreamActor) answer(m *answerRequest) {
+	key := m.id.Key()
+	r, ok := a.requests[key]
+	if !ok || r.call != m.call || a.conn == nil || m.call.gen != a.gen {
+		return // the call is over, or the upstream withdrew the request
+	}
+	delete(a.requests, key)
+	r.stop()
+	var frame []byte
+	var werr *protocol.WireError
+	switch {
+	case m.err == nil:
+		var err error
+		if frame, err = protocol.EncodeResult(m.id, m.result); err != nil {
+			werr = protocol.ErrInternal()
+		}
+	case errors.As(m.err, &werr):
+	default:
+		werr = protocol.ErrInternal()
+	}
+	if werr != nil {
+		frame = protocol.EncodeError(m.id, werr)
+	}
+	a.conn.Send(&Outgoing{Frame: frame, ID: m.id, Response: true, Modern: a.modern, Version: a.version})
+}
+
+// inbound handles one message from the upstream.
+func (a *upstreamActor) inbound(m *protocol.Message, related protocol.ID) {
+	switch {
+	case m.IsResponse():
+		a.response(m)
+	case m.IsRequest():
+		a.upstreamRequest(m, related)
+	case m.IsNotification():
+		a.notification(m, related)
+	}
+}
+
+func (a *upstreamActor) response(m *protocol.Message) {
+	if m.ID.IsZero() {
+		a.u.log.Debug("upstream sent an error with no id", zap.Error(m.Error))
+		return
+	}
+	key := m.ID.Key()
+	p, ok := a.pending[key]
+	if !ok {
+		a.u.stats.Late.Add(1) // an answer to a call given up (or never made): dropped
+		return
+	}
+	delete(a.pending, key)
+	if p.internal != nil {
+		p.internal(m.Result, m.Error)
+		return
+	}
+	c := p.call
+	delete(a.active, key)
+	for rk, r := range a.requests {
+		if r.call == c {
+			delete(a.requests, rk)
+			r.stop()
+		}
+	}
+	if c.over() {
+		a.u.stats.Late.Add(1)
+	} else if m.Error != nil {
+		c.finish(nil, a.fail(c, m.Error))
+	} else {
+		c.finish(m.Result, nil)
+	}
+	a.drain()
+}
+
+// route finds the call a message of the upstream belongs to: the request whose stream carried
+// it when the transport knows it, else the only call in flight. With several calls in flight
+// on a transport that does not relate messages (stdio), nothing can be told: nil.
+func (a *upstreamActor) route(related protocol.ID) *Call {
+	if !related.IsZero() {
+		return a.active[related.Key()]
+	}
+	if len(a.active) == 1 {
+		for _, c := range a.active {
+			return c
+		}
+	}
+	return nil
+}
+
+func (a *upstreamActor) notification(m *protocol.Message, related protocol.ID) {
+	switch m.Method {
+	case protocol.MethodProgress:
+		var p protocol.ProgressParams
+		if json.Unmarshal(m.Params, &p) != nil || len(p.ProgressToken) == 0 {
+			return
+		}
+		tok, err := protocol.ParseID(p.ProgressToken)
+		if err != nil {
+			return
+		}
+		c, ok := a.active[tok.Key()]
+		if !ok || c.over() {
+			a.u.stats.Late.Add(1)
+			return
+		}
+		if c.OnProgress != nil {
+			c.OnProgress(&p)
+		}
+	case protocol.MethodLogMessage:
+		c := a.route(related)
+		if c == nil || c.over() {
+			if related.IsZero() && len(a.active) == 0 {
+				a.u.log.Debug("upstream log message outside any call: dropped")
+			} else {
+				a.u.stats.Late.Add(1)
+			}
+			return
+		}
+		if c.OnLog != nil {
+			c.OnLog(m.Params)
+		}
+	case protocol.MethodToolsListChanged, protocol.MethodResourcesListChanged, protocol.MethodPromptsListChanged:
+		a.list()
+	case protocol.MethodResourcesUpdated:
+		var p protocol.ResourceUpdatedParams
+		if json.Unmarshal(m.Params, &p) == nil && p.URI != "" {
+			a.u.cfg.Events.ResourceUpdated(p.URI)
+		}
+	case protocol.MethodCancelled:
+		var p protocol.CancelledParams
+		if json.Unmarshal(m.Params, &p) != nil {
+			return
+		}
+		key := p.RequestID.Key()
+		if r, ok := a.requests[key]; ok {
+			delete(a.requests, key)
+			r.stop()
+		}
+	}
+}
+
+// upstreamRequest handles a request of the upstream to the client: ping is answered here;
+// sampling, elicitation and roots go to the client of the call they belong to.
+func (a *upstreamActor) upstreamRequest(m *protocol.Message, related protocol.ID) {
+	refuse := func(werr *protocol.WireError) {
+		a.conn.Send(&Outgoing{Frame: protocol.EncodeError(m.ID, werr), ID: m.ID, Response: true, Modern: a.modern, Version: a.version})
+	}
+	switch m.Method {
+	case protocol.MethodPing:
+		frame, _ := protocol.EncodeResult(m.ID, json.RawMessage(`{}`))
+		a.conn.Send(&Outgoing{Frame: frame, ID: m.ID, Response: true, Modern: a.modern, Version: a.version})
+		return
+	case protocol.MethodSamplingCreateMessage, protocol.MethodElicitationCreate, protocol.MethodRootsList:
+	default:
+		refuse(protocol.ErrMethodNotFound(m.Method))
+		return
+	}
+	c := a.route(related)
+	switch {
+	case c == nil && related.IsZero() && len(a.active) > 1:
+		a.u.log.Warn("upstream request to the client while several calls are in flight on a transport that does not say which one it belongs to: refused",
+			zap.String("method", m.Method))
+		refuse(protocol.NewError(protocol.CodeInternalError, "%s refused: the gateway cannot tell which of several calls in flight this request belongs to", m.Method))
+		return
+	case c == nil:
+		refuse(protocol.NewError(protocol.CodeInvalidRequest, "%s refused: it belongs to no call in flight", m.Method))
+		return
+	case c.over():
+		a.u.stats.Late.Add(1)
+		return
+	case c.requests == nil:
+		refuse(protocol.NewError(protocol.CodeMethodNotFound, "%s refused: the client of this call cannot be asked", m.Method))
+		return
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	r := &Request{Method: m.Method, Params: m.Params, up: a.u, call: c, id: m.ID, ctx: ctx, stop: stop}
+	select {
+	case c.requests <- r:
+		a.requests[m.ID.Key()] = r
+	default:
+		stop()
+		refuse(protocol.NewError(protocol.CodeInternalError, "%s refused: too many requests to the client at once", m.Method))
+	}
+}
