@@ -3,6 +3,7 @@ package toolgrain_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,8 @@ var fuzzSeeds = []string{
 	call("5", "sleep", longSleep) + "\n" + call("5", "echo", `{"text":"dup"}`),
 	`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"dDE"}}` + "\n" + `[1]` + "\n" + `{"jsonrpc":"2.0",`,
 	call("9", "nope", `{}`) + "\n" + `{"jsonrpc":"2.0","id":2,"method":"nope/nope"}` + "\n" + "\x00\xff",
+	// A 2025-03-26 session, whose batches are served.
+	initRequestAt("2025-03-26", `{}`) + "\n" + batch(call("1", "echo", `{"text":"a"}`), `7`, call("2", "fail", `{"mode":"panic"}`)) + "\n" + `[]`,
 }
 
 // FuzzRequestPath feeds raw bytes, as one stdio connection, to a real server and checks what comes
@@ -71,7 +74,19 @@ func checkSession(t *testing.T, input, output []byte, initialized bool) {
 		if strings.Trim(line, " \t\r\n") == "" {
 			continue
 		}
-		m, _ := protocol.Decode([]byte(line))
+		m, items, _ := protocol.DecodeInput([]byte(line))
+		if items != nil {
+			// A batch: answered element by element, or refused (or empty) with one error.
+			anonymous++
+			for _, it := range items {
+				if it.Msg == nil || it.Msg.ID.IsZero() {
+					anonymous++
+					continue
+				}
+				sent[it.Msg.ID.Key()]++
+			}
+			continue
+		}
 		if m == nil || m.ID.IsZero() {
 			anonymous++
 			continue
@@ -80,7 +95,18 @@ func checkSession(t *testing.T, input, output []byte, initialized bool) {
 	}
 	answered := map[string]int{}
 	sawInit := false
+	var lines []string
 	for _, line := range strings.Split(strings.TrimSuffix(string(output), "\n"), "\n") {
+		var batch []json.RawMessage
+		if strings.HasPrefix(line, "[") && json.Unmarshal([]byte(line), &batch) == nil {
+			for _, m := range batch {
+				lines = append(lines, string(m)) // each a response of the batch's answer
+			}
+			continue
+		}
+		lines = append(lines, line)
+	}
+	for _, line := range lines {
 		if line == "" {
 			continue
 		}

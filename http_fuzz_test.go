@@ -30,7 +30,8 @@ import (
 // the end of the input every session it opened is deleted.
 //
 // It checks: no panic; every status is one the handler documents; every JSON body is one
-// JSON-RPC response, every SSE event one JSON-RPC message, and an answer carries its request's
+// JSON-RPC response (or the array of them that answers a batch), every SSE event one JSON-RPC
+// message (or such an array), and an answer carries its request's
 // id (or null); no answer is an internal error or carries the fail tool's marker
 // SECRET-internal-detail; once the sessions are deleted, none is left, and neither is any
 // goroutine the input started.
@@ -158,7 +159,7 @@ func (c *fuzzClient) serve(req *http.Request) *httptest.ResponseRecorder {
 	}
 	switch ct := res.Header.Get("Content-Type"); {
 	case ct == protocol.MediaTypeJSON:
-		checkFuzzMessage(t, what, body, true, sent)
+		checkFuzzAnswer(t, what, body, true, sent)
 	case strings.HasPrefix(ct, protocol.MediaTypeEventStream):
 		if res.StatusCode != http.StatusOK {
 			t.Fatalf("%s: an event stream with status %d", what, res.StatusCode)
@@ -179,7 +180,7 @@ func (c *fuzzClient) serve(req *http.Request) *httptest.ResponseRecorder {
 				}
 				continue
 			}
-			if checkFuzzMessage(t, what, []byte(ev.data), false, sent) {
+			if checkFuzzAnswer(t, what, []byte(ev.data), false, sent) {
 				if responses++; responses > 1 {
 					t.Fatalf("%s: a second response on one stream: %s", what, ev.data)
 				}
@@ -189,6 +190,20 @@ func (c *fuzzClient) serve(req *http.Request) *httptest.ResponseRecorder {
 		t.Fatalf("%s: status %d, Content-Type %q, body %q", what, res.StatusCode, ct, body)
 	}
 	return rec
+}
+
+// checkFuzzAnswer is checkFuzzMessage for a message, or each response of the array that
+// answers a JSON-RPC batch (a 2025-03-26 session's).
+func checkFuzzAnswer(t *testing.T, what string, b []byte, response bool, sent *protocol.ID) bool {
+	t.Helper()
+	var batch []json.RawMessage
+	if protocol.KindOf(b) != protocol.FrameBatch || json.Unmarshal(b, &batch) != nil {
+		return checkFuzzMessage(t, what, b, response, sent)
+	}
+	for _, m := range batch {
+		checkFuzzMessage(t, what, m, true, nil)
+	}
+	return true
 }
 
 // checkFuzzMessage checks one JSON-RPC message the server sent, and reports whether it is a

@@ -275,19 +275,19 @@ func TestHTTPProtocolVersionHeader(t *testing.T) {
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	c := e.client()
 	c.initialize()
-	for _, v := range []string{"2025-11-25", "2025-06-18", "2025-03-26", ""} {
+	for _, v := range []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", ""} {
 		c.version = v
 		c.expect(pingRequest, pingResult)
 	}
-	for _, v := range []string{"2024-11-05", "2099-01-01", "latest"} {
+	for _, v := range []string{"2024-10-07", "2099-01-01", "latest"} {
 		c.version = v
 		assertReply(t, "version "+v, c.post(pingRequest), http.StatusBadRequest,
-			`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: unsupported MCP-Protocol-Version \"`+v+`\" (supported: 2025-11-25, 2025-06-18, 2025-03-26)"}}`)
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: unsupported MCP-Protocol-Version \"`+v+`\" (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)"}}`)
 		assertReply(t, "DELETE with version "+v, c.do(http.MethodDelete, ""), http.StatusBadRequest,
-			`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: unsupported MCP-Protocol-Version \"`+v+`\" (supported: 2025-11-25, 2025-06-18, 2025-03-26)"}}`)
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: unsupported MCP-Protocol-Version \"`+v+`\" (supported: 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)"}}`)
 	}
 	// initialize itself is not checked: the version is negotiated in its body.
-	assertReply(t, "initialize with an old header", e.client().post(initRequest, "MCP-Protocol-Version", "2024-11-05"), http.StatusOK, initResult)
+	assertReply(t, "initialize with an old header", e.client().post(initRequest, "MCP-Protocol-Version", "2024-10-07"), http.StatusOK, initResult)
 }
 
 func TestHTTPOriginAndHost(t *testing.T) {

@@ -102,7 +102,8 @@ func (c *InMemoryClient) signal() {
 }
 
 // Send sends one JSON-RPC message, as its raw JSON text, exactly as a client would write it on
-// stdio: a request, a notification, a response, or something malformed. What the server
+// stdio: a request, a notification, a response, a batch of them (served in a 2025-03-26
+// session), or something malformed. What the server
 // answers is read with [InMemoryClient.Receive]. A message that cannot be parsed, or that is
 // larger than the server's MaxMessageSize, is answered with its JSON-RPC error, as on stdio.
 // Use string ids, or integers below 1: [InMemoryClient.Call] numbers its requests from 1 up.
@@ -118,16 +119,19 @@ func (c *InMemoryClient) Send(message []byte) error {
 		c.deliver(protocol.EncodeError(protocol.ID{}, protocol.ErrInvalidRequest("%s", tooLarge.Error())))
 		return nil
 	}
-	msg, werr := protocol.Decode(message)
-	if werr != nil {
+	msg, batch, werr := protocol.DecodeInput(message)
+	switch {
+	case werr != nil:
 		var id protocol.ID
 		if msg != nil {
 			id = msg.ID
 		}
 		c.deliver(protocol.EncodeError(id, werr))
-		return nil
+	case batch != nil:
+		c.conn.DeliverBatch(context.Background(), batch, memoryStream{c}, c.identity)
+	default:
+		c.conn.DeliverWith(context.Background(), msg, memoryStream{c}, c.identity)
 	}
-	c.conn.DeliverWith(context.Background(), msg, memoryStream{c}, c.identity)
 	return nil
 }
 

@@ -105,7 +105,7 @@ func TestModernHTTPChecks(t *testing.T) {
 		{"body version other than the header's", strings.Replace(modernRequest("4", "tools/list", ""), "2026-07-28", "v999.0.0", 1), nil, 400,
 			`{"jsonrpc":"2.0","id":4,"error":{"code":-32020,"message":"Header mismatch: MCP-Protocol-Version header value '2026-07-28' does not match body value 'v999.0.0'"}}`},
 		{"unsupported version", strings.Replace(modernRequest("5", "tools/list", ""), "2026-07-28", "v999.0.0", 1), []string{"MCP-Protocol-Version", "v999.0.0"}, 400,
-			`{"jsonrpc":"2.0","id":5,"error":{"code":-32022,"message":"Unsupported protocol version: v999.0.0","data":{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"v999.0.0"}}}`},
+			`{"jsonrpc":"2.0","id":5,"error":{"code":-32022,"message":"Unsupported protocol version: v999.0.0","data":{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"requested":"v999.0.0"}}}`},
 		{"no Mcp-Method", modernRequest("6", "tools/list", ""), []string{"Mcp-Method", ""}, 400,
 			`{"jsonrpc":"2.0","id":6,"error":{"code":-32020,"message":"Header mismatch: the Mcp-Method header is required"}}`},
 		{"Mcp-Method in another case", modernRequest("6", "tools/list", ""), []string{"Mcp-Method", "TOOLS/LIST"}, 400,

@@ -55,7 +55,7 @@ func modernResult(id, members string) string {
 func TestModernDiscover(t *testing.T) {
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Instructions: "Be kind.", CacheTTL: 90 * time.Second})
 	c.expect(modernRequest(`"d"`, "server/discover", ""), modernResult(`"d"`,
-		`"ttlMs":90000,"cacheScope":"public","supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],`+
+		`"ttlMs":90000,"cacheScope":"public","supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],`+
 			`"capabilities":{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"logging":{},"completions":{}},`+
 			`"instructions":"Be kind."`))
 }
@@ -77,9 +77,9 @@ func TestModernEnvelope(t *testing.T) {
 		{"version not a string", `{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":2026,"io.modelcontextprotocol/clientCapabilities":{}}}}`,
 			`{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Invalid params: params._meta.io.modelcontextprotocol/protocolVersion must be a non-empty string"}}`},
 		{"unsupported version", `{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"v999.0.0","io.modelcontextprotocol/clientCapabilities":{}}}}`,
-			`{"jsonrpc":"2.0","id":4,"error":{"code":-32022,"message":"Unsupported protocol version: v999.0.0","data":{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"v999.0.0"}}}`},
+			`{"jsonrpc":"2.0","id":4,"error":{"code":-32022,"message":"Unsupported protocol version: v999.0.0","data":{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"requested":"v999.0.0"}}}`},
 		{"legacy version in an envelope", `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}}}`,
-			`{"jsonrpc":"2.0","id":5,"error":{"code":-32022,"message":"Unsupported protocol version: 2025-11-25","data":{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"2025-11-25"}}}`},
+			`{"jsonrpc":"2.0","id":5,"error":{"code":-32022,"message":"Unsupported protocol version: 2025-11-25","data":{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"requested":"2025-11-25"}}}`},
 		{"bad log level", `{"jsonrpc":"2.0","id":6,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"loud"}}}`,
 			`{"jsonrpc":"2.0","id":6,"error":{"code":-32602,"message":"Invalid params: invalid log level \"loud\""}}`},
 		{"ping removed", modernRequest("7", "ping", ""), `{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"Method not found: ping"}}`},

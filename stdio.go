@@ -22,7 +22,9 @@ func (stdioStream) Close()              {}
 // ServeStdio serves one MCP connection over newline-delimited JSON-RPC: messages are read from
 // in and answers written to out through a single writer. Malformed lines get their JSON-RPC
 // error and the stream keeps serving; a line longer than MaxMessageSize is skipped and answered
-// with -32600.
+// with -32600. A JSON-RPC batch (one line holding an array) is served in a session that
+// negotiated 2025-03-26, whose answer is one line holding the array of its responses, and
+// refused with -32600 in any other.
 //
 // Reading never waits for calls in flight, so cancellations and pings are handled however busy
 // the handlers are. It waits in two cases only: while the connection actor has more than
@@ -174,16 +176,20 @@ func (s *Server) readLoop(in io.Reader, conn *actors.Connection, w *protocol.Str
 		case err != nil:
 			return err
 		}
-		msg, werr := protocol.Decode(line)
-		if werr != nil {
+		msg, batch, werr := protocol.DecodeInput(line)
+		switch {
+		case werr != nil:
 			var id protocol.ID
 			if msg != nil {
 				id = msg.ID
 			}
 			stream.Send(protocol.EncodeError(id, werr))
-			continue
+		case batch != nil:
+			// Served in a 2025-03-26 session, refused in any other.
+			conn.DeliverBatch(context.Background(), batch, stream, identity)
+		default:
+			conn.DeliverWith(context.Background(), msg, stream, identity)
 		}
-		conn.DeliverWith(context.Background(), msg, stream, identity)
 	}
 }
 

@@ -26,11 +26,13 @@
 //
 // # Protocol eras
 //
-// Every transport serves MCP 2026-07-28 and the revisions up to 2025-11-25 at once, deciding per
-// message: a request whose params._meta carries the 2026-07-28 envelope is served on its own,
-// statelessly (server/discover, annotated results, input_required rounds instead of requests to
-// the client, subscriptions/listen), while initialize opens a legacy session as before. The
-// tools, the handler API (package client) and the error model are the same in both.
+// Every transport serves MCP 2026-07-28 and the revisions from 2024-11-05 to 2025-11-25 at once,
+// deciding per message: a request whose params._meta carries the 2026-07-28 envelope is served
+// on its own, statelessly (server/discover, annotated results, input_required rounds instead of
+// requests to the client, subscriptions/listen), while initialize opens a legacy session of the
+// revision the client asks for, answered in that revision's shape (no structuredContent before
+// 2025-06-18, JSON-RPC batches in 2025-03-26, ...). The tools, the handler API (package client)
+// and the error model are the same in all of them.
 //
 // # Tools
 //

@@ -239,7 +239,7 @@ func (r *requestActor) runOnActor(ctx actor.Context, target *actor.PID) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	r.timer = time.AfterFunc(r.actorTimeout, func() { root.Send(self, &callTimedOut{}) })
 	if token := progressToken(r.meta); token != nil {
-		r.progress = tools.WithProgress(r.call.Context(), progressSender(r.stream, r.call, token, r.eng.cfg.ProgressInterval))
+		r.progress = tools.WithProgress(r.call.Context(), progressSender(r.stream, r.call, token, r.eng.cfg.ProgressInterval, r.peer.noProgressMessage()))
 	}
 	r.sendActorCall(ctx, target, &tools.Request{Tool: r.tool.Name(), Arguments: r.args, Meta: r.meta, Identity: r.identity},
 		time.Now().Add(r.actorTimeout))

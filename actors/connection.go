@@ -118,22 +118,9 @@ func (c *connectionActor) Receive(ctx actor.Context) {
 	case *actor.Terminated:
 		c.childEnded(ctx, msg.Who)
 	case *inbound:
-		c.decoded = &msg.call
-		s := msg.stream
-		if msg.rec != nil {
-			s = c.serving(msg)
-		}
-		if msg.modern {
-			c.handleModern(ctx, msg, s)
-		} else {
-			c.handle(ctx, msg.msg, s, msg.identity)
-		}
-		c.conn.inbox.done(msg.cost)
-		c.decoded = nil
-		if c.rec != nil {
-			c.rec.handled()
-			c.rec = nil
-		}
+		c.receiveInbound(ctx, msg)
+	case *inboundBatch:
+		c.receiveBatch(ctx, msg)
 	case *streamGone:
 		if key, ok := c.byStream[msg.stream]; ok {
 			c.cancelFlight(ctx, key, cancel.ErrCancelledByClient)
@@ -158,6 +145,26 @@ func (c *connectionActor) Receive(ctx actor.Context) {
 		if !c.receiveSurface(ctx, msg) {
 			c.log.Debug("connection: unexpected message", zap.String("type", fmt.Sprintf("%T", msg)))
 		}
+	}
+}
+
+// receiveInbound serves one message a transport delivered, alone or in a batch.
+func (c *connectionActor) receiveInbound(ctx actor.Context, in *inbound) {
+	c.decoded = &in.call
+	s := in.stream
+	if in.rec != nil {
+		s = c.serving(in)
+	}
+	if in.modern {
+		c.handleModern(ctx, in, s)
+	} else {
+		c.handle(ctx, in.msg, s, in.identity)
+	}
+	c.conn.inbox.done(in.cost)
+	c.decoded = nil
+	if c.rec != nil {
+		c.rec.handled()
+		c.rec = nil
 	}
 }
 
@@ -299,7 +306,8 @@ func (c *connectionActor) initialize(m *protocol.Message, s Stream) {
 	if c.rec != nil {
 		c.rec.version = c.version
 	}
-	c.state.caps.Store(protocol.ParseClientCapabilities(p.Capabilities))
+	c.conn.rev.Store(uint32(protocol.RevisionOf(c.version)))
+	c.state.caps.Store(sessionCapabilities(c.version, p.Capabilities))
 	info := p.ClientInfo
 	c.state.info.Store(&info)
 	c.log.Debug("initialized", zap.String("protocol_version", c.version),
@@ -423,7 +431,7 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 		stream:  s,
 		peer:    c.newPeer(f.call, s, input),
 		slot:    slot,
-		ann:     c.eng.annotation(c.modern, false),
+		ann:     c.annotation(false),
 		task:    plan,
 	}
 	spec.identity = caller
@@ -576,10 +584,10 @@ func (c *connectionActor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervis
 }
 
 func (c *connectionActor) result(s Stream, id protocol.ID, v any) {
-	c.resultWith(s, id, v, c.eng.annotation(c.modern, false))
+	c.resultWith(s, id, v, c.annotation(false))
 }
 
-// resultWith answers with the result v annotated by a (nil for a legacy request).
+// resultWith answers with the result v as a makes it (see annotation).
 func (c *connectionActor) resultWith(s Stream, id protocol.ID, v any, a *protocol.Annotation) {
 	frame, err := protocol.EncodeResultWith(id, v, a)
 	if err != nil {

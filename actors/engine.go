@@ -400,7 +400,13 @@ type Connection struct {
 	stateless bool
 	// closeSent and finishSent: Close and Finish did their work (guarded by pmu).
 	closeSent, finishSent bool
+	// rev is the protocol.Revision its initialize negotiated; 0 before.
+	rev atomic.Uint32
 }
+
+// Revision returns the revision of the legacy session the connection serves, as its initialize
+// negotiated it, and 0 before initialize (and on a stateless connection). It never blocks.
+func (c *Connection) Revision() protocol.Revision { return protocol.Revision(c.rev.Load()) }
 
 // transport is the connection's network.transport, told by its name.
 func (c *Connection) transport() string { return networkTransport(c.name) }

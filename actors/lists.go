@@ -66,3 +66,10 @@ func serverCapabilities() protocol.ServerCapabilities {
 		Completions: &struct{}{},
 	}
 }
+
+// sessionCapabilities are the capabilities a legacy client declared at initialize, as the
+// revision it negotiated (version) defines them: a request that revision does not have is
+// refused as undeclared.
+func sessionCapabilities(version string, raw json.RawMessage) *protocol.ClientCapabilities {
+	return protocol.RevisionOf(version).ClientCapabilities(protocol.ParseClientCapabilities(raw))
+}

@@ -27,12 +27,18 @@ type modernReq struct {
 	private bool
 }
 
-// annotation returns how a result of the request is annotated: resultType and serverInfo, and
-// the cache hints when cacheable. Nil for a legacy request.
-func (e *Engine) annotation(m *modernReq, cacheable bool) *protocol.Annotation {
-	if m == nil {
-		return nil
+// annotation returns what the revision of the request being handled makes of its results: for
+// a modern request, resultType and serverInfo, and the cache hints when cacheable; for a legacy
+// one, the shape of the session's revision (nil for 2025-11-25, whose results are as encoded).
+func (c *connectionActor) annotation(cacheable bool) *protocol.Annotation {
+	if c.modern == nil {
+		return protocol.LegacyAnnotation(c.version)
 	}
+	return c.eng.modernAnnotation(c.modern, cacheable)
+}
+
+// modernAnnotation returns how a result of the modern request m is annotated.
+func (e *Engine) modernAnnotation(m *modernReq, cacheable bool) *protocol.Annotation {
 	if !cacheable {
 		return e.plainAnn
 	}
@@ -107,7 +113,7 @@ func (c *connectionActor) discover(m *protocol.Message, s Stream) {
 
 // cacheableResult answers with a result a modern client may cache (a list, a read, discover).
 func (c *connectionActor) cacheableResult(s Stream, id protocol.ID, v any) {
-	c.resultWith(s, id, v, c.eng.annotation(c.modern, true))
+	c.resultWith(s, id, v, c.annotation(true))
 }
 
 // classify classifies a request on the transport's goroutine: a request whose params carry

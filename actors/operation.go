@@ -40,7 +40,7 @@ type opSpec struct {
 	// run computes the result on the handler goroutine. A *publicError is answered as its
 	// wire error; any other error as -32603 and reported.
 	run func(ctx context.Context) (any, error)
-	// ann annotates the result of a modern request; nil for a legacy one.
+	// ann is what the request's revision makes of the result (see connectionActor.annotation).
 	ann *protocol.Annotation
 }
 
@@ -123,7 +123,7 @@ func (o *operationActor) answer(d *operationDone) {
 	case errors.As(d.err, &pub):
 		frame := protocol.EncodeError(o.id, pub.we)
 		o.call.Respond(func() { o.stream.Send(frame) })
-	case o.ann != nil && errors.As(d.err, &capErr):
+	case o.ann.Modern() && errors.As(d.err, &capErr):
 		frame := capabilityError(o.id, capErr.Required())
 		o.call.Respond(func() { o.stream.Send(frame) })
 	default:
@@ -157,7 +157,7 @@ func (c *connectionActor) spawnOperation(ctx actor.Context, m *protocol.Message,
 	spec := &opSpec{
 		eng: c.eng, id: m.ID, method: m.Method, name: name, meta: meta,
 		call: f.call, stream: s, peer: c.newPeer(f.call, s, input), identity: caller, run: run,
-		ann: c.eng.annotation(c.modern, cacheable),
+		ann: c.annotation(cacheable),
 	}
 	f.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newOperationActor(spec) }, actor.WithDispatcher(c.eng.dispatcher)))
 	c.addChild(f)

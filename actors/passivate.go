@@ -97,14 +97,14 @@ func initializeParams(m *protocol.Message) (*protocol.InitializeParams, *protoco
 	return &p, nil
 }
 
-// initializeResult is what answers initialize in version.
-func (e *Engine) initializeResult(version string) *protocol.InitializeResult {
-	return &protocol.InitializeResult{
+// initializeResult is what answers initialize in version, in the shape of its revision.
+func (e *Engine) initializeResult(version string) any {
+	return protocol.RevisionOf(version).Shape(&protocol.InitializeResult{
 		ProtocolVersion: version,
 		Capabilities:    serverCapabilities(),
 		ServerInfo:      e.cfg.ServerInfo,
 		Instructions:    e.cfg.Instructions,
-	}
+	})
 }
 
 // initializePassive answers the first initialize of a passive connection from its record.
@@ -119,7 +119,8 @@ func (c *Connection) initializePassive(in *inbound) {
 	snap := &c.snap
 	snap.initialized = true
 	snap.version = protocol.NegotiateVersion(p.ProtocolVersion)
-	snap.caps = c.eng.interned.caps(protocol.ParseClientCapabilities(p.Capabilities))
+	c.rev.Store(uint32(protocol.RevisionOf(snap.version)))
+	snap.caps = c.eng.interned.caps(sessionCapabilities(snap.version, p.Capabilities))
 	info := p.ClientInfo
 	snap.info = c.eng.interned.info(&info)
 	c.eng.log.Debug("initialized", zap.String("conn", c.name), zap.String("protocol_version", snap.version),

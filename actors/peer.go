@@ -75,6 +75,8 @@ type callPeer struct {
 	owner *actor.PID
 	// taskable: the call may become a task when its handler asks (client.StartTask).
 	taskable bool
+	// rev is the revision of the legacy session the call belongs to; 0 in the modern era.
+	rev protocol.Revision
 
 	mu       sync.Mutex
 	logLimit *rate.Limiter // made at the call's first log message
@@ -94,13 +96,21 @@ func newCallPeer(conn *connState, call *cancel.Call, s Stream) *callPeer {
 // request it is handling; in is the call's multi-round-trip state (modern only).
 func (c *connectionActor) newPeer(call *cancel.Call, s Stream, in *callInput) *callPeer {
 	p := newCallPeer(c.state, call, s)
-	if c.modern != nil {
+	if c.modern == nil {
+		p.rev = protocol.RevisionOf(c.version)
+	} else {
 		p.env, p.in = c.modern.env, in
 		if in != nil {
 			p.state = in.state
 		}
 	}
 	return p
+}
+
+// noProgressMessage reports whether the call's progress notifications go without their message:
+// a session of a revision that has none (2024-11-05).
+func (p *callPeer) noProgressMessage() bool {
+	return p.rev != 0 && !p.rev.Has(protocol.FeatureProgressMessage)
 }
 
 func (p *callPeer) ClientCapabilities() *protocol.ClientCapabilities {
@@ -302,7 +312,10 @@ const progressBurst = 10
 // the call runs, a burst of progressBurst notifications and then one per interval (a
 // rate.Limiter); a report over the limit is dropped, except one that reaches its total.
 // tools.ReportProgress serialises its calls and checks monotonicity.
-func progressSender(s Stream, call *cancel.Call, token json.RawMessage, interval time.Duration) tools.ProgressFunc {
+//
+// A session of a revision without the message of a progress notification (2024-11-05) gets
+// none (noMessage).
+func progressSender(s Stream, call *cancel.Call, token json.RawMessage, interval time.Duration, noMessage bool) tools.ProgressFunc {
 	var lim *rate.Limiter
 	if interval > 0 {
 		lim = rate.NewLimiter(rate.Every(interval), progressBurst)
@@ -310,6 +323,9 @@ func progressSender(s Stream, call *cancel.Call, token json.RawMessage, interval
 	return func(progress float64, total *float64, message string) error {
 		if lim != nil && !lim.Allow() && (total == nil || progress < *total) {
 			return nil // rate-limited: a later report carries the news
+		}
+		if noMessage {
+			message = ""
 		}
 		frame, err := protocol.EncodeNotification(protocol.MethodProgress, &protocol.ProgressParams{
 			ProgressToken: token, Progress: progress, Total: total, Message: message,
@@ -332,7 +348,7 @@ func (e *Engine) handlerContext(ctx context.Context, peer *callPeer, meta json.R
 	}
 	ctx = client.WithPeer(ctx, peer)
 	if token := progressToken(meta); token != nil {
-		ctx = tools.WithProgress(ctx, progressSender(peer.stream, peer.call, token, e.cfg.ProgressInterval))
+		ctx = tools.WithProgress(ctx, progressSender(peer.stream, peer.call, token, e.cfg.ProgressInterval, peer.noProgressMessage()))
 	}
 	return ctx
 }

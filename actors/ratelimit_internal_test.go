@@ -40,7 +40,7 @@ func (discardStream) Close()      {}
 // is over the limit (dropped before it is encoded).
 func BenchmarkProgressLimit(b *testing.B) {
 	call := cancel.New(b.Context())
-	send := progressSender(discardStream{}, call, json.RawMessage(`1`), time.Hour)
+	send := progressSender(discardStream{}, call, json.RawMessage(`1`), time.Hour, false)
 	total := 1e9
 	for i := range progressBurst {
 		_ = send(float64(i), &total, "")
@@ -55,7 +55,7 @@ func BenchmarkProgressLimit(b *testing.B) {
 // encoding and the send under the call's lock.
 func BenchmarkProgressSend(b *testing.B) {
 	call := cancel.New(b.Context())
-	send := progressSender(discardStream{}, call, json.RawMessage(`1`), time.Nanosecond)
+	send := progressSender(discardStream{}, call, json.RawMessage(`1`), time.Nanosecond, false)
 	total := 1e9
 	b.ReportAllocs()
 	for b.Loop() {

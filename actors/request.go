@@ -45,7 +45,7 @@ type callSpec struct {
 	// into the handler's context.
 	identity *tools.Identity
 	slot     *callSlot // the call's place under the limits on calls in flight
-	// ann annotates the results of a modern call (resultType, serverInfo); nil for legacy.
+	// ann is what the call's revision makes of its results (see connectionActor.annotation).
 	ann *protocol.Annotation
 	// task says that the call runs as a task (taskrpc.go); nil for an ordinary call.
 	task *taskPlan
@@ -286,7 +286,7 @@ func (r *requestActor) answer(d *handlerDone) {
 	}
 	var capErr *client.CapabilityError
 	switch {
-	case d.err != nil && r.ann != nil && errors.As(d.err, &capErr):
+	case d.err != nil && r.ann.Modern() && errors.As(d.err, &capErr):
 		// A modern call that cannot do without a capability its request did not declare.
 		r.respondAs(capabilityError(r.id, capErr.Required()), metrics.Invalid)
 		return

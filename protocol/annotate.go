@@ -7,11 +7,18 @@ import (
 	"sync"
 )
 
-// Annotation is what a modern result carries besides its own members: resultType (first), the
-// cache hints of a cacheable result (tools/list, resources/list, resources/templates/list,
-// prompts/list, resources/read, server/discover), and members merged into its _meta (the
-// server's identity). A nil *Annotation adds nothing: legacy results stay as they are.
+// Annotation is what the revision of a request makes of its result, the one place where a
+// result's shape is decided. For a modern request it is what the result carries besides its own
+// members: resultType (first), the cache hints of a cacheable result (tools/list,
+// resources/list, resources/templates/list, prompts/list, resources/read, server/discover), and
+// members merged into its _meta (the server's identity). For a legacy session of a revision
+// older than [LatestVersion] it is that revision ([LegacyAnnotation]): the result is shaped for
+// it ([Revision.Shape]) and nothing is added. A nil *Annotation changes nothing: the results of
+// a 2025-11-25 session stay as they are.
 type Annotation struct {
+	// Legacy, when set, is the revision of a legacy session the result is shaped for; the
+	// other fields are then ignored.
+	Legacy Revision
 	// ResultType is the result's resultType; empty means [ResultComplete].
 	ResultType string
 	// Cache, when set, adds ttlMs and cacheScope.
@@ -20,6 +27,24 @@ type Annotation struct {
 	// result's _meta (created when the result has none). See [MetaMembers].
 	Meta []byte
 }
+
+// legacyAnnotations are the annotations of the legacy revisions that shape their results.
+var legacyAnnotations = func() map[Revision]*Annotation {
+	m := make(map[Revision]*Annotation)
+	for r := Revision20241105; r < Revision20251125; r++ {
+		m[r] = &Annotation{Legacy: r}
+	}
+	return m
+}()
+
+// LegacyAnnotation returns the annotation of the results of a legacy session that negotiated
+// version: nil for 2025-11-25 (and for a version not served), whose results are encoded as
+// they are, else the one annotation of its revision, shared and never changed.
+func LegacyAnnotation(version string) *Annotation { return legacyAnnotations[RevisionOf(version)] }
+
+// Modern reports whether a annotates the result of a modern request: it is not nil and not a
+// legacy revision's.
+func (a *Annotation) Modern() bool { return a != nil && a.Legacy == 0 }
 
 // CacheHint is the freshness of a cacheable result: TTLMs milliseconds (0: stale at once), for
 // the audience Scope ([CachePublic] or [CachePrivate]; empty means public).
@@ -38,9 +63,13 @@ func MetaMembers(server Implementation) []byte {
 	return append(b, raw...)
 }
 
-// EncodeResultWith is [EncodeResult] with the members of a modern result added to result, which
-// must encode as a JSON object. A nil a is EncodeResult.
+// EncodeResultWith is [EncodeResult] with result as a makes it: with the members of a modern
+// result added (result must then encode as a JSON object), or shaped for a legacy revision. A
+// nil a is EncodeResult.
 func EncodeResultWith(id ID, result any, a *Annotation) ([]byte, error) {
+	if a != nil && a.Legacy != 0 {
+		return EncodeResult(id, a.Legacy.Shape(result))
+	}
 	if r := callToolResultOf(result); r != nil && a != nil && !id.IsZero() {
 		// The common case, a tools/call result: encoded once into a scratch buffer, then
 		// annotated into the frame, rather than framed, then copied into a second frame.
@@ -90,8 +119,9 @@ func callToolResultOf(result any) *CallToolResult {
 	return nil
 }
 
-// Annotate returns the JSON object obj with the members of a added, as [EncodeResultWith] adds
-// them. obj must be a compact JSON object, such as this package's encoders produce.
+// Annotate returns the JSON object obj with the members of a modern annotation a added, as
+// [EncodeResultWith] adds them. obj must be a compact JSON object, such as this package's
+// encoders produce.
 func (a *Annotation) Annotate(obj []byte) ([]byte, error) {
 	if len(obj) < 2 || obj[0] != '{' || obj[len(obj)-1] != '}' {
 		return nil, fmt.Errorf("protocol: annotate: not a JSON object")

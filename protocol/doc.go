@@ -10,6 +10,8 @@
 // only the standard library. Everything in it is safe for concurrent use
 // unless a type's documentation says otherwise.
 //
-// The revision implemented is MCP 2025-11-25 ([LatestVersion]); JSON-RPC
-// batches, removed from MCP in 2025-06-18, are rejected.
+// The types are MCP 2025-11-25's ([LatestVersion]), and 2026-07-28's where it
+// differs; a session of an older revision is answered in that revision's shape
+// ([Revision.Shape]). JSON-RPC batches, which 2025-03-26 alone has, are read
+// by [DecodeInput] and served or refused by the engine.
 package protocol

@@ -30,8 +30,10 @@ func ExampleDecode() {
 func ExampleNegotiateVersion() {
 	fmt.Println(protocol.NegotiateVersion("2025-06-18"))
 	fmt.Println(protocol.NegotiateVersion("2024-11-05"))
+	fmt.Println(protocol.NegotiateVersion("2024-10-07")) // not served: the latest instead
 	// Output:
 	// 2025-06-18
+	// 2024-11-05
 	// 2025-11-25
 }
 

@@ -621,6 +621,19 @@ func FuzzDecode(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// DecodeInput reads a batch where Decode refuses it, and a message as Decode does.
+		if bm, items, berr := protocol.DecodeInput(data); items != nil {
+			if !json.Valid(data) || bm != nil || berr != nil {
+				t.Fatalf("DecodeInput read a batch of invalid JSON or with a message: %v %v", bm, berr)
+			}
+			for _, it := range items {
+				if it.Msg == nil && it.Err == nil {
+					t.Fatalf("batch item with neither message nor error: %+v", it)
+				}
+			}
+		} else if dm, derr := protocol.Decode(data); (dm == nil) != (bm == nil) || (derr == nil) != (berr == nil) {
+			t.Fatalf("DecodeInput %v %v, Decode %v %v", bm, berr, dm, derr)
+		}
 		m, werr := protocol.Decode(data)
 		if werr != nil {
 			if werr.Code != protocol.CodeParseError && werr.Code != protocol.CodeInvalidRequest {

@@ -78,7 +78,7 @@ func TestCheckVersion(t *testing.T) {
 		if werr == nil || werr.Code != protocol.CodeUnsupportedProtocolVersion {
 			t.Fatalf("%s: %v, want -32022", v, werr)
 		}
-		want := `{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"requested":"` + v + `"}`
+		want := `{"supported":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"requested":"` + v + `"}`
 		if string(werr.Data) != want {
 			t.Errorf("%s: data %s, want %s", v, werr.Data, want)
 		}

@@ -187,6 +187,7 @@ const (
 	FrameNotification                  // method, no id
 	FrameResult                        // a response with a result
 	FrameError                         // a response with an error
+	FrameBatch                         // a JSON array: the responses to a JSON-RPC batch
 )
 
 // String returns the kind's name.
@@ -200,21 +201,27 @@ func (k FrameKind) String() string {
 		return "result"
 	case FrameError:
 		return "error"
+	case FrameBatch:
+		return "batch"
 	}
 	return "invalid"
 }
 
-// IsResponse reports whether k is a result or an error.
-func (k FrameKind) IsResponse() bool { return k == FrameResult || k == FrameError }
+// IsResponse reports whether k is a result or an error, or the batch of them that answers a
+// JSON-RPC batch (the server sends no other batch).
+func (k FrameKind) IsResponse() bool { return k == FrameResult || k == FrameError || k == FrameBatch }
 
 // KindOf classifies one encoded message by its top-level members, without decoding it. It is
 // meant for frames the server itself encoded (valid JSON objects): it stops at the first
 // "result" or "error" member, so classifying a response costs only the bytes before it, which
-// the encoders of this package put first. Input that is not a JSON object is FrameInvalid; other
-// malformed input gets no guarantee beyond not panicking.
+// the encoders of this package put first. A JSON array is [FrameBatch]; other input that is not a
+// JSON object is FrameInvalid, and malformed input gets no guarantee beyond not panicking.
 func KindOf(frame []byte) FrameKind {
 	n := len(frame)
 	i := skipSpace(frame, 0)
+	if i < n && frame[i] == '[' {
+		return FrameBatch
+	}
 	if i >= n || frame[i] != '{' {
 		return FrameInvalid
 	}

@@ -6,9 +6,10 @@ import "slices"
 // answers with when a client asks for a version it does not support.
 const LatestVersion = "2025-11-25"
 
-// SupportedVersions lists the MCP revisions the engine accepts, newest
-// first. It must not be modified.
-var SupportedVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+// SupportedVersions lists the MCP revisions a legacy session may negotiate,
+// newest first: each session is then answered in its own revision's shape
+// (see [Revision]). It must not be modified.
+var SupportedVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // IsSupportedVersion reports whether v is one of [SupportedVersions].
 func IsSupportedVersion(v string) bool {

@@ -166,6 +166,10 @@ type Options struct {
 //     than [Options].MaxMessageSize gets 413.
 //   - MCP-Protocol-Version is checked after initialize: absent means 2025-03-26, an unsupported
 //     value gets 400.
+//   - A JSON-RPC batch is served in a session that negotiated 2025-03-26: one array of its
+//     responses as the final message (a JSON body, or the last SSE event), or 202 when it holds
+//     no request. Anywhere else it gets 400 and -32600, as does an empty batch or one of more
+//     than protocol.MaxBatchLength messages.
 //   - A client that disconnects does not cancel its call; notifications/cancelled does, from
 //     any POST of the session. Shutting the server down cancels every call in flight.
 //   - Host and Origin are checked first (403), then the bearer token when [Config].Auth is set
@@ -335,13 +339,17 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, id *tools.Identit
 	if !ok {
 		return
 	}
-	msg, werr := protocol.Decode(body)
+	msg, batch, werr := protocol.DecodeInput(body)
 	if werr != nil {
 		var mid protocol.ID
 		if msg != nil {
 			mid = msg.ID
 		}
 		writeFrame(w, http.StatusBadRequest, protocol.EncodeError(mid, werr))
+		return
+	}
+	if batch != nil {
+		h.postBatch(w, r, batch, id)
 		return
 	}
 	if isModern(r, msg) {
@@ -377,6 +385,59 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, id *tools.Identit
 	st.jsonOnly = !protocol.Accepts(r.Header.Values("Accept"), protocol.MediaTypeEventStream)
 	s.conn.DeliverWith(r.Context(), msg, st, id)
 	h.relay(w, r, st, s, nil)
+}
+
+// postBatch serves a POST whose body is a JSON-RPC batch. In a session that negotiated
+// 2025-03-26 it is answered as a request is, with the array of its responses as the final
+// message (one JSON body, or the last event of an SSE stream), or 202 when it holds no request;
+// anywhere else it is refused with 400 and -32600, as a batch always was, and so is an empty one
+// or one of more than protocol.MaxBatchLength elements. The scopes of a tool
+// called in a batch are checked by the engine, which answers that element with the JSON-RPC
+// error rather than the whole POST with 403.
+func (h *Handler) postBatch(w http.ResponseWriter, r *http.Request, items []protocol.BatchItem, id *tools.Identity) {
+	sid := r.Header.Get(protocol.HeaderSessionID)
+	if sid == "" || protocol.IsModernVersion(r.Header.Get(protocol.HeaderProtocolVersion)) || !h.servesBatches(sid, id) {
+		writeFrame(w, http.StatusBadRequest, protocol.EncodeError(protocol.ID{}, protocol.ErrBatchUnsupported()))
+		return
+	}
+	switch {
+	case len(items) == 0:
+		writeFrame(w, http.StatusBadRequest, protocol.EncodeError(protocol.ID{}, protocol.ErrEmptyBatch()))
+		return
+	case len(items) > protocol.MaxBatchLength:
+		writeFrame(w, http.StatusBadRequest, protocol.EncodeError(protocol.ID{}, protocol.ErrBatchTooLong()))
+		return
+	}
+	if !checkVersion(w, r) {
+		return
+	}
+	s := h.acquire(w, sid, id, false)
+	if s == nil {
+		return
+	}
+	defer s.release()
+	answered := false
+	for _, it := range items {
+		answered = answered || it.Err != nil || it.Msg.IsRequest()
+	}
+	if !answered {
+		s.conn.DeliverBatch(r.Context(), items, discardStream{}, id)
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	st := newPostStream()
+	st.jsonOnly = !protocol.Accepts(r.Header.Values("Accept"), protocol.MediaTypeEventStream)
+	s.conn.DeliverBatch(r.Context(), items, st, id)
+	h.relay(w, r, st, s, nil)
+}
+
+// servesBatches reports whether sid names a live session of the identity's subject whose
+// revision has JSON-RPC batches.
+func (h *Handler) servesBatches(sid string, id *tools.Identity) bool {
+	h.mu.Lock()
+	s := h.sessions[sid]
+	h.mu.Unlock()
+	return s != nil && s.subject == subjectOf(id) && s.conn.Revision().Has(protocol.FeatureBatches)
 }
 
 // initialize opens a session for an initialize request. The session is entered in the table,
