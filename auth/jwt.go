@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/MicahParks/jwkset"
 	"github.com/golang-jwt/jwt/v5"
+	"go.uber.org/zap"
 
 	"github.com/toolgrain/toolgrain/streamable"
 	"github.com/toolgrain/toolgrain/tools"
@@ -102,6 +102,11 @@ type JWTConfig struct {
 
 	// Now returns the current time. Nil means time.Now.
 	Now func() time.Time
+
+	// Logger gets a warning for each key of the issuer's JWK Set that cannot verify
+	// signatures and is left out (an unsupported key type or curve, a use: enc key), once per
+	// key. Nil means no logging.
+	Logger *zap.Logger
 }
 
 // JWTVerifier verifies JWT access tokens offline with the issuer's published keys. It is a
@@ -197,7 +202,7 @@ func NewJWTVerifier(cfg JWTConfig) (*JWTVerifier, error) {
 		v.now = time.Now
 	}
 	v.parser = jwt.NewParser(jwt.WithValidMethods(valid), jwt.WithIssuer(cfg.Issuer), jwt.WithExpirationRequired(),
-		jwt.WithIssuedAt(), jwt.WithLeeway(leeway), jwt.WithTimeFunc(v.now))
+		jwt.WithIssuedAt(), jwt.WithLeeway(leeway), jwt.WithTimeFunc(v.now), jwt.WithStrictDecoding())
 	v.keys = keyCache{
 		issuer:      cfg.Issuer,
 		https:       iss.Scheme == "https",
@@ -207,6 +212,10 @@ func NewJWTVerifier(cfg JWTConfig) (*JWTVerifier, error) {
 		minInterval: cfg.MinRefreshInterval,
 		now:         v.now,
 		bind:        v.keyfunc,
+		log:         cfg.Logger,
+	}
+	if v.keys.log == nil {
+		v.keys.log = zap.NewNop()
 	}
 	if v.keys.timeout <= 0 {
 		v.keys.timeout = DefaultFetchTimeout
@@ -224,6 +233,9 @@ var errUnknownKey = errors.New("signed with a key the issuer does not publish")
 // come from scope or scp, and Extra is the token's [*Claims]. See [JWTVerifier] for what is a
 // rejection and what is a failure.
 func (v *JWTVerifier) VerifyToken(ctx context.Context, token string) (*tools.Identity, error) {
+	if !compactJWS(token) {
+		return nil, fmt.Errorf("%w: not a compact JWS (characters other than base64url and '.')", streamable.ErrInvalidToken)
+	}
 	ks := v.keys.keys.Load()
 	switch {
 	case ks == nil:
@@ -262,6 +274,29 @@ func (v *JWTVerifier) VerifyToken(ctx context.Context, token string) (*tools.Ide
 	return v.verify(ctx, token, v.keys.keys.Load())
 }
 
+// base64url marks the bytes of the base64url alphabet (RFC 4648 §5) and '.', the only ones a
+// compact JWS has.
+var base64url = func() (t [256]bool) {
+	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.") {
+		t[c] = true
+	}
+	return t
+}()
+
+// compactJWS reports whether token is made of base64url characters and dots only. With the
+// parser's strict decoding (no padding, no non-zero trailing bits: RFC 7515 §2 and RFC 4648
+// §3.5), which alone still skips line breaks, one token then has exactly one encoding: a
+// signed token cannot be re-encoded into another string that verifies, to slip past a cache
+// or a deny list keyed on the token's text.
+func compactJWS(token string) bool {
+	for i := 0; i < len(token); i++ {
+		if !base64url[token[i]] {
+			return false
+		}
+	}
+	return true
+}
+
 // verify checks token with the keys of ks.
 func (v *JWTVerifier) verify(ctx context.Context, token string, ks *keySet) (*tools.Identity, error) {
 	var c jwtClaims
@@ -292,11 +327,7 @@ func (v *JWTVerifier) keyfunc(ks *keySet) jwt.Keyfunc {
 		if _, ok := t.Method.(*jwt.SigningMethodHMAC); ok {
 			return v.secret, nil // only reached with a secret: HS* is not valid otherwise
 		}
-		key, err := ks.kf.Keyfunc(t)
-		if errors.Is(err, jwkset.ErrKeyNotFound) {
-			return nil, errUnknownKey
-		}
-		return key, err
+		return lookup(ks.byKID, ks.all, t)
 	}
 }
 

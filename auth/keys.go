@@ -9,13 +9,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
+	"go.uber.org/zap"
 )
 
-// keySet is one JWK Set as fetched from the issuer.
+// keySet is one JWK Set as fetched from the issuer: its keys that can verify signatures.
 type keySet struct {
-	kf      keyfunc.Keyfunc
+	byKID   map[string]sigKey
+	all     []sigKey // byKID's and those without kid, for a token without kid
 	fetched time.Time
 	// keyfunc is the verifier's key lookup in this set, made once per set rather than per
 	// token.
@@ -35,6 +36,7 @@ type keyCache struct {
 	minInterval time.Duration
 	now         func() time.Time
 	bind        func(*keySet) jwt.Keyfunc // makes a fetched set's keyfunc
+	log         *zap.Logger
 
 	keys   atomic.Pointer[keySet] // nil until the first successful fetch
 	flight flights[struct{}]
@@ -42,7 +44,33 @@ type keyCache struct {
 	mu          sync.Mutex
 	jwksURL     string // configured or discovered; "" until discovered
 	lastAttempt time.Time
-	lastErr     error // the last attempt's failure; nil after a success
+	lastErr     error           // the last attempt's failure; nil after a success
+	skipped     map[string]bool // the keys left out of a set and logged, by name and reason
+}
+
+// maxSkippedLogged bounds the unusable keys remembered as logged: an issuer publishing new
+// unusable keys at every fetch costs this much memory at most, then no more log lines.
+const maxSkippedLogged = 1024
+
+// skip logs, once per key and reason for the life of the cache, that a key of the issuer's
+// JWK Set was left out.
+func (c *keyCache) skip(jwksURL string) func(name, why string) {
+	return func(name, why string) {
+		c.mu.Lock()
+		id := name + " " + why
+		seen := c.skipped[id] || len(c.skipped) >= maxSkippedLogged
+		if !seen {
+			if c.skipped == nil {
+				c.skipped = make(map[string]bool)
+			}
+			c.skipped[id] = true
+		}
+		c.mu.Unlock()
+		if !seen {
+			c.log.Warn("auth: a key of the issuer's JWK Set cannot verify signatures and is left out",
+				zap.String("jwks", redactString(jwksURL)), zap.String("key", name), zap.String("reason", why))
+		}
+	}
 }
 
 // refresh fetches the JWK Set unless one was fetched (or tried) less than minInterval ago, or
@@ -117,11 +145,11 @@ func (c *keyCache) fetch(ctx context.Context, jwksURL string) (*keySet, string, 
 	if err := doJSON(ctx, c.client, c.timeout, req, &raw); err != nil {
 		return nil, "", err
 	}
-	kf, err := keyfunc.NewJWKSetJSON([]byte(raw))
+	byKID, all, err := parseKeySet(raw, c.skip(jwksURL))
 	if err != nil {
 		return nil, "", fmt.Errorf("auth: JWK Set of %s: %w", redact(req.URL), err)
 	}
-	ks := &keySet{kf: kf, fetched: c.now()}
+	ks := &keySet{byKID: byKID, all: all, fetched: c.now()}
 	ks.keyfunc = c.bind(ks)
 	return ks, jwksURL, nil
 }

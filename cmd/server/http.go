@@ -74,6 +74,7 @@ type httpOptions struct {
 	maxSessions          int
 	maxSessionsPerSubj   int
 	sse                  bool
+	log                  *zap.Logger // the verifiers' (nil: none)
 }
 
 func (o *httpOptions) register(fs *flag.FlagSet) {
@@ -213,7 +214,7 @@ func (o *httpOptions) verifier() (toolgrain.TokenVerifier, error) {
 	}
 	var jwtV, introV toolgrain.TokenVerifier
 	if o.issuer != "" {
-		v, err := auth.NewJWTVerifier(auth.JWTConfig{Issuer: o.issuer, Audience: audience})
+		v, err := auth.NewJWTVerifier(auth.JWTConfig{Issuer: o.issuer, Audience: audience, Logger: o.log})
 		if err != nil {
 			return nil, fmt.Errorf("--auth-issuer: %w", err)
 		}

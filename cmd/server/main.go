@@ -262,6 +262,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		cfg.MeterProvider = tel.mp
 	}
 	if o.transport == "http" {
+		o.http.log = log.Named("auth")
 		if cfg.HTTP, err = o.http.config(); err != nil {
 			return err
 		}
