@@ -57,12 +57,15 @@ func authConfig(rec *recorder, log *zap.Logger) toolgrain.Config {
 		Tools:   []tools.Tool{whoami, boom},
 		OnError: rec.onError,
 		Logger:  log,
-		HTTP: toolgrain.HTTPConfig{Auth: &toolgrain.AuthConfig{
-			Verifier:             testVerifier,
-			Scopes:               []string{"tools:call"},
-			Resource:             "/mcp",
-			AuthorizationServers: []string{"https://auth.example.com"},
-		}},
+		HTTP: toolgrain.HTTPConfig{
+			// The endpoint's URI takes the loopback name and port of each request.
+			AllowedHosts: []string{"127.0.0.1"},
+			Auth: &toolgrain.AuthConfig{
+				Verifier:             testVerifier,
+				Scopes:               []string{"tools:call"},
+				Resource:             "/mcp",
+				AuthorizationServers: []string{"https://auth.example.com"},
+			}},
 	}
 }
 
@@ -222,7 +225,7 @@ func TestHTTPVerifierTimeout(t *testing.T) {
 		return nil, fmt.Errorf("introspection: %w", ctx.Err())
 	})
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.onError,
-		HTTP: toolgrain.HTTPConfig{Auth: &toolgrain.AuthConfig{Verifier: stuck, VerifyTimeout: 50 * time.Millisecond}}})
+		HTTP: toolgrain.HTTPConfig{AllowedHosts: []string{"127.0.0.1"}, Auth: &toolgrain.AuthConfig{Verifier: stuck, VerifyTimeout: 50 * time.Millisecond}}})
 	c := e.client()
 	c.token = "any"
 	assertReply(t, "stuck verifier", c.post(initRequest), http.StatusServiceUnavailable,

@@ -61,7 +61,7 @@ func startMCP(t testing.TB, v toolgrain.TokenVerifier, opt mcpOptions) *mcpServe
 			m.mu.Unlock()
 		},
 		HideForbiddenTools: opt.hide,
-		HTTP: toolgrain.HTTPConfig{Auth: &toolgrain.AuthConfig{
+		HTTP: toolgrain.HTTPConfig{AllowedHosts: []string{"127.0.0.1"}, Auth: &toolgrain.AuthConfig{
 			Verifier: v,
 			Scopes:   opt.scopes,
 			Resource: "/mcp",

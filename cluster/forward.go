@@ -142,8 +142,12 @@ func (n *Node) forward(w http.ResponseWriter, r *http.Request, home string, maxB
 		Method:     r.Method,
 		Target:     r.URL.RequestURI(),
 		Host:       r.Host,
+		Scheme:     "http",
 		RemoteAddr: r.RemoteAddr,
 		Body:       body,
+	}
+	if r.TLS != nil {
+		env.Scheme = "https"
 	}
 	if a, ok := r.Context().Value(http.LocalAddrContextKey).(interface{ String() string }); ok {
 		env.LocalAddr = a.String()

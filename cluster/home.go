@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"net"
 	"net/http"
 
@@ -110,6 +111,11 @@ func (h *homeActor) start(c actor.Context) {
 	r.ContentLength = int64(len(req.Body))
 	r.Host = req.Host
 	r.RemoteAddr = req.RemoteAddr
+	if req.Scheme == "https" {
+		// The client's connection was TLS, to the edge: the handler sees an https request, as
+		// it would have on the edge (an empty state: the edge's connection is not here).
+		r.TLS = &tls.ConnectionState{}
+	}
 	if tel := n.tel.Load(); tel != nil {
 		// The edge's forward span, for the engine's SERVER span to link to.
 		r = r.WithContext(tel.homeContext(r.Context(), r.Header))

@@ -142,10 +142,31 @@ async function consecutivePorts(n) {
 }
 
 // startCluster runs the binary with --cluster-local n and a round-robin proxy in front of the
-// members; it resolves once every member serves in a formed cluster.
+// members; it resolves once every member serves in a formed cluster. The members list the
+// proxy's host and port (--allowed-host): with auth, the endpoint's URI (the tokens' audience,
+// the metadata's resource) is then the proxy's, which is the one clients use; a loopback name
+// with another port would otherwise be taken as the member's own.
 async function startCluster(n, args) {
   const base = await consecutivePorts(n);
-  const proc = spawn(serverBinary(), ['--transport', 'http', '--cluster-local', String(n), '--addr', `127.0.0.1:${base}`, ...args], {
+  const agent = new http.Agent({ keepAlive: true });
+  let next = 0;
+  const proxy = http.createServer((req, res) => {
+    const port = base + (next++ % n);
+    const out = http.request({ host: '127.0.0.1', port, method: req.method, path: req.url, headers: req.headers, agent }, (back) => {
+      res.writeHead(back.statusCode, back.headers);
+      back.pipe(res);
+    });
+    out.on('error', () => {
+      if (!res.headersSent) res.writeHead(502);
+      res.end();
+    });
+    res.on('close', () => out.destroy());
+    req.pipe(out);
+  });
+  await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  const front = `127.0.0.1:${proxy.address().port}`;
+  const proc = spawn(serverBinary(), ['--transport', 'http', '--cluster-local', String(n), '--addr', `127.0.0.1:${base}`,
+    '--allowed-host', front, ...args], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const stderr = [];
@@ -173,26 +194,12 @@ async function startCluster(n, args) {
     proc.on('exit', (code) => reject(new Error(`cluster exited with ${code} before serving:\n${stderr.join('\n')}`)));
   }), 'cluster start').catch((err) => {
     proc.kill('SIGKILL');
+    proxy.close();
+    agent.destroy();
     throw err;
   });
-  const agent = new http.Agent({ keepAlive: true });
-  let next = 0;
-  const proxy = http.createServer((req, res) => {
-    const port = base + (next++ % n);
-    const out = http.request({ host: '127.0.0.1', port, method: req.method, path: req.url, headers: req.headers, agent }, (back) => {
-      res.writeHead(back.statusCode, back.headers);
-      back.pipe(res);
-    });
-    out.on('error', () => {
-      if (!res.headersSent) res.writeHead(502);
-      res.end();
-    });
-    res.on('close', () => out.destroy());
-    req.pipe(out);
-  });
-  await new Promise((resolve) => proxy.listen(0, '127.0.0.1', resolve));
   return {
-    url: new URL(`http://127.0.0.1:${proxy.address().port}/mcp`),
+    url: new URL(`http://${front}/mcp`),
     stderr,
     async stop() {
       proxy.closeAllConnections();

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -91,9 +93,13 @@ type AuthConfig struct {
 
 	// Resource is the canonical URI of the MCP endpoint, the RFC 9728 "resource" that tokens must
 	// be issued for, for example "https://mcp.example.com/mcp". A path alone ("/mcp") takes the
-	// scheme and host from each request: https when it came over TLS, http otherwise, and the
-	// Host header. Empty means the request's own path on the endpoint. Set it to the public URL
-	// when the server runs behind a reverse proxy.
+	// scheme and host from each request: https when it came over TLS, http otherwise, and a host
+	// the client cannot choose: on a loopback connection whose Host is a loopback name, that name
+	// with the connection's own port; otherwise the Host header only when [Config].AllowedHosts
+	// lists it. Empty means the request's own path on the endpoint. A path or empty needs
+	// AllowedHosts to list at least one name ([New] refuses it otherwise: the handler does not
+	// know its listener before its first request); a server reached beyond loopback, or behind
+	// a reverse proxy, sets it to the public URL.
 	Resource string
 
 	// ResourceMetadataURL is the URL of the protected-resource metadata document, given to clients
@@ -144,6 +150,7 @@ type authenticator struct {
 	cfg     AuthConfig
 	report  func(error)
 	timeout time.Duration
+	hosts   []string // Config.AllowedHosts: the names a Resource that is a path may take
 }
 
 func newAuthenticator(cfg *AuthConfig, report func(error)) (*authenticator, error) {
@@ -177,7 +184,12 @@ func (a *authenticator) authenticate(w http.ResponseWriter, r *http.Request) (*t
 		a.challenge(w, r, http.StatusUnauthorized, "", "authentication required")
 		return nil, false
 	}
-	id, err := a.verify(WithResource(r.Context(), a.resource(r, r.URL.Path)), token)
+	resource, ok := a.resource(r, r.URL.Path)
+	if !ok {
+		writeError(w, http.StatusForbidden, protocol.ErrTransport("Forbidden", "host not allowed"))
+		return nil, false
+	}
+	id, err := a.verify(WithResource(r.Context(), resource), token)
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrInvalidToken):
@@ -252,20 +264,81 @@ func bearerToken(h http.Header) (string, bool) {
 	return token, true
 }
 
-// resource returns the canonical URI of the endpoint for request r to the endpoint.
-func (a *authenticator) resource(r *http.Request, path string) string {
+// checkResource is what [New] checks of the resource: an absolute http(s) URL, or a path (or
+// empty) with at least one name in AllowedHosts. Otherwise the tokens' audience would come
+// from the Host header a client chooses on any connection that is not a loopback one (the
+// confused deputy of RFC 8707: a token issued for another server, replayed here with that
+// server's name in Host), and the handler cannot tell before its first request whether its
+// listener is loopback.
+func (a *authenticator) checkResource() error {
+	res := a.cfg.Resource
+	if res != "" && !strings.HasPrefix(res, "/") {
+		u, err := url.Parse(res)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return fmt.Errorf("toolgrain: HTTPConfig.Auth.Resource %q is neither an absolute http(s) URL nor a path", res)
+		}
+		return nil
+	}
+	if len(a.hosts) == 0 {
+		return fmt.Errorf("toolgrain: HTTPConfig.Auth.Resource %q is not an absolute URL and HTTPConfig.AllowedHosts is empty, "+
+			"so the tokens' audience would be taken from the Host header the client sends: set Resource to the endpoint's URL "+
+			"(https://mcp.example.com/mcp), or list the names the endpoint is reached by in AllowedHosts", res)
+	}
+	return nil
+}
+
+// resource returns the canonical URI of the endpoint for request r to the endpoint, and false
+// when the configured Resource leaves its host to the request and r names none the client may
+// (see endpointHost).
+func (a *authenticator) resource(r *http.Request, path string) (string, bool) {
 	res := a.cfg.Resource
 	if res == "" {
 		res = path
 	}
-	if strings.HasPrefix(res, "/") {
-		scheme := "http"
-		if r.TLS != nil {
-			scheme = "https"
-		}
-		return scheme + "://" + r.Host + res
+	if !strings.HasPrefix(res, "/") {
+		return res, true
 	}
-	return res
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	host, ok := a.endpointHost(r, scheme)
+	if !ok {
+		return "", false
+	}
+	return scheme + "://" + host + res, true
+}
+
+// endpointHost is the host of the endpoint's URI for a request whose Resource is a path, never
+// a value the client chose and the operator did not list: the request's Host when an entry of
+// AllowedHosts is that host and port exactly; on a loopback connection, a loopback name in Host
+// with the connection's own port (a Host naming another port there names another server on
+// the machine); otherwise the Host when an entry of AllowedHosts without a port is its name;
+// else none.
+func (a *authenticator) endpointHost(r *http.Request, scheme string) (string, bool) {
+	host := strings.ToLower(r.Host)
+	for _, h := range a.hosts {
+		if strings.EqualFold(h, host) {
+			return host, true
+		}
+	}
+	name := hostname(host)
+	local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if tcp, ok := local.(*net.TCPAddr); ok && tcp.IP.IsLoopback() && isLoopbackName(name) {
+		if (scheme == "http" && tcp.Port == 80) || (scheme == "https" && tcp.Port == 443) {
+			if strings.Contains(name, ":") {
+				return "[" + name + "]", true
+			}
+			return name, true
+		}
+		return net.JoinHostPort(name, strconv.Itoa(tcp.Port)), true
+	}
+	for _, h := range a.hosts {
+		if strings.EqualFold(h, name) {
+			return host, true
+		}
+	}
+	return "", false
 }
 
 // metadataURL is the resource_metadata of challenges to requests on the endpoint.
@@ -273,7 +346,7 @@ func (a *authenticator) metadataURL(r *http.Request) string {
 	if a.cfg.ResourceMetadataURL != "" {
 		return a.cfg.ResourceMetadataURL
 	}
-	res := a.resource(r, r.URL.Path)
+	res, _ := a.resource(r, r.URL.Path) // checked by authenticate before any challenge
 	u, err := url.Parse(res)
 	if err != nil {
 		return res
@@ -307,8 +380,13 @@ func (a *authenticator) serveMetadata(w http.ResponseWriter, r *http.Request) {
 	if suffix == "" {
 		suffix = "/"
 	}
+	resource, ok := a.resource(r, suffix)
+	if !ok {
+		writeError(w, http.StatusForbidden, protocol.ErrTransport("Forbidden", "host not allowed"))
+		return
+	}
 	doc := resourceMetadata{
-		Resource:               a.resource(r, suffix),
+		Resource:               resource,
 		AuthorizationServers:   a.cfg.AuthorizationServers,
 		ScopesSupported:        a.cfg.ScopesSupported,
 		BearerMethodsSupported: []string{"header"},

@@ -90,7 +90,9 @@ type Config struct {
 	// when the server is reached on a loopback address, where only localhost, 127.0.0.1 and
 	// [::1] are accepted by default: a foreign Host there is a DNS-rebinding attempt and gets
 	// 403. When set, it also restricts requests reaching the server on other addresses; empty
-	// means those are not checked.
+	// means those are not checked. With Auth and a Resource that is not an absolute URL, these
+	// are the names the tokens' audience may take from a request, and at least one is needed
+	// (see [AuthConfig].Resource).
 	AllowedHosts []string
 
 	// Auth turns on bearer-token authentication. Nil means none.
@@ -228,8 +230,9 @@ type Handler struct {
 
 var _ http.Handler = (*Handler)(nil)
 
-// New returns the transport of eng configured by cfg. Its only error is a [Config].Auth without
-// a Verifier. Unexpected failures (a verifier that fails, a session that cannot be opened) are
+// New returns the transport of eng configured by cfg. Its errors are a [Config].Auth without a
+// Verifier, and one whose Resource is neither an absolute URL nor, with a [Config].AllowedHosts
+// that lists a name, a path (see [AuthConfig].Resource). Unexpected failures (a verifier that fails, a session that cannot be opened) are
 // reported to eng ([actors.Engine.Report]), never to the client.
 func New(eng *actors.Engine, cfg Config, opts Options) (*Handler, error) {
 	log := opts.Logger
@@ -256,6 +259,12 @@ func New(eng *actors.Engine, cfg Config, opts Options) (*Handler, error) {
 	var err error
 	if h.auth, err = newAuthenticator(cfg.Auth, eng.Report); err != nil {
 		return nil, err
+	}
+	if h.auth != nil {
+		h.auth.hosts = cfg.AllowedHosts
+		if err := h.auth.checkResource(); err != nil {
+			return nil, err
+		}
 	}
 	return h, nil
 }

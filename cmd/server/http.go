@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -89,7 +90,7 @@ func (o *httpOptions) register(fs *flag.FlagSet) {
 	fs.Var(&o.toolScopes, "tool-scope", "HTTP with auth: `TOOL=SCOPE[,SCOPE...]`, the scopes a call of TOOL needs (repeatable); a token without them gets 403 and the step-up challenge")
 	fs.BoolVar(&o.hideForbidden, "hide-forbidden-tools", false, "HTTP with auth: hide from each token the tools whose --tool-scope scopes it lacks: its tools/list leaves them out, and a call of one is answered exactly as a call of a tool that does not exist (no step-up challenge)")
 	fs.Var(&o.authorizationServers, "authorization-server", "HTTP with auth: issuer `URL` listed in the protected-resource metadata (repeatable)")
-	fs.StringVar(&o.resource, "resource", "", "HTTP with auth: the public `URL` of the endpoint, for tokens' audience and the metadata (default: the request's host and /mcp)")
+	fs.StringVar(&o.resource, "resource", "", "HTTP with auth: the public `URL` of the endpoint, for tokens' audience and the metadata; needed beyond loopback unless --allowed-host lists the names it is reached by (default: the request's loopback name or --allowed-host name, and /mcp)")
 	fs.Var(&o.allowedOrigins, "allowed-origin", "HTTP: a browser `origin` accepted besides the endpoint's own (repeatable; * for any)")
 	fs.Var(&o.allowedHosts, "allowed-host", "HTTP: a Host header `name` accepted besides loopback names (repeatable; for reverse proxies)")
 	fs.DurationVar(&o.idleTimeout, "session-idle-timeout", toolgrain.DefaultSessionIdleTimeout, "HTTP: end sessions idle this long")
@@ -127,8 +128,36 @@ func (o *httpOptions) check() error {
 			return err
 		}
 	}
+	if o.authOn() && !absoluteURL(o.resource) && len(o.allowedHosts) == 0 && !o.loopback() {
+		return fmt.Errorf("--addr %s is not a loopback address: with auth on, set --resource to the endpoint's public URL "+
+			"(https://HOST/mcp), or list the names it is reached by with --allowed-host, so that the tokens' audience "+
+			"is never taken from the Host header a client sends", o.addr)
+	}
 	return nil
 }
+
+// loopback reports whether --addr listens on loopback only.
+func (o *httpOptions) loopback() bool {
+	host, _, err := net.SplitHostPort(o.addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// absoluteURL reports whether s is an absolute http(s) URL with a host.
+func absoluteURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
+}
+
+// loopbackNames are the Host names of a loopback listener: with auth and no --resource they are
+// the names the endpoint's URI may take (each with the listener's own port).
+var loopbackNames = []string{"localhost", "127.0.0.1", "::1"}
 
 // authOn reports whether a flag turns bearer auth on.
 func (o *httpOptions) authOn() bool {
@@ -182,6 +211,11 @@ func (o *httpOptions) config() (toolgrain.HTTPConfig, error) {
 	resource := o.resource
 	if resource == "" {
 		resource = endpoint
+	}
+	if !absoluteURL(resource) && len(cfg.AllowedHosts) == 0 {
+		// check refused this beyond loopback: the endpoint's URI takes the loopback name of
+		// each request, with the listener's port.
+		cfg.AllowedHosts = loopbackNames
 	}
 	servers := o.authorizationServers
 	if o.issuer != "" && !slices.Contains(servers, o.issuer) {

@@ -31,7 +31,8 @@ type Kind int32
 const (
 	Kind_KIND_UNSPECIFIED Kind = 0
 	// REQUEST: edge stream actor -> home tunnel actor. An HTTP request of a legacy session homed
-	// on the receiver: method, target, host, local_addr, headers, body; reply_* name the stream.
+	// on the receiver: method, target, host, scheme, local_addr, headers, body; reply_* name the
+	// stream.
 	Kind_KIND_REQUEST Kind = 1
 	// HEAD: home -> edge stream. The response's status and headers; reply_* name the home's
 	// request actor.
@@ -204,8 +205,11 @@ type Envelope struct {
 	Progress             float64  `protobuf:"fixed64,29,opt,name=progress,proto3" json:"progress,omitempty"`
 	HasTotal             bool     `protobuf:"varint,30,opt,name=has_total,json=hasTotal,proto3" json:"has_total,omitempty"`
 	ProgressTotal        float64  `protobuf:"fixed64,31,opt,name=progress_total,json=progressTotal,proto3" json:"progress_total,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// REQUEST: "https" when the edge received the request over TLS, else "http": the home's
+	// handler sees the scheme the client used (its tokens' audience and resource_metadata).
+	Scheme        string `protobuf:"bytes,32,opt,name=scheme,proto3" json:"scheme,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Envelope) Reset() {
@@ -455,6 +459,13 @@ func (x *Envelope) GetProgressTotal() float64 {
 	return 0
 }
 
+func (x *Envelope) GetScheme() string {
+	if x != nil {
+		return x.Scheme
+	}
+	return ""
+}
+
 var File_envelope_proto protoreflect.FileDescriptor
 
 const file_envelope_proto_rawDesc = "" +
@@ -462,7 +473,7 @@ const file_envelope_proto_rawDesc = "" +
 	"\x0eenvelope.proto\x12\x11toolgrain.wire.v1\"4\n" +
 	"\x06Header\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
-	"\x06values\x18\x02 \x03(\tR\x06values\"\x92\b\n" +
+	"\x06values\x18\x02 \x03(\tR\x06values\"\xaa\b\n" +
 	"\bEnvelope\x12+\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x17.toolgrain.wire.v1.KindR\x04kind\x12#\n" +
 	"\rreply_address\x18\x02 \x01(\tR\freplyAddress\x12\x19\n" +
@@ -499,7 +510,8 @@ const file_envelope_proto_rawDesc = "" +
 	"resultMeta\x12\x1a\n" +
 	"\bprogress\x18\x1d \x01(\x01R\bprogress\x12\x1b\n" +
 	"\thas_total\x18\x1e \x01(\bR\bhasTotal\x12%\n" +
-	"\x0eprogress_total\x18\x1f \x01(\x01R\rprogressTotal*\xd8\x01\n" +
+	"\x0eprogress_total\x18\x1f \x01(\x01R\rprogressTotal\x12\x16\n" +
+	"\x06scheme\x18  \x01(\tR\x06scheme*\xd8\x01\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fKIND_REQUEST\x10\x01\x12\r\n" +
