@@ -142,6 +142,7 @@ package toolgrain
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -186,6 +187,12 @@ type Config struct {
 	Version string
 	// Title is the optional human-readable serverInfo.title.
 	Title string
+	// Icons are the server's icons, serverInfo.icons: sent to the clients of MCP 2025-11-25
+	// and 2026-07-28, left out for older revisions. Each must pass protocol.CheckIcons: an
+	// https: URL or a data: URI of base64 image data, an image MIME type, sizes "48x48" or
+	// "any", theme "light" or "dark"; one that does not is an error from NewServer that wraps
+	// a *protocol.IconError. Nil means none.
+	Icons []protocol.Icon
 	// Instructions are returned in the initialize result, for the client's model.
 	Instructions string
 
@@ -373,8 +380,13 @@ type Server struct {
 // a schema that does not compile (or whose root is not an object), or a Go type from which no
 // schema can be inferred, a *tools.ToolSchemaError, a nil middleware an error, a
 // bad resource or template a *resources.DefinitionError, a bad prompt a
-// *prompts.DefinitionError.
+// *prompts.DefinitionError, a bad icon of the server (Config.Icons) or of a tool an error
+// wrapping a *protocol.IconError.
 func NewServer(cfg Config) (*Server, error) {
+	if err := protocol.CheckIcons(cfg.Icons); err != nil {
+		return nil, fmt.Errorf("toolgrain: server %w", err)
+	}
+	cfg.Icons = protocol.CloneIcons(cfg.Icons)
 	set, err := tools.Compile(cfg.Tools, cfg.Middleware...)
 	if err != nil {
 		return nil, err
@@ -421,7 +433,7 @@ func NewServer(cfg Config) (*Server, error) {
 		Relay:              relay,
 		System:             cfg.ActorSystem,
 		Tools:              set,
-		ServerInfo:         protocol.Implementation{Name: cfg.Name, Title: cfg.Title, Version: cfg.Version},
+		ServerInfo:         protocol.Implementation{Name: cfg.Name, Title: cfg.Title, Version: cfg.Version, Icons: cfg.Icons},
 		Instructions:       cfg.Instructions,
 		OnError:            cfg.OnError,
 		Logger:             cfg.Logger,

@@ -465,8 +465,11 @@ const maxInterned = 1024
 type interned struct {
 	mu    sync.Mutex
 	capsM map[string]*protocol.ClientCapabilities
-	infoM map[protocol.Implementation]*protocol.Implementation
+	infoM map[infoKey]*protocol.Implementation
 }
+
+// infoKey is what tells interned client infos apart.
+type infoKey struct{ name, title, version string }
 
 // caps returns the interned equal of c (c itself when it is new and the table is full).
 func (t *interned) caps(c *protocol.ClientCapabilities) *protocol.ClientCapabilities {
@@ -491,19 +494,20 @@ func (t *interned) caps(c *protocol.ClientCapabilities) *protocol.ClientCapabili
 
 // info returns the interned equal of i (i itself when it is new and the table is full).
 func (t *interned) info(i *protocol.Implementation) *protocol.Implementation {
-	if i == nil {
-		return nil
+	if i == nil || len(i.Icons) > 0 {
+		return i // a client that sends icons is rare: it keeps its own
 	}
+	key := infoKey{i.Name, i.Title, i.Version}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if got, ok := t.infoM[*i]; ok {
+	if got, ok := t.infoM[key]; ok {
 		return got
 	}
 	if t.infoM == nil {
-		t.infoM = make(map[protocol.Implementation]*protocol.Implementation)
+		t.infoM = make(map[infoKey]*protocol.Implementation)
 	}
 	if len(t.infoM) < maxInterned {
-		t.infoM[*i] = i
+		t.infoM[key] = i
 	}
 	return i
 }

@@ -34,6 +34,9 @@ type Prompt struct {
 	Description string
 	// Arguments are the prompt's arguments, in the order clients show them.
 	Arguments []Argument
+	// Icons are images a client may show for the prompt, sent to the clients of MCP
+	// 2025-11-25 and later; each must pass protocol.CheckIcons. Nil means none.
+	Icons []protocol.Icon
 	// Handler renders the prompt.
 	Handler Handler
 }
@@ -114,7 +117,8 @@ func (e *ArgumentError) Error() string {
 }
 
 // DefinitionError reports a prompt that cannot be served: an empty or duplicate name, a bad
-// argument list or a nil handler. [Compile] and [Set.With] return it.
+// argument list, a nil handler, or an icon that breaks the rules of protocol.CheckIcons (Reason
+// "icon N: ..."). [Compile] and [Set.With] return it.
 type DefinitionError struct {
 	Name   string
 	Reason string
@@ -248,9 +252,13 @@ func compile(def *Prompt) (*Compiled, error) {
 	if f, ok := def.Handler.(HandlerFunc); ok && f == nil {
 		return nil, fail("no handler")
 	}
+	if err := protocol.CheckIcons(def.Icons); err != nil {
+		return nil, fail(err.Error())
+	}
 	c := &Compiled{def: *def, args: make(map[string]*Argument, len(def.Arguments))}
 	c.def.Arguments = slices.Clone(def.Arguments)
-	c.desc = protocol.Prompt{Name: def.Name, Title: def.Title, Description: def.Description}
+	c.def.Icons = protocol.CloneIcons(def.Icons)
+	c.desc = protocol.Prompt{Name: def.Name, Title: def.Title, Description: def.Description, Icons: c.def.Icons}
 	for i := range c.def.Arguments {
 		a := &c.def.Arguments[i]
 		if a.Name == "" {

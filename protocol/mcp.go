@@ -44,6 +44,8 @@ type Implementation struct {
 	Name    string `json:"name"`
 	Title   string `json:"title,omitempty"`
 	Version string `json:"version"`
+	// Icons are the implementation's icons (MCP 2025-11-25); see [Icon].
+	Icons []Icon `json:"icons,omitempty"`
 }
 
 // InitializeParams are the params of [MethodInitialize]. Capabilities is
@@ -109,6 +111,7 @@ type Tool struct {
 	InputSchema  json.RawMessage  `json:"inputSchema"`
 	OutputSchema json.RawMessage  `json:"outputSchema,omitempty"`
 	Annotations  *ToolAnnotations `json:"annotations,omitempty"`
+	Icons        []Icon           `json:"icons,omitempty"`
 	Meta         json.RawMessage  `json:"_meta,omitempty"`
 }
 
@@ -567,6 +570,7 @@ type Resource struct {
 	MimeType    string          `json:"mimeType,omitempty"`
 	Size        *int64          `json:"size,omitempty"`
 	Annotations *Annotations    `json:"annotations,omitempty"`
+	Icons       []Icon          `json:"icons,omitempty"`
 	Meta        json.RawMessage `json:"_meta,omitempty"`
 }
 
@@ -579,6 +583,7 @@ type ResourceTemplate struct {
 	Description string          `json:"description,omitempty"`
 	MimeType    string          `json:"mimeType,omitempty"`
 	Annotations *Annotations    `json:"annotations,omitempty"`
+	Icons       []Icon          `json:"icons,omitempty"`
 	Meta        json.RawMessage `json:"_meta,omitempty"`
 }
 
@@ -669,6 +674,7 @@ type Prompt struct {
 	Title       string           `json:"title,omitempty"`
 	Description string           `json:"description,omitempty"`
 	Arguments   []PromptArgument `json:"arguments,omitempty"`
+	Icons       []Icon           `json:"icons,omitempty"`
 	Meta        json.RawMessage  `json:"_meta,omitempty"`
 }
 

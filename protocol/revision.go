@@ -117,7 +117,8 @@ func (r Revision) Has(f Feature) bool {
 }
 
 // shapesResults reports whether results of r differ from what the engine encodes: the engine
-// builds them for the newest revisions, so only the older legacy ones are shaped.
+// builds them for the newest revisions, so only the older legacy ones are shaped, and none of
+// those has icons (FeatureIcons).
 func (r Revision) shapesResults() bool { return r != 0 && r < Revision20251125 }
 
 // Shape returns v as the revision r defines it: a result (initialize, the lists, tools/call,
@@ -165,6 +166,7 @@ func (r Revision) Shape(v any) any {
 		out.Resources = make([]Resource, len(v.Resources))
 		for i, res := range v.Resources {
 			res.Annotations = r.annotations(res.Annotations)
+			res.Icons = nil
 			if !r.Has(FeatureTitles) {
 				res.Title = ""
 			}
@@ -179,6 +181,7 @@ func (r Revision) Shape(v any) any {
 		out.ResourceTemplates = make([]ResourceTemplate, len(v.ResourceTemplates))
 		for i, t := range v.ResourceTemplates {
 			t.Annotations = r.annotations(t.Annotations)
+			t.Icons = nil
 			if !r.Has(FeatureTitles) {
 				t.Title = ""
 			}
@@ -192,6 +195,7 @@ func (r Revision) Shape(v any) any {
 		out := *v
 		out.Prompts = make([]Prompt, len(v.Prompts))
 		for i, p := range v.Prompts {
+			p.Icons = nil
 			if !r.Has(FeatureTitles) {
 				p.Title = ""
 				if len(p.Arguments) > 0 {
@@ -227,6 +231,7 @@ func (r Revision) Shape(v any) any {
 
 // implementation is serverInfo in r.
 func (r Revision) implementation(impl Implementation) Implementation {
+	impl.Icons = nil
 	if !r.Has(FeatureTitles) {
 		impl.Title = ""
 	}
@@ -247,6 +252,7 @@ func (r Revision) tool(t Tool) Tool {
 		a.Title = t.Title
 		t.Annotations = &a
 	}
+	t.Icons = nil
 	if !r.Has(FeatureTitles) {
 		t.Title = ""
 	}

@@ -68,13 +68,14 @@ func TestShapeTools(t *testing.T) {
 		InputSchema:  json.RawMessage(`{"type":"object"}`),
 		OutputSchema: json.RawMessage(`{"type":"object"}`),
 		Annotations:  &protocol.ToolAnnotations{ReadOnlyHint: &yes},
+		Icons:        []protocol.Icon{{Src: "https://example.com/i.png"}},
 		Meta:         json.RawMessage(`{"k":1}`),
 	}}}
 	tests := []struct{ version, want string }{
 		{"2024-11-05", `{"tools":[{"name":"t","description":"d","inputSchema":{"type":"object"}}]}`},
 		{"2025-03-26", `{"tools":[{"name":"t","description":"d","inputSchema":{"type":"object"},"annotations":{"title":"T","readOnlyHint":true}}]}`},
 		{"2025-06-18", `{"tools":[{"name":"t","title":"T","description":"d","inputSchema":{"type":"object"},"outputSchema":{"type":"object"},"annotations":{"readOnlyHint":true},"_meta":{"k":1}}]}`},
-		{"2025-11-25", `{"tools":[{"name":"t","title":"T","description":"d","inputSchema":{"type":"object"},"outputSchema":{"type":"object"},"annotations":{"readOnlyHint":true},"_meta":{"k":1}}]}`},
+		{"2025-11-25", `{"tools":[{"name":"t","title":"T","description":"d","inputSchema":{"type":"object"},"outputSchema":{"type":"object"},"annotations":{"readOnlyHint":true},"icons":[{"src":"https://example.com/i.png"}],"_meta":{"k":1}}]}`},
 	}
 	for _, tt := range tests {
 		if got := shaped(t, tt.version, give); got != tt.want {

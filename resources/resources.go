@@ -39,6 +39,9 @@ type Resource struct {
 	MimeType    string
 	// Annotations are optional hints (audience, priority, lastModified).
 	Annotations *protocol.Annotations
+	// Icons are images a client may show for the resource, sent to the clients of MCP
+	// 2025-11-25 and later; each must pass protocol.CheckIcons. Nil means none.
+	Icons []protocol.Icon
 	// Reader produces the contents on resources/read.
 	Reader Reader
 }
@@ -56,6 +59,8 @@ type Template struct {
 	Description string
 	MimeType    string
 	Annotations *protocol.Annotations
+	// Icons are the family's icons, as for [Resource].
+	Icons []protocol.Icon
 	// Reader produces the contents of a matching URI; [ReadRequest].Vars holds the variables.
 	Reader Reader
 	// Complete suggests values for the template's variables on completion/complete, by
@@ -129,7 +134,8 @@ func Static(mimeType, text string, blob []byte) Reader {
 }
 
 // DefinitionError reports a resource or template that cannot be served: a missing or invalid
-// URI, template or name, a duplicate, or a nil reader. [Compile] and [Set.With] return it.
+// URI, template or name, a duplicate, a nil reader, or an icon that breaks the rules of
+// protocol.CheckIcons (Reason "icon N: ..."). [Compile] and [Set.With] return it.
 type DefinitionError struct {
 	// Kind is "resource" or "template".
 	Kind string
@@ -287,10 +293,14 @@ func compileResource(def *Resource) (*CompiledResource, error) {
 	case def.Reader == nil || isNilFunc(def.Reader):
 		return nil, fail("no reader")
 	}
+	if err := protocol.CheckIcons(def.Icons); err != nil {
+		return nil, fail(err.Error())
+	}
 	r := &CompiledResource{def: *def}
+	r.def.Icons = protocol.CloneIcons(def.Icons)
 	r.desc = protocol.Resource{
 		URI: def.URI, Name: def.Name, Title: def.Title, Description: def.Description,
-		MimeType: def.MimeType, Annotations: def.Annotations,
+		MimeType: def.MimeType, Annotations: def.Annotations, Icons: r.def.Icons,
 	}
 	return r, nil
 }
@@ -305,6 +315,9 @@ func compileTemplate(def *Template) (*CompiledTemplate, error) {
 	if def.Reader == nil || isNilFunc(def.Reader) {
 		return nil, fail("no reader")
 	}
+	if err := protocol.CheckIcons(def.Icons); err != nil {
+		return nil, fail(err.Error())
+	}
 	tpl, err := parseTemplate(def.URITemplate)
 	if err != nil {
 		return nil, fail(err.Error())
@@ -315,13 +328,14 @@ func compileTemplate(def *Template) (*CompiledTemplate, error) {
 		}
 	}
 	t := &CompiledTemplate{def: *def, tpl: tpl}
+	t.def.Icons = protocol.CloneIcons(def.Icons)
 	t.def.Complete = make(map[string]CompleteFunc, len(def.Complete))
 	for k, v := range def.Complete {
 		t.def.Complete[k] = v
 	}
 	t.desc = protocol.ResourceTemplate{
 		URITemplate: def.URITemplate, Name: def.Name, Title: def.Title, Description: def.Description,
-		MimeType: def.MimeType, Annotations: def.Annotations,
+		MimeType: def.MimeType, Annotations: def.Annotations, Icons: t.def.Icons,
 	}
 	return t, nil
 }

@@ -54,7 +54,9 @@ type Compiled struct {
 //     negative concurrency limit, an [ActorHandler] without an actor, or one with providers
 //     likewise, as plain errors;
 //   - a nil [Middleware], and a middleware that panics or returns a nil Handler when it wraps a
-//     tool's handler, as plain errors.
+//     tool's handler, as plain errors;
+//   - an icon that breaks the rules of protocol.CheckIcons, as an error naming the tool that
+//     wraps a *protocol.IconError.
 //
 // The middleware mw wraps the calls of every tool of the Set, and of the tools later added with
 // [Set.With], the first outermost ([Middleware] says where it runs); [Compiled.Run] applies it.
@@ -145,6 +147,9 @@ func compileTool(def *Tool, mw []Middleware) (*Compiled, []error) {
 	if err := checkScopes(def.Scopes); err != nil {
 		errs = append(errs, fmt.Errorf("tool %q: %w", def.Name, err))
 	}
+	if err := protocol.CheckIcons(def.Icons); err != nil {
+		errs = append(errs, fmt.Errorf("tool %q: %w", def.Name, err))
+	}
 
 	c := &Compiled{def: *def}
 	c.def.Scopes = slices.Clone(def.Scopes)
@@ -152,6 +157,7 @@ func compileTool(def *Tool, mw []Middleware) (*Compiled, []error) {
 	c.def.OutputSchema = clone(def.OutputSchema)
 	c.def.MetaSchema = clone(def.MetaSchema)
 	c.def.Providers = slices.Clone(def.Providers)
+	c.def.Icons = protocol.CloneIcons(def.Icons)
 	if def.Annotations != nil {
 		a := *def.Annotations
 		c.def.Annotations = &a
@@ -207,6 +213,7 @@ func compileTool(def *Tool, mw []Middleware) (*Compiled, []error) {
 		InputSchema:  c.def.InputSchema,
 		OutputSchema: c.def.OutputSchema,
 		Annotations:  c.def.Annotations,
+		Icons:        c.def.Icons,
 	}
 	if c.desc.InputSchema == nil {
 		c.desc.InputSchema = defaultInputSchema

@@ -123,6 +123,12 @@ type Tool struct {
 	// means none.
 	Annotations *protocol.ToolAnnotations
 
+	// Icons are images a client may show for the tool, sent to the clients of MCP 2025-11-25
+	// and later (left out for older revisions). Each must pass protocol.CheckIcons (an https:
+	// or data: image, sizes as "48x48" or "any", theme "light" or "dark"); one that does not is
+	// a construction error naming the tool and the icon. Nil means none.
+	Icons []protocol.Icon
+
 	// Handler runs the tool. It is required.
 	Handler Handler
 
