@@ -3,6 +3,8 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"time"
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/gateway"
@@ -68,4 +70,35 @@ func Example_inProcess() {
 	}
 	fmt.Println(list[0].Name, res.Content[0].Text)
 	// Output: weather_forecast sunny
+}
+
+// An MCP server run as a command over stdio, with its tools filtered and one transformed. The
+// gateway starts it, restarts it when it exits and ends it on Close. (Not run: it needs the
+// command.)
+func Example_stdio() {
+	front, err := toolgrain.NewServer(toolgrain.Config{Name: "front"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer front.Close()
+	gw, err := gateway.New(front, gateway.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer gw.Close()
+	err = gw.Mount(gateway.Mount{
+		Name:    "files",
+		Source:  gateway.Stdio{Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/srv/docs"}},
+		Exclude: []string{"write_*", "edit_file", "move_file"},
+		Timeout: 30 * time.Second,
+	})
+	if err != nil {
+		fmt.Println(err) // a bad mount, never a missing command: that one is retried
+		return
+	}
+	if err := front.ServeStdio(context.Background(), os.Stdin, os.Stdout); err != nil {
+		fmt.Println(err)
+	}
 }

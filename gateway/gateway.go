@@ -292,6 +292,10 @@ type MountStatus struct {
 	// Late counts what the upstream sent for calls already over (given up by the client,
 	// timed out, or answered), all of it dropped.
 	Late uint64
+	// PID is the process of a stdio upstream while it runs; 0 otherwise.
+	PID int
+	// InFlight is the number of calls in flight on its connection.
+	InFlight int
 }
 
 // Status returns the state of every mount, in the order they were mounted.

@@ -141,7 +141,8 @@ func (m *mount) status() MountStatus {
 	return MountStatus{
 		Name: m.name, State: string(st.State), Err: st.Err, Since: st.Since, Listed: sv.listed,
 		Tools: sv.tools, Resources: sv.resources, Templates: sv.templates, Prompts: sv.prompts,
-		ProtocolVersion: st.Version, Late: m.up.Stats().Late.Load(),
+		ProtocolVersion: st.Version, Late: m.up.Stats().Late.Load(), PID: st.PID,
+		InFlight: int(m.up.Stats().InFlight.Load()),
 	}
 }
 

@@ -188,6 +188,7 @@ func (c *stdioConn) read(r io.Reader, max int) {
 }
 
 func (c *stdioConn) Send(out *Outgoing)    { c.w.Send(out.Frame) }
+func (c *stdioConn) PID() int              { return c.cmd.Process.Pid }
 func (c *stdioConn) EndStream(protocol.ID) {}
 func (c *stdioConn) SetSession(string)     {}
 func (c *stdioConn) Close()                { c.once.Do(func() { close(c.closing) }) }

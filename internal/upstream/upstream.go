@@ -22,10 +22,11 @@ const (
 	DefaultMaxBackoff       = 30 * time.Second
 	DefaultHandshakeTimeout = 10 * time.Second
 	DefaultProbeTimeout     = 3 * time.Second
-	// stableAfter is how long a connection must have been up for its loss to be followed by
-	// an immediate reconnection rather than by the backoff: a process that dies at once,
-	// again and again, is not restarted in a tight loop.
-	stableAfter = time.Second
+	// stableAfter and maxQuickLosses: a connection lost is opened again at once, unless
+	// maxQuickLosses connections in a row ended within stableAfter of their start; the next
+	// attempt then waits for the backoff.
+	stableAfter    = time.Second
+	maxQuickLosses = 3
 )
 
 // The eras the upstream may speak; see [Config].Protocol.
@@ -117,6 +118,8 @@ type Status struct {
 	Version string
 	// Connections counts the connections that reached the up state.
 	Connections int
+	// PID is the process of a stdio upstream while it runs; 0 otherwise.
+	PID int
 }
 
 // Stats are an upstream's counters.
@@ -126,6 +129,8 @@ type Stats struct {
 	Late atomic.Uint64
 	// Calls counts the calls sent.
 	Calls atomic.Uint64
+	// InFlight is the number of calls in flight on the connection now.
+	InFlight atomic.Int64
 }
 
 // Upstream is the handle of one upstream's actor.
@@ -271,10 +276,12 @@ type upstreamActor struct {
 	queue    []*Call
 	upSince  time.Time
 	failures int
-	down     bool // Down was told and no listing followed
-	timer    *time.Timer
-	hsTimer  *time.Timer
-	conns    int
+	// quickLosses counts the connections in a row that ended within stableAfter.
+	quickLosses int
+	down        bool // Down was told and no listing followed
+	timer       *time.Timer
+	hsTimer     *time.Timer
+	conns       int
 
 	listing  *listJob
 	relist   bool
@@ -463,7 +470,11 @@ func (a *upstreamActor) ready() {
 	a.failures = 0
 	a.upSince = time.Now()
 	a.conns++
-	a.u.setStatus(Status{State: StateUp, Since: a.upSince, Version: a.version, Connections: a.conns})
+	pid := 0
+	if p, ok := a.conn.(interface{ PID() int }); ok {
+		pid = p.PID()
+	}
+	a.u.setStatus(Status{State: StateUp, Since: a.upSince, Version: a.version, Connections: a.conns, PID: pid})
 	era := "legacy"
 	if a.modern {
 		era = "modern"
@@ -519,13 +530,22 @@ func (a *upstreamActor) lost(err error) {
 		a.attemptFailed(err)
 		return
 	}
-	stable := time.Since(a.upSince) >= stableAfter
-	a.u.log.Warn("upstream connection lost", zap.Error(err), zap.Bool("reconnectingNow", stable))
+	// A connection lost is opened again at once, unless it is the third in a row to end
+	// within a second of its start: a process that dies as soon as it runs is not restarted
+	// in a tight loop, but waits for the backoff.
+	if time.Since(a.upSince) >= stableAfter {
+		a.quickLosses = 0
+	} else {
+		a.quickLosses++
+	}
+	now := a.quickLosses < maxQuickLosses
+	a.u.log.Warn("upstream connection lost", zap.Error(err), zap.Bool("reconnectingNow", now))
 	a.dropConnection(fmt.Errorf("%w: %v", ErrConnectionLost, err))
-	if stable {
+	if now {
 		a.open()
 		return
 	}
+	a.quickLosses = 0
 	a.attemptFailed(err)
 }
 
@@ -537,6 +557,7 @@ func (a *upstreamActor) dropConnection(err error) {
 		delete(a.active, key)
 		c.finish(nil, a.fail(c, err))
 	}
+	a.u.stats.InFlight.Store(0)
 	a.pending = map[string]*pending{}
 	for key, r := range a.requests {
 		delete(a.requests, key)
@@ -640,6 +661,7 @@ func (a *upstreamActor) sendCall(c *Call) {
 	}
 	key := c.id.Key()
 	a.active[key] = c
+	a.u.stats.InFlight.Store(int64(len(a.active)))
 	a.pending[key] = &pending{call: c}
 	a.u.stats.Calls.Add(1)
 	a.conn.Send(&Outgoing{Frame: frame, ID: c.id, Method: c.Method, Name: c.Name, Modern: a.modern, Version: a.version})
@@ -785,6 +807,7 @@ func (a *upstreamActor) abandon(m *abandonCall) {
 		return
 	}
 	delete(a.active, key)
+	a.u.stats.InFlight.Store(int64(len(a.active)))
 	delete(a.pending, key)
 	for rk, r := range a.requests {
 		if r.call == c {
@@ -866,6 +889,7 @@ func (a *upstreamActor) response(m *protocol.Message) {
 	}
 	c := p.call
 	delete(a.active, key)
+	a.u.stats.InFlight.Store(int64(len(a.active)))
 	for rk, r := range a.requests {
 		if r.call == c {
 			delete(a.requests, rk)
