@@ -6,6 +6,7 @@ require (
 	github.com/asynkron/protoactor-go v0.0.0-20240822202345-3c0e61ca19c9
 	github.com/orcaman/concurrent-map v1.0.0
 	github.com/prometheus/client_golang v1.24.1
+	github.com/rs/cors v1.11.1
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	go.etcd.io/bbolt v1.4.3
 	go.etcd.io/etcd/client/v3 v3.5.10

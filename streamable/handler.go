@@ -83,7 +83,9 @@ type Config struct {
 	// AllowedOrigins lists the browser origins ("https://app.example.com") accepted besides the
 	// endpoint's own. A request without an Origin header (any non-browser client) is always
 	// accepted; one whose Origin names the same host and port as its Host header too; any other
-	// gets 403 (DNS rebinding and cross-site requests). "*" accepts every origin.
+	// gets 403 (DNS rebinding and cross-site requests). "*" accepts every origin. The origins
+	// listed get CORS (see [Handler]): a page of one may call the endpoint, the HTTP+SSE paths
+	// and the protected-resource metadata from the browser.
 	AllowedOrigins []string
 
 	// AllowedHosts lists extra Host header values ("mcp.example.com", or with a port) accepted
@@ -188,6 +190,13 @@ type Options struct {
 //     version not served 400 and -32022, a method the revision does not have 404 and -32601.
 //     Its answer is one JSON body or an SSE stream without event ids, never resumed; the client
 //     closing it cancels the request. GET and DELETE with a modern version header get 405.
+//   - CORS, for the origins [Config].AllowedOrigins lists: a preflight (OPTIONS with
+//     Access-Control-Request-Method) is answered 204 before authentication, allowing GET, POST
+//     and DELETE and the request headers MCP uses (Accept, Authorization, Content-Type,
+//     Last-Event-ID, Mcp-Method, Mcp-Name, MCP-Protocol-Version, Mcp-Session-Id, Mcp-Param-*;
+//     403 for another); every answer to such an origin carries Access-Control-Allow-Origin
+//     (the origin, or * when every origin is accepted) and exposes Mcp-Session-Id,
+//     MCP-Protocol-Version and WWW-Authenticate. Credentials are never allowed.
 //   - The HTTP+SSE transport of MCP 2024-11-05 is served beside it unless
 //     [Config].DisableSSE: a GET without Mcp-Session-Id (nor Last-Event-ID, nor the modern
 //     version header) opens a session and its event stream, whose first event, "endpoint",
@@ -216,6 +225,7 @@ type Handler struct {
 	log     *zap.Logger
 	cfg     Config
 	auth    *authenticator
+	cors    *corsPolicy // nil without AllowedOrigins
 	maxBody int
 
 	mu       sync.Mutex
@@ -247,6 +257,7 @@ func New(eng *actors.Engine, cfg Config, opts Options) (*Handler, error) {
 		sessions: make(map[string]*legacySession),
 	}
 	h.places = newPlaces(cfg.MaxSessions, cfg.MaxSessionsPerSubject, cfg.Auth != nil)
+	h.cors = newCORS(cfg.AllowedOrigins)
 	if h.maxBody <= 0 {
 		h.maxBody = protocol.DefaultMaxMessageSize
 	}
@@ -270,17 +281,18 @@ func New(eng *actors.Engine, cfg Config, opts Options) (*Handler, error) {
 }
 
 // ResourceMetadataHandler serves the OAuth 2.0 protected-resource metadata (RFC 9728) of the
-// endpoint when [Config].Auth is set, and 404 otherwise. Mount it at
+// endpoint when [Config].Auth is set, and 404 otherwise, with CORS for the origins
+// [Config].AllowedOrigins accepts. Mount it at
 // /.well-known/oauth-protected-resource and at that path followed by the endpoint's path (for
 // /mcp: /.well-known/oauth-protected-resource/mcp), the locations MCP clients try.
 func (h *Handler) ResourceMetadataHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return h.cors.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h.auth == nil {
 			http.NotFound(w, r)
 			return
 		}
 		h.auth.serveMetadata(w, r)
-	})
+	}))
 }
 
 // Sessions returns the number of live sessions.
@@ -299,6 +311,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.originAllowed(r) {
 		writeError(w, http.StatusForbidden, protocol.ErrTransport("Forbidden", "origin not allowed"))
 		return
+	}
+	if h.cors != nil && h.cors.apply(w, r) {
+		return // a preflight, answered before authentication: it carries no credentials
 	}
 	id, ok := h.auth.authenticate(w, r)
 	if !ok {

@@ -91,7 +91,7 @@ func (o *httpOptions) register(fs *flag.FlagSet) {
 	fs.BoolVar(&o.hideForbidden, "hide-forbidden-tools", false, "HTTP with auth: hide from each token the tools whose --tool-scope scopes it lacks: its tools/list leaves them out, and a call of one is answered exactly as a call of a tool that does not exist (no step-up challenge)")
 	fs.Var(&o.authorizationServers, "authorization-server", "HTTP with auth: issuer `URL` listed in the protected-resource metadata (repeatable)")
 	fs.StringVar(&o.resource, "resource", "", "HTTP with auth: the public `URL` of the endpoint, for tokens' audience and the metadata; needed beyond loopback unless --allowed-host lists the names it is reached by (default: the request's loopback name or --allowed-host name, and /mcp)")
-	fs.Var(&o.allowedOrigins, "allowed-origin", "HTTP: a browser `origin` accepted besides the endpoint's own (repeatable; * for any)")
+	fs.Var(&o.allowedOrigins, "allowed-origin", "HTTP: a browser `origin` accepted besides the endpoint's own, with CORS: its pages may call /mcp, /sse, /messages and read the protected-resource metadata (repeatable; * for any, never with credentials)")
 	fs.Var(&o.allowedHosts, "allowed-host", "HTTP: a Host header `name` accepted besides loopback names (repeatable; for reverse proxies)")
 	fs.DurationVar(&o.idleTimeout, "session-idle-timeout", toolgrain.DefaultSessionIdleTimeout, "HTTP: end sessions idle this long")
 	fs.IntVar(&o.maxSessions, "max-sessions", 0, "HTTP: sessions open at once before an initialize is refused with 503 (0: 10000, -1: no limit)")
