@@ -24,6 +24,9 @@ const (
 	DefaultCacheSize = 10000
 	// DefaultCacheTTL is how long an answer is kept when [IntrospectionConfig].CacheTTL is 0.
 	DefaultCacheTTL = time.Minute
+	// DefaultMaxInFlight bounds the introspection requests sent at once when
+	// [IntrospectionConfig].MaxInFlight is 0.
+	DefaultMaxInFlight = 32
 )
 
 // IntrospectionConfig configures an [IntrospectionVerifier]. URL, ClientID and ClientSecret
@@ -48,16 +51,29 @@ type IntrospectionConfig struct {
 	// [JWTConfig].Audience.
 	Audience string
 
-	// CacheSize bounds the answers kept (the least recently used goes first); each is keyed
-	// by the SHA-256 of its token, never the token itself. 0 means DefaultCacheSize; negative
-	// means none is kept: every request asks the server.
+	// CacheSize bounds the answers kept for active tokens (the least recently used goes
+	// first); each is keyed by the SHA-256 of its token, never the token itself. 0 means
+	// DefaultCacheSize; negative means none is kept: every request asks the server.
 	CacheSize int
+
+	// NegativeCacheSize bounds the answers kept for tokens the server says are not active (or
+	// refuses to introspect), in a cache of their own, so that a flood of made-up tokens
+	// cannot push the answers of valid tokens out. 0 means DefaultCacheSize; negative means
+	// none is kept.
+	NegativeCacheSize int
 
 	// CacheTTL is how long an answer is kept, and never past the token's exp: a token revoked
 	// at the authorization server is still accepted for up to this long. Answers saying a
 	// token is not active are kept as long, so a token repeated in a flood costs one request.
 	// 0 means DefaultCacheTTL.
 	CacheTTL time.Duration
+
+	// MaxInFlight bounds the introspection requests sent at once (a flood of distinct made-up
+	// tokens costs one request each; verifications of one token share one). A verification
+	// that needs another request waits for one of those in flight to end, for as long as its
+	// context allows (the transport's VerifyTimeout, 10 s by default), and then fails: an
+	// outage (503), not a rejection. 0 means DefaultMaxInFlight; negative means no bound.
+	MaxInFlight int
 
 	// HTTPClient sends the introspection requests. Nil means a client of its own with
 	// net/http's default transport; either way each request is bounded by FetchTimeout, and
@@ -87,13 +103,18 @@ type IntrospectionConfig struct {
 // rejection (the client gets 503 with Retry-After and the error reaches OnError) and is not
 // cached, unless the cache holds an answer for the token. That includes the errors RFC 6749
 // §5.2 makes the requesting client's: invalid_client (401 or 400: a rotated or wrong client
-// secret), unauthorized_client and invalid_request, each a [*StatusError] with its Code. Concurrent verifications of one token share one
-// request.
+// secret), unauthorized_client and invalid_request, each a [*StatusError] with its Code.
+//
+// Concurrent verifications of one token share one request, and at most MaxInFlight requests
+// are sent at once. A token longer than 16 KiB is rejected before anything else (no real
+// access token is that long; see [JWTVerifier]).
 type IntrospectionVerifier struct {
 	cfg    IntrospectionConfig
 	auth   string // the Authorization header of the requests
 	now    func() time.Time
-	cache  *answerCache // nil: no cache
+	cache  *answerCache  // of active tokens; nil: none
+	neg    *answerCache  // of the others; nil: none
+	slots  chan struct{} // one per request in flight; nil: no bound
 	flight flights[[sha256.Size]byte]
 }
 
@@ -122,11 +143,12 @@ func NewIntrospectionVerifier(cfg IntrospectionConfig) (*IntrospectionVerifier, 
 	if v.cfg.CacheTTL <= 0 {
 		v.cfg.CacheTTL = DefaultCacheTTL
 	}
-	switch {
-	case v.cfg.CacheSize == 0:
-		v.cache = newAnswerCache(DefaultCacheSize)
-	case v.cfg.CacheSize > 0:
-		v.cache = newAnswerCache(v.cfg.CacheSize)
+	v.cache, v.neg = newAnswerCache(v.cfg.CacheSize), newAnswerCache(v.cfg.NegativeCacheSize)
+	switch n := v.cfg.MaxInFlight; {
+	case n == 0:
+		v.slots = make(chan struct{}, DefaultMaxInFlight)
+	case n > 0:
+		v.slots = make(chan struct{}, n)
 	}
 	// RFC 6749 §2.3.1: the client id and secret are form-encoded before Basic encoding.
 	req, _ := http.NewRequest(http.MethodPost, cfg.URL, nil)
@@ -189,14 +211,17 @@ type answer struct {
 // come from scope, and Extra is the server's [*Introspection]. See [IntrospectionVerifier] for
 // what is a rejection and what is a failure.
 func (v *IntrospectionVerifier) VerifyToken(ctx context.Context, token string) (*tools.Identity, error) {
+	if len(token) > maxTokenLength {
+		return nil, errTooLong
+	}
 	key := sha256.Sum256([]byte(token))
-	a := v.cache.get(key, v.now())
-	if a == nil && v.cache != nil {
+	a := v.cached(key)
+	if a == nil && (v.cache != nil || v.neg != nil) {
 		var mine *answer // set when this request ran the introspection
 		err := v.flight.do(ctx, key, func(ctx context.Context) error {
 			var err error
 			if mine, err = v.introspect(ctx, token); err == nil {
-				v.cache.put(key, mine)
+				v.store(key, mine)
 			}
 			return err
 		})
@@ -204,7 +229,7 @@ func (v *IntrospectionVerifier) VerifyToken(ctx context.Context, token string) (
 			return nil, err
 		}
 		if a = mine; a == nil {
-			a = v.cache.get(key, v.now()) // nil if already evicted: asked again below
+			a = v.cached(key) // nil if already evicted, or not kept: asked again below
 		}
 	}
 	if a == nil {
@@ -216,8 +241,38 @@ func (v *IntrospectionVerifier) VerifyToken(ctx context.Context, token string) (
 	return v.decide(ctx, a)
 }
 
-// introspect asks the server about token.
+// cached returns the unexpired answer about the token whose hash is key, or nil.
+func (v *IntrospectionVerifier) cached(key [sha256.Size]byte) *answer {
+	now := v.now()
+	if a := v.cache.get(key, now); a != nil {
+		return a
+	}
+	return v.neg.get(key, now)
+}
+
+// store keeps an answer: in the cache of active tokens, or in the other.
+func (v *IntrospectionVerifier) store(key [sha256.Size]byte, a *answer) {
+	if a.in.Active {
+		v.cache.put(key, a)
+	} else {
+		v.neg.put(key, a)
+	}
+}
+
+// introspect asks the server about token, once one of the MaxInFlight places is free.
 func (v *IntrospectionVerifier) introspect(ctx context.Context, token string) (*answer, error) {
+	if v.slots != nil {
+		select {
+		case v.slots <- struct{}{}:
+		default:
+			select {
+			case v.slots <- struct{}{}:
+			case <-ctx.Done():
+				return nil, fmt.Errorf("auth: introspection: %d introspection requests in flight, none ended in time: %w", cap(v.slots), ctx.Err())
+			}
+		}
+		defer func() { <-v.slots }()
+	}
 	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
 	req, err := http.NewRequest(http.MethodPost, v.cfg.URL, strings.NewReader(form.Encode()))
 	if err != nil {
@@ -310,7 +365,15 @@ type cached struct {
 	a   *answer
 }
 
+// newAnswerCache returns a cache of max answers: 0 means DefaultCacheSize, negative means
+// none (nil).
 func newAnswerCache(max int) *answerCache {
+	switch {
+	case max < 0:
+		return nil
+	case max == 0:
+		max = DefaultCacheSize
+	}
 	return &answerCache{max: max, m: make(map[[sha256.Size]byte]*list.Element)}
 }
 

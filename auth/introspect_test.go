@@ -41,7 +41,8 @@ func newIntrospector(t testing.TB, as *oidctest.Server, ct *countingTransport, c
 // TestIntrospectionRealServer runs the introspection verifier against oidc-provider's
 // introspection endpoint: a real opaque token reaches the tool with its subject and scopes;
 // unknown, revoked and other-resource tokens get 401 and are not reported; the answers are
-// cached, bounded in number and in time, and never kept past the token's exp.
+// cached (the rejections apart), bounded in number and in time, and never kept past the
+// token's exp.
 func TestIntrospectionRealServer(t *testing.T) {
 	as := oidctest.Start(t)
 	ct := newCountingTransport()
@@ -95,8 +96,21 @@ func TestIntrospectionRealServer(t *testing.T) {
 		})
 	}
 
-	// The cache holds 3 answers: the four rejected tokens above pushed good's out.
+	// The cache holds 3 answers of active tokens: those of the tokens not active above are kept
+	// apart and left good's in; three more active tokens push it out.
 	before := ct.intro.Load()
+	if r := m.call(good, "whoami"); r.status != 200 {
+		t.Fatalf("good again: %d %s", r.status, r.body)
+	}
+	if n := ct.intro.Load() - before; n != 0 {
+		t.Errorf("%d introspections for a cached token after four rejections, want 0", n)
+	}
+	for range 3 {
+		if r := m.call(as.Token("opaque-client", "opaque-secret", "tools:call", m.resource), "whoami"); r.status != 200 {
+			t.Fatalf("another token: %d %s", r.status, r.body)
+		}
+	}
+	before = ct.intro.Load()
 	if r := m.call(good, "whoami"); r.status != 200 {
 		t.Fatalf("good again: %d %s", r.status, r.body)
 	}

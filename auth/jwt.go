@@ -117,6 +117,8 @@ type JWTConfig struct {
 // contains the audience, exp is present and not past, nbf and iat (when present) are not in
 // the future (each with the leeway), and it has a sub or a client_id. Otherwise VerifyToken
 // returns an error wrapping [streamable.ErrInvalidToken] that says why (the client gets 401).
+// A token longer than 16 KiB, or with characters other than base64url and '.', is rejected
+// before it is parsed.
 //
 // Keys are fetched on the first verification, not when the verifier is made: an issuer that is
 // down then does not keep the server from starting. While no fetched key can decide (nothing
@@ -226,6 +228,16 @@ func NewJWTVerifier(cfg JWTConfig) (*JWTVerifier, error) {
 	return v, nil
 }
 
+// maxTokenLength is the longest token the verifiers consider, 16 KiB: twice a JWT with a
+// large claims set (Entra ID's with 200 group ids is about 11 KiB; most access tokens are
+// under 2 KiB), and what the Streamable HTTP transport lets through. A longer token is
+// rejected before any parsing, hashing or request, so that a flood of huge made-up tokens costs
+// nothing but reading the header.
+const maxTokenLength = 16 << 10
+
+// errTooLong rejects a token over maxTokenLength.
+var errTooLong = fmt.Errorf("%w: longer than %d bytes", streamable.ErrInvalidToken, maxTokenLength)
+
 // errUnknownKey: the token names a key (kid) the cached JWK Set does not have.
 var errUnknownKey = errors.New("signed with a key the issuer does not publish")
 
@@ -233,6 +245,9 @@ var errUnknownKey = errors.New("signed with a key the issuer does not publish")
 // come from scope or scp, and Extra is the token's [*Claims]. See [JWTVerifier] for what is a
 // rejection and what is a failure.
 func (v *JWTVerifier) VerifyToken(ctx context.Context, token string) (*tools.Identity, error) {
+	if len(token) > maxTokenLength {
+		return nil, errTooLong
+	}
 	if !compactJWS(token) {
 		return nil, fmt.Errorf("%w: not a compact JWS (characters other than base64url and '.')", streamable.ErrInvalidToken)
 	}

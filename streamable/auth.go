@@ -27,6 +27,11 @@ var ErrInvalidToken = errors.New("toolgrain: invalid token")
 // DefaultVerifyTimeout bounds one token verification when [AuthConfig].VerifyTimeout is zero.
 const DefaultVerifyTimeout = 10 * time.Second
 
+// maxTokenLength is the longest bearer token passed to the verifier, 16 KiB: twice a JWT with
+// a large claims set. A longer one gets 401 invalid_token without a call of the verifier, so
+// that a flood of huge made-up tokens reaches no authorization server.
+const maxTokenLength = 16 << 10
+
 // authRetryAfter is the Retry-After, in seconds, of a 503 for a failed verification.
 const authRetryAfter = "5"
 
@@ -82,7 +87,8 @@ var _ TokenVerifier = TokenVerifierFunc(nil)
 // 2025-11-25 authorization: the server is an OAuth 2.1 resource server). Only Verifier is
 // required.
 type AuthConfig struct {
-	// Verifier checks each request's token. Required.
+	// Verifier checks each request's token. Required. A token longer than 16 KiB gets 401
+	// invalid_token without a call of the verifier.
 	Verifier TokenVerifier
 
 	// Scopes are needed by every request: a valid token whose identity lacks one of them gets
@@ -187,6 +193,10 @@ func (a *authenticator) authenticate(w http.ResponseWriter, r *http.Request) (*t
 	resource, ok := a.resource(r, r.URL.Path)
 	if !ok {
 		writeError(w, http.StatusForbidden, protocol.ErrTransport("Forbidden", "host not allowed"))
+		return nil, false
+	}
+	if len(token) > maxTokenLength {
+		a.challenge(w, r, http.StatusUnauthorized, "invalid_token", "the access token is invalid or expired")
 		return nil, false
 	}
 	id, err := a.verify(WithResource(r.Context(), resource), token)
