@@ -177,74 +177,92 @@ func removeString(list []string, s string) []string {
 	return out
 }
 
-// prepare checks m and builds its mount.
-func (g *Gateway) prepare(m Mount) (*mount, error) {
-	fail := func(err error) (*mount, error) { return nil, fmt.Errorf("gateway: mount %q: %w", m.Name, err) }
+// checked is what checkMount settles of a Mount.
+type checked struct {
+	prefix, sep, proto string
+}
+
+// checkMount checks m without starting anything.
+func checkMount(m Mount) (checked, error) {
 	if m.Name == "" {
-		return nil, errors.New("gateway: mount: empty name")
+		return checked{}, errors.New("empty name")
 	}
 	if err := checkNamePart("name", m.Name); err != nil {
-		return fail(err)
+		return checked{}, err
 	}
 	if m.Source == nil {
-		return fail(errors.New("no source"))
+		return checked{}, errors.New("no source")
 	}
-	prefix := m.Prefix
-	if prefix == "" && !m.NoPrefix {
-		prefix = m.Name
+	c := checked{prefix: m.Prefix, sep: m.Separator, proto: upstream.ProtocolAuto}
+	if c.prefix == "" {
+		c.prefix = m.Name
 	}
 	if m.NoPrefix {
-		prefix = ""
+		if m.Prefix != "" {
+			return checked{}, errors.New("a prefix and no prefix")
+		}
+		c.prefix = ""
 	}
-	if err := checkNamePart("prefix", prefix); err != nil {
-		return fail(err)
+	if err := checkNamePart("prefix", c.prefix); err != nil {
+		return checked{}, err
 	}
-	sep := m.Separator
-	if sep == "" {
-		sep = DefaultSeparator
+	if c.sep == "" {
+		c.sep = DefaultSeparator
 	}
-	if err := checkNamePart("separator", sep); err != nil {
-		return fail(err)
+	if err := checkNamePart("separator", c.sep); err != nil {
+		return checked{}, err
 	}
 	if err := checkPatterns("include", m.Include); err != nil {
-		return fail(err)
+		return checked{}, err
 	}
 	if err := checkPatterns("exclude", m.Exclude); err != nil {
-		return fail(err)
+		return checked{}, err
 	}
 	for name, t := range m.Tools {
 		if err := checkTransform(name, t); err != nil {
-			return fail(fmt.Errorf("tools: %w", err))
+			return checked{}, fmt.Errorf("tools: %w", err)
 		}
 	}
 	if m.Timeout < 0 {
-		return fail(errors.New("timeout: negative"))
+		return checked{}, errors.New("timeout: negative")
 	}
 	if m.MaxCallsInFlight < 0 {
-		return fail(errors.New("max calls in flight: negative"))
+		return checked{}, errors.New("max calls in flight: negative")
 	}
-	proto := upstream.ProtocolAuto
 	switch strings.ToLower(m.Protocol) {
 	case "", "auto":
 	case "legacy", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05":
-		proto = upstream.ProtocolLegacy
+		c.proto = upstream.ProtocolLegacy
 	case "modern", protocol.ModernVersion:
-		proto = upstream.ProtocolModern
+		c.proto = upstream.ProtocolModern
 	default:
-		return fail(fmt.Errorf("protocol %q: want auto, legacy or modern", m.Protocol))
+		return checked{}, fmt.Errorf("protocol %q: want auto, legacy or modern", m.Protocol)
+	}
+	if err := m.Source.check(); err != nil {
+		return checked{}, fmt.Errorf("%s source: %w", sourceKind(m.Source), err)
+	}
+	return c, nil
+}
+
+// prepare checks m and builds its mount.
+func (g *Gateway) prepare(m Mount) (*mount, error) {
+	fail := func(err error) (*mount, error) { return nil, fmt.Errorf("gateway: mount %q: %w", m.Name, err) }
+	c, err := checkMount(m)
+	if err != nil {
+		return fail(err)
 	}
 	tr, err := m.Source.transport(g, m.Name)
 	if err != nil {
 		return fail(fmt.Errorf("%s source: %w", sourceKind(m.Source), err))
 	}
 	mt := &mount{
-		g: g, name: m.Name, prefix: prefix, sep: sep,
+		g: g, name: m.Name, prefix: c.prefix, sep: c.sep,
 		filter: filter{include: m.Include, exclude: m.Exclude}, transforms: m.Tools,
 		timeout: m.Timeout, log: g.log.With(zap.String("upstream", m.Name)),
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	mt.cfg = upstream.Config{
-		Name: m.Name, Transport: tr, Protocol: proto, MaxInFlight: m.MaxCallsInFlight,
+		Name: m.Name, Transport: tr, Protocol: c.proto, MaxInFlight: m.MaxCallsInFlight,
 		ClientInfo: protocol.Implementation{Name: g.srv.Name, Version: g.srv.Version},
 		Logger:     g.log, Events: mt,
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -15,7 +16,9 @@ import (
 
 // Source is where a mounted server is: [Stdio], [InProcess], [HTTP] or [SSE].
 type Source interface {
-	// transport returns the transport to it; key names the source in errors.
+	// check reports a source that cannot work.
+	check() error
+	// transport returns the transport to it; name is the mount's.
 	transport(g *Gateway, name string) (upstream.Transport, error)
 }
 
@@ -38,10 +41,19 @@ type Stdio struct {
 	KillGrace time.Duration
 }
 
-func (s Stdio) transport(g *Gateway, name string) (upstream.Transport, error) {
+func (s Stdio) check() error {
 	if s.Command == "" {
-		return nil, errors.New("command is empty")
+		return errors.New("command is empty")
 	}
+	for k := range s.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return fmt.Errorf("env: invalid variable name %q", k)
+		}
+	}
+	return nil
+}
+
+func (s Stdio) transport(g *Gateway, name string) (upstream.Transport, error) {
 	env := make([]string, 0, len(s.Env))
 	keys := make([]string, 0, len(s.Env))
 	for k := range s.Env {
@@ -49,9 +61,6 @@ func (s Stdio) transport(g *Gateway, name string) (upstream.Transport, error) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if k == "" {
-			return nil, errors.New("env: empty variable name")
-		}
 		env = append(env, k+"="+s.Env[k])
 	}
 	log := g.log.With(zap.String("upstream", name))
@@ -69,12 +78,21 @@ type InProcess struct {
 	Server *toolgrain.Server
 }
 
-func (s InProcess) transport(*Gateway, string) (upstream.Transport, error) {
-	h, ok := enginehook.Of(s.Server)
-	if !ok {
-		return nil, errors.New("no server")
+func (s InProcess) check() error {
+	if _, ok := enginehook.Of(s.Server); !ok {
+		return errors.New("no server")
 	}
+	return nil
+}
+
+func (s InProcess) transport(*Gateway, string) (upstream.Transport, error) {
+	h, _ := enginehook.Of(s.Server)
 	return upstream.Memory{Engine: h.Engine}, nil
+}
+
+// httpSource is the source of a configuration file's url entry.
+func httpSource(url, transport string, headers map[string]string) (Source, error) {
+	return nil, errors.New("HTTP upstreams are not served by this build")
 }
 
 // sourceKind names a source in errors.

@@ -19,7 +19,8 @@ import (
 // server, on a listener apart from the MCP endpoint.
 //
 //	/healthz       200 while the server's actors answer (Server.Live), 503 otherwise
-//	/readyz        200 while it serves below its limits (Server.Ready), 503 otherwise
+//	/readyz        200 while it serves below its limits (Server.Ready) and every --mount upstream
+//	               is served (gateway.Gateway.Ready), 503 with the reason otherwise
 //	/metrics       Prometheus: the metrics/prom collector, the Go runtime and the process, and
 //	               OpenTelemetry's metrics when OTEL_METRICS_EXPORTER lists prometheus
 //	/debug/pprof/  the runtime profiles, as --pprof serves them
@@ -27,16 +28,17 @@ import (
 // liveTimeout bounds one liveness probe.
 const liveTimeout = time.Second
 
-// serveAdmin serves the admin endpoints of srv, with the metrics gathered from reg, at addr.
+// serveAdmin serves the admin endpoints of srv, with its readiness from ready and the metrics
+// gathered from reg, at addr.
 // It returns the address it listens on and a function that closes the listener.
-func serveAdmin(addr string, srv *toolgrain.Server, node *cluster.Node, reg prometheus.Gatherer, log *zap.Logger) (string, func(), error) {
+func serveAdmin(addr string, srv *toolgrain.Server, ready func() error, node *cluster.Node, reg prometheus.Gatherer, log *zap.Logger) (string, func(), error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), liveTimeout)
 		defer cancel()
 		probe(w, srv.Live(ctx))
 	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { probe(w, srv.Ready()) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { probe(w, ready()) })
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: zap.NewStdLog(log.Named("metrics"))}))
 	if node != nil {
 		mux.HandleFunc("/cluster", func(w http.ResponseWriter, _ *http.Request) { clusterView(w, srv, node) })

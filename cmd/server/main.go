@@ -104,6 +104,8 @@ type options struct {
 	stateKeyFile    string
 	stateTTL        time.Duration
 	cacheTTL        time.Duration
+	mounts          listFlag
+	demoTools       bool
 }
 
 // listFlag is a repeatable string flag.
@@ -131,6 +133,8 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.cacheTTL, "cache-ttl", 0, "ttlMs of the MCP 2026-07-28 results a client may cache: server/discover, the lists, resources/read (0: stale at once)")
 	fs.BoolVar(&o.touchTool, "touch-tool", false, `also serve the demonstration tool touch, which changes a list ({"list":"tools"}) or announces a resource update ({"uri":U}) on demand: for measuring how fast a change reaches every client`)
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on `HOST:PORT` (a separate listener, for profiling; off by default)")
+	fs.Var(&o.mounts, "mount", "mount the MCP servers of the mcpServers JSON `FILE` (command/args/env/cwd, url/headers/transport, and prefix, include, exclude, tools, timeout: see docs/gateway.md), each under its key (repeatable)")
+	fs.BoolVar(&o.demoTools, "demo-tools", true, "serve the demonstration tools (echo, greet, sleep, fail, spin); false serves only what --mount, --fixtures and the other flags add")
 	fs.StringVar(&o.adminAddr, "admin-addr", "", "serve /healthz, /readyz, /metrics (Prometheus) and /debug/pprof/ on `HOST:PORT` (a separate listener; off by default)")
 	o.http.register(fs)
 	o.cluster.register(fs)
@@ -139,7 +143,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	o := &options{logLevel: zapcore.InfoLevel}
+	o := &options{logLevel: zapcore.InfoLevel, demoTools: true}
 	fs := newFlagSet(o, stderr)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -182,6 +186,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if o.cluster.local > 0 {
 		return runLocalCluster(ctx, o, args, stderr)
 	}
+	mounts, err := loadMounts(o.mounts)
+	if err != nil {
+		return err
+	}
 	log := newLogger(stderr, o.logLevel)
 	defer func() { _ = log.Sync() }()
 	if o.pprofAddr != "" {
@@ -221,6 +229,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 		RequestStateTTL: o.stateTTL,
 		CacheTTL:        o.cacheTTL,
+	}
+	if !o.demoTools {
+		cfg.Tools, cfg.Instructions = nil, ""
 	}
 	if o.stateKeyFile != "" {
 		key, err := os.ReadFile(o.stateKeyFile)
@@ -318,8 +329,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
+	gw, err := startGateway(srv, mounts, log)
+	if err != nil {
+		_ = srv.Close()
+		return err
+	}
+	if gw != nil {
+		// After the server has shut down (serveHTTP, or srv.Close below): the upstreams end last.
+		defer gw.Close()
+	}
 	if o.adminAddr != "" {
-		_, stopAdmin, err := serveAdmin(o.adminAddr, srv, cfg.Cluster, reg, log)
+		_, stopAdmin, err := serveAdmin(o.adminAddr, srv, readiness(srv, gw), cfg.Cluster, reg, log)
 		if err != nil {
 			_ = srv.Close()
 			return err
