@@ -13,8 +13,10 @@
 // authorization server that cannot be reached, is slow or answers garbage, while nothing cached
 // can decide, is any other error (the client gets 503 with Retry-After and the operator gets
 // the error through OnError). Neither does network I/O when it is made, so a server starts while
-// its issuer is down and serves 503 until the issuer answers; neither starts a goroutine: every
-// fetch runs on the goroutine of a request that needs it, bounded by a timeout.
+// its issuer is down and serves 503 until the issuer answers; neither runs anything in the
+// background. An introspection runs on the goroutine of the request that needs it; a JWK Set
+// fetch on a goroutine of its own, started by the request that needs it and ending with it,
+// bounded by timeouts, so that a request that goes away abandons its wait and not the fetch.
 //
 // The identity a verifier returns carries the subject (the token's sub, else its client_id),
 // the scopes (scope, space-separated, or scp, an array or a string) and the claims as the

@@ -268,38 +268,26 @@ type flight struct {
 	err       error
 }
 
-// flights runs at most one fetch per key at a time: the first request that needs one runs it
-// on its own goroutine, the others wait for its result or for their own context to end.
-// (golang.org/x/sync/singleflight lets a waiter neither give up when its context ends nor take
-// over a fetch its starter abandoned.)
+// flights runs at most one introspection per token at a time: the first request that needs
+// one runs it on its own goroutine, the others wait for its result or for their own context to
+// end. Unlike a JWK Set fetch ([keyCache.refresh]), an introspection is the starter's: when
+// its request goes away it is cancelled (its place among MaxInFlight freed at once) and a
+// waiter runs it again, for each distinct token costs one request anyway, and there is no
+// refresh clock to keep. (golang.org/x/sync/singleflight lets a waiter neither give up when
+// its context ends nor take over a run its starter abandoned.)
 type flights[K comparable] struct {
 	mu sync.Mutex
 	m  map[K]*flight
 }
 
-// errInFlight: a fetch is already in progress and the caller chose not to wait for it.
-var errInFlight = errors.New("auth: a fetch is in progress")
-
 // do runs fetch for key, or waits for the run already in progress and returns its error.
 // fetch's context is ctx: when ctx ends during it, the run is abandoned and a waiter runs
 // fetch again.
 func (g *flights[K]) do(ctx context.Context, key K, fetch func(context.Context) error) error {
-	return g.run(ctx, key, true, fetch)
-}
-
-// try is do, except that it returns errInFlight at once when a run is in progress.
-func (g *flights[K]) try(ctx context.Context, key K, fetch func(context.Context) error) error {
-	return g.run(ctx, key, false, fetch)
-}
-
-func (g *flights[K]) run(ctx context.Context, key K, wait bool, fetch func(context.Context) error) error {
 	for {
 		g.mu.Lock()
 		if f, ok := g.m[key]; ok {
 			g.mu.Unlock()
-			if !wait {
-				return errInFlight
-			}
 			select {
 			case <-f.done:
 				if f.abandoned {

@@ -96,7 +96,10 @@ type JWTConfig struct {
 	// the client whose CheckRedirect refuses the others before calling this one's).
 	HTTPClient *http.Client
 
-	// FetchTimeout bounds each request to the issuer (metadata, JWK Set). 0 means
+	// FetchTimeout bounds each request to the issuer (metadata, JWK Set), and four times it
+	// a whole fetch (three metadata locations, the JWK Set), which runs on a context of its
+	// own: a verification that ends (its client gone, the transport's VerifyTimeout) stops
+	// waiting for the fetch it started, and the fetch goes on for the others. 0 means
 	// DefaultFetchTimeout.
 	FetchTimeout time.Duration
 

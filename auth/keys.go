@@ -26,8 +26,11 @@ type keySet struct {
 // errRateLimited: a fetch was wanted sooner than the minimum interval after the last one.
 var errRateLimited = errors.New("auth: JWK Set fetched too recently")
 
+// errInFlight: a fetch is already in progress and the caller chose not to wait for it.
+var errInFlight = errors.New("auth: a JWK Set fetch is in progress")
+
 // keyCache holds the issuer's current JWK Set and fetches it again when asked to, at most once
-// per minInterval, lazily: on the goroutine of the request that needs it.
+// per minInterval, lazily: when a request needs it, on a goroutine that ends with the fetch.
 type keyCache struct {
 	issuer      string // for discovery; "" when jwksURL is configured
 	https       bool   // the issuer is an https URL: so must its jwks_uri be
@@ -38,13 +41,13 @@ type keyCache struct {
 	bind        func(*keySet) jwt.Keyfunc // makes a fetched set's keyfunc
 	log         *zap.Logger
 
-	keys   atomic.Pointer[keySet] // nil until the first successful fetch
-	flight flights[struct{}]
+	keys atomic.Pointer[keySet] // nil until the first successful fetch
 
 	mu          sync.Mutex
 	jwksURL     string // configured or discovered; "" until discovered
 	lastAttempt time.Time
 	lastErr     error           // the last attempt's failure; nil after a success
+	inFlight    *fetchFlight    // the fetch in progress, nil when none is
 	skipped     map[string]bool // the keys left out of a set and logged, by name and reason
 }
 
@@ -73,42 +76,86 @@ func (c *keyCache) skip(jwksURL string) func(name, why string) {
 	}
 }
 
-// refresh fetches the JWK Set unless one was fetched (or tried) less than minInterval ago, or
-// waits for the fetch in progress (with wait; without, it returns errInFlight). It returns nil
-// when a fetch succeeded, errRateLimited when none was allowed, and the fetch's failure
-// otherwise.
+// refresh makes sure the JWK Set was fetched less than minInterval ago: it starts a fetch
+// unless one was started (or tried) that recently, and waits for the fetch in progress, its own
+// or another request's (without wait, it returns errInFlight at once for another request's).
+// It returns nil when the fetch succeeded, errRateLimited when none was allowed, ctx's error
+// when ctx ended first, and the fetch's failure otherwise.
+//
+// The fetch runs on a goroutine of its own, on a context of its own (ctx's values, not its
+// cancellation, and a deadline of fetchBudget): a request that goes away, or whose
+// verification times out, abandons the wait, not the fetch, which ends and counts for all
+// (its time is the last attempt's, success or failure). So the requests that go away cannot
+// each cause a fetch, and those still waiting get its result.
 func (c *keyCache) refresh(ctx context.Context, wait bool) error {
-	run := c.flight.do
-	if !wait {
-		run = c.flight.try
-	}
-	return run(ctx, struct{}{}, func(ctx context.Context) error {
-		c.mu.Lock()
+	c.mu.Lock()
+	f := c.inFlight
+	switch {
+	case f != nil && !wait:
+		c.mu.Unlock()
+		return errInFlight
+	case f == nil:
 		now := c.now()
 		if !c.lastAttempt.IsZero() && now.Sub(c.lastAttempt) < c.minInterval {
 			c.mu.Unlock()
 			return errRateLimited
 		}
-		prev := c.lastAttempt
 		c.lastAttempt = now
+		f = &fetchFlight{done: make(chan struct{})}
+		c.inFlight = f
 		jwksURL := c.jwksURL
-		c.mu.Unlock()
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.fetchBudget())
+		// Owned by the flight: it ends with the fetch, within fetchBudget, whether or not
+		// anyone still waits for it.
+		go func() {
+			defer cancel()
+			c.finish(f)(c.fetchGuarded(fctx, jwksURL))
+		}()
+	}
+	c.mu.Unlock()
+	select {
+	case <-f.done:
+		return f.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
-		ks, url, err := c.fetch(ctx, jwksURL)
+// fetchFlight is the JWK Set fetch in progress; done is closed when it has ended, with err.
+type fetchFlight struct {
+	done chan struct{}
+	err  error
+}
+
+// fetchBudget bounds a whole fetch: discovery's three metadata locations and the JWK Set, each
+// bounded by the timeout.
+func (c *keyCache) fetchBudget() time.Duration { return 4 * c.timeout }
+
+// fetchGuarded is fetch, with a panic (of an HTTPClient's transport, say) turned into an
+// error: it runs on a goroutine no request recovers.
+func (c *keyCache) fetchGuarded(ctx context.Context, jwksURL string) (ks *keySet, url string, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			ks, url, err = nil, "", fmt.Errorf("auth: the JWK Set fetch panicked: %v", v)
+		}
+	}()
+	return c.fetch(ctx, jwksURL)
+}
+
+// finish returns the function that records the outcome of the flight f and ends it.
+func (c *keyCache) finish(f *fetchFlight) func(*keySet, string, error) {
+	return func(ks *keySet, url string, err error) {
 		c.mu.Lock()
-		defer c.mu.Unlock()
-		switch {
-		case err != nil && ctx.Err() != nil:
-			// The request that ran it went away: nothing was learnt about the issuer.
-			c.lastAttempt = prev
-		case err != nil:
+		if err != nil {
 			c.lastErr = err
-		default:
+		} else {
 			c.jwksURL, c.lastErr = url, nil
 			c.keys.Store(ks)
 		}
-		return err
-	})
+		c.inFlight, f.err = nil, err
+		c.mu.Unlock()
+		close(f.done)
+	}
 }
 
 // failure returns the error of the last fetch attempt, nil if it succeeded.
