@@ -32,6 +32,10 @@ import (
 //   - get: a legacy session with its standalone GET SSE stream open.
 //   - listen: an open subscriptions/listen request (MCP 2026-07-28).
 //   - mixed: get and listen alternately.
+//   - sse: a session of the HTTP+SSE transport (MCP 2024-11-05): a GET of the endpoint without a
+//     session opens its stream, whose endpoint event names the URL its initialize (and, with a
+//     resource to subscribe to, its resources/subscribe) is POSTed to, on connections of their
+//     own; the answers come on the stream, which is then held open. Its close ends the session.
 //
 // The clients speak raw HTTP/1.1 on their own connections (one each), so the client side adds
 // no connection pool and one goroutine per open stream.
@@ -42,10 +46,11 @@ const (
 	KindGet     = "get"
 	KindListen  = "listen"
 	KindMixed   = "mixed"
+	KindSSE     = "sse"
 )
 
 // ClientKinds lists the kinds the clients scenario knows.
-var ClientKinds = []string{KindSession, KindGet, KindListen, KindMixed}
+var ClientKinds = []string{KindSession, KindGet, KindListen, KindMixed, KindSSE}
 
 // ClientsConfig configures the clients scenario; the count of clients is [Config].N.
 type ClientsConfig struct {
@@ -181,7 +186,7 @@ func Clients(ctx context.Context, t Target, cfg Config) (*Result, error) {
 		ep.subscribe = ""
 		first, err = ep.open(ctx, cc.Kind, 0)
 	}
-	if errors.Is(err, errNoListen) || errors.Is(err, errNoGet) {
+	if errors.Is(err, errNoListen) || errors.Is(err, errNoGet) || errors.Is(err, errNoSSE) {
 		return nil, fmt.Errorf("clients: %w: %v", ErrNotApplicable, err)
 	}
 	if err != nil {
@@ -626,6 +631,10 @@ func (ep *endpoint) open(ctx context.Context, kind string, i int) (*stream, erro
 		if err := ep.listen(conn, br, s); err != nil {
 			return nil, err
 		}
+	case KindSSE:
+		if err := ep.sse(ctx, conn, br, s); err != nil {
+			return nil, err
+		}
 	default:
 		return nil, fmt.Errorf("unknown kind %q", kind)
 	}
@@ -768,6 +777,97 @@ func (ep *endpoint) listen(conn net.Conn, br *bufio.Reader, s *stream) error {
 				return fmt.Errorf("%w: its first event is not the acknowledgement: %s", errNoListen, shorten(string(line), 160))
 			}
 			break
+		}
+	}
+	s.body, s.br = resp.Body, lr
+	return nil
+}
+
+// errNoSSE: the server does not serve the HTTP+SSE transport on the endpoint.
+var errNoSSE = errors.New("the server offers no HTTP+SSE stream on the endpoint")
+
+// sse opens an HTTP+SSE session on conn: its stream, then its initialize, notifications/initialized
+// and (with ep.subscribe) resources/subscribe POSTed to the URL the endpoint event names, each
+// answer read from the stream.
+func (ep *endpoint) sse(ctx context.Context, conn net.Conn, br *bufio.Reader, s *stream) error {
+	resp, err := ep.exchange(conn, br, http.MethodGet, nil, map[string]string{"Accept": "text/event-stream"})
+	if err != nil {
+		return fmt.Errorf("GET: %w", err)
+	}
+	if err := sseHead(resp); err != nil {
+		return fmt.Errorf("%w: GET: %v", errNoSSE, err)
+	}
+	lr := bufio.NewReaderSize(resp.Body, 1024)
+	// data returns the data of the stream's next event, and its type.
+	data := func() (event, data string, err error) {
+		for {
+			line, err := lr.ReadString('\n')
+			if err != nil {
+				return "", "", fmt.Errorf("the stream ended: %w", err)
+			}
+			line = strings.TrimRight(line, "\r\n")
+			switch {
+			case line == "" && data != "":
+				return event, data, nil
+			case strings.HasPrefix(line, "event:"):
+				event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
+			case strings.HasPrefix(line, "data:"):
+				data = strings.TrimSpace(strings.TrimPrefix(line, "data:"))
+			}
+		}
+	}
+	event, endpoint, err := data()
+	if err != nil || event != "endpoint" {
+		return fmt.Errorf("%w: the first event is not the endpoint (%q, %v)", errNoSSE, event, err)
+	}
+	u, err := ep.url.Parse(endpoint)
+	if err != nil {
+		return fmt.Errorf("endpoint %q: %w", endpoint, err)
+	}
+	post := func(body string) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(body))
+		if err != nil {
+			return err
+		}
+		for k, vs := range ep.header {
+			req.Header[k] = vs
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := ep.hc.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			return fmt.Errorf("POST: HTTP %d, want 202", resp.StatusCode)
+		}
+		return nil
+	}
+	answer := func(what, body string) (string, error) {
+		if err := post(body); err != nil {
+			return "", fmt.Errorf("%s: %w", what, err)
+		}
+		_, d, err := data()
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", what, err)
+		}
+		return d, nil
+	}
+	if d, err := answer("initialize", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"mcpbench-clients","version":"1"}}}`); err != nil {
+		return err
+	} else if !strings.Contains(d, `"protocolVersion"`) {
+		return fmt.Errorf("initialize: no result: %s", shorten(d, 160))
+	}
+	if err := post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil {
+		return fmt.Errorf("notifications/initialized: %w", err)
+	}
+	if ep.subscribe != "" {
+		sub, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "resources/subscribe", "params": map[string]string{"uri": ep.subscribe}})
+		if d, err := answer("resources/subscribe", string(sub)); err != nil {
+			return err
+		} else if !strings.Contains(d, `"result"`) {
+			return fmt.Errorf("%w: the server answered resources/subscribe %s", errNoSubscribe, shorten(d, 160))
 		}
 	}
 	s.body, s.br = resp.Body, lr

@@ -87,6 +87,11 @@ func TestClients(t *testing.T) {
 					t.Errorf("streams_dropped = %v", m["streams_dropped"])
 				}
 			}
+			// An HTTP+SSE session ends when the server sees its stream's connection close,
+			// which it learns on its own time: polled, for at most 10 s.
+			for deadline := time.Now().Add(10 * time.Second); kind == scenario.KindSSE && srv.Sessions() != 0 && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
 			if n := srv.Sessions(); n != 0 {
 				t.Errorf("%d sessions left after the run", n)
 			}
