@@ -163,6 +163,7 @@ import (
 	"github.com/toolgrain/toolgrain/resources"
 	"github.com/toolgrain/toolgrain/streamable"
 	"github.com/toolgrain/toolgrain/tools"
+	"github.com/toolgrain/toolgrain/visibility"
 )
 
 // Version is the engine's version, reported as serverInfo.version when Config.Version is empty.
@@ -255,6 +256,16 @@ type Config struct {
 	// caller may not make is refused (403 with the step-up challenge over HTTP with auth, the
 	// JSON-RPC error -31001 otherwise), which tells a client which scopes to ask for.
 	HideForbiddenTools bool
+	// Visibility decides which tools, resources, resource templates and prompts each caller
+	// sees, from their tags and the caller's identity (its scopes, its claims, or a Go
+	// predicate), and which tags are disabled at start (see package visibility and
+	// docs/visibility.md). An invisible component is one that does not exist, as a tool hidden
+	// by HideForbiddenTools is: lists leave it out, and a call, read, get, completion or
+	// subscription of it is answered as one of a component nobody serves. The rules apply to
+	// every component the server serves, those added later and those of mounted servers
+	// included. Give every member of a cluster the same. The zero value shows everything to
+	// everyone.
+	Visibility visibility.Config
 	// DiagnosticsQueue bounds reports waiting for OnError; further ones are dropped and counted.
 	// 0 means 1024.
 	DiagnosticsQueue int
@@ -399,6 +410,9 @@ func NewServer(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.Visibility.Check(); err != nil {
+		return nil, err
+	}
 	if cfg.Name == "" {
 		cfg.Name = "toolgrain"
 	}
@@ -440,6 +454,7 @@ func NewServer(cfg Config) (*Server, error) {
 		Metrics:            cfg.Metrics,
 		PageSize:           cfg.PageSize,
 		HideForbiddenTools: cfg.HideForbiddenTools,
+		Visibility:         cfg.Visibility,
 		DiagnosticsQueue:   cfg.DiagnosticsQueue,
 		CallbackTimeout:    cfg.CallbackTimeout,
 		CloseGrace:         cfg.ShutdownGrace,

@@ -39,12 +39,15 @@ func (c *Connection) DeliverBatch(ctx context.Context, items []protocol.BatchIte
 	if b.tooLong {
 		items = nil // refused whole: nothing of it is served
 	}
+	toolsets := ToolsetsFromContext(ctx)
+	c.noteViewer(id, toolsets)
 	for _, it := range items {
 		if it.Err != nil {
 			b.errs = append(b.errs, it)
 			continue
 		}
 		in := newInbound(it.Msg, &batchItem{b: b.out}, id)
+		in.toolsets = toolsets
 		in.cost = inboundCost(it.Msg)
 		c.inbox.add(in.cost)
 		b.items = append(b.items, in)

@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -58,6 +57,9 @@ type connectionActor struct {
 	modern  *modernReq   // the era of the request being handled: nil for legacy (modern.go)
 	rec     *served      // the telemetry of the message being handled; nil when there is none
 	opened  time.Time    // when the connection opened, for mcp.server.session.duration
+
+	// toolsets are the toolsets the message being handled narrowed its view to; nil for none.
+	toolsets []string
 
 	// A stateless connection serves the modern HTTP requests of every client: ids may repeat
 	// across clients, so its flights are keyed by their stream, and a stream whose client went
@@ -151,6 +153,7 @@ func (c *connectionActor) Receive(ctx actor.Context) {
 // receiveInbound serves one message a transport delivered, alone or in a batch.
 func (c *connectionActor) receiveInbound(ctx actor.Context, in *inbound) {
 	c.decoded = &in.call
+	c.toolsets = in.toolsets
 	s := in.stream
 	if in.rec != nil {
 		s = c.serving(in)
@@ -161,7 +164,7 @@ func (c *connectionActor) receiveInbound(ctx actor.Context, in *inbound) {
 		c.handle(ctx, in.msg, s, in.identity)
 	}
 	c.conn.inbox.done(in.cost)
-	c.decoded = nil
+	c.decoded, c.toolsets = nil, nil
 	if c.rec != nil {
 		c.rec.handled()
 		c.rec = nil
@@ -340,7 +343,7 @@ func (c *connectionActor) listTools(m *protocol.Message, s Stream, caller *tools
 			return
 		}
 	}
-	all := c.eng.permitted(c.eng.reg.tools.Load().set.List(), caller)
+	all := c.eng.visibleTools(c.viewer(caller))
 	start := 0
 	if p.Cursor != "" {
 		off, ok := decodeCursor(p.Cursor, len(all))
@@ -361,24 +364,9 @@ func (c *connectionActor) listTools(m *protocol.Message, s Stream, caller *tools
 	c.cacheableResult(s, m.ID, &res)
 }
 
-// permitted returns the tools of all that caller sees (all itself when that is every one).
-func (e *Engine) permitted(all []*tools.Compiled, caller *tools.Identity) []*tools.Compiled {
-	if !e.cfg.HideForbiddenTools {
-		return all
-	}
-	for i, t := range all {
-		if e.visible(t, caller) {
-			continue
-		}
-		out := slices.Clone(all[:i])
-		for _, t := range all[i+1:] {
-			if e.visible(t, caller) {
-				out = append(out, t)
-			}
-		}
-		return out
-	}
-	return all
+// viewer is the viewer of the message being handled, whose caller is caller.
+func (c *connectionActor) viewer(caller *tools.Identity) *viewer {
+	return &viewer{id: caller, toolsets: c.toolsets}
 }
 
 func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Stream, caller *tools.Identity) {
@@ -388,9 +376,9 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 		return
 	}
 	snap := c.eng.reg.tools.Load()
-	tool, ok := c.eng.lookupTool(snap, p.Name, caller)
+	tool, ok := c.eng.lookupTool(snap, p.Name, c.viewer(caller))
 	if !ok {
-		// None has that name, or it is hidden from the caller: the same answer.
+		// None has that name, or it is invisible to the caller: the same answer.
 		reply(s, protocol.EncodeError(m.ID, errUnknownTool(p.Name)))
 		return
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/resources"
 	"github.com/toolgrain/toolgrain/tools"
+	"github.com/toolgrain/toolgrain/visibility"
 )
 
 // Defaults for the zero values of [Config].
@@ -81,6 +82,12 @@ type Config struct {
 	// tools with scopes, for a caller without identity): a hidden tool answers as a tool that
 	// does not exist (visibility.go).
 	HideForbiddenTools bool
+	// Visibility are the rules that decide which components each caller sees, and the tags
+	// disabled at start (package visibility; visibility.go). It must have passed its Check.
+	Visibility visibility.Config
+	// TagSync keeps the state of the tags the same on every member of a cluster (tags.go). The
+	// zero value is a single engine.
+	TagSync TagSync
 	// DiagnosticsQueue bounds the reports waiting for onError; further ones are dropped and
 	// counted. 0 means DefaultDiagnosticsQueue.
 	DiagnosticsQueue int
@@ -161,6 +168,7 @@ type Engine struct {
 	stats Stats
 
 	reg      registry // tools, resources and prompts, changeable at run time
+	vis      visState // who sees which of them (visibility.go)
 	logLevel int      // severity of cfg.LogLevel
 
 	sealer     *mrtr.Sealer // seals and opens the requestState of modern requests
@@ -245,6 +253,7 @@ func Start(cfg Config) (*Engine, error) {
 	e.plainAnn = &protocol.Annotation{Meta: e.serverMeta}
 	e.noCaps, e.noInfo = &protocol.ClientCapabilities{}, &protocol.Implementation{}
 	e.listeners.init()
+	e.initVisibility()
 	e.dispatcher = poolDispatcher{pool: e.pool}
 	e.system = cfg.System
 	if e.system == nil {
@@ -402,6 +411,9 @@ type Connection struct {
 	closeSent, finishSent bool
 	// rev is the protocol.Revision its initialize negotiated; 0 before.
 	rev atomic.Uint32
+	// viewer is the caller of its latest request and the toolsets it chose, whose view a
+	// change of the tags is compared in (tags.go); nil before the first.
+	viewer atomic.Pointer[viewer]
 }
 
 // Revision returns the revision of the legacy session the connection serves, as its initialize
@@ -478,6 +490,8 @@ func (c *Connection) DeliverWith(ctx context.Context, msg *protocol.Message, s S
 	c.inbox.add(cost)
 	in := newInbound(msg, s, id)
 	in.cost = cost
+	in.toolsets = ToolsetsFromContext(ctx)
+	c.noteViewer(id, in.toolsets)
 	c.deliver(ctx, in)
 }
 

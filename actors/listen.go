@@ -32,6 +32,9 @@ type listener struct {
 	// who is the listen request's caller: only its own tasks' changes are sent
 	// (notifications/tasks), for the task ids of the filter.
 	who asker
+	// viewer is its caller and toolsets: a change of the tags is told to it when its view of a
+	// list changed, and only then (tags.go).
+	viewer viewer
 }
 
 // listeners is the engine's registry of open listen streams.
@@ -188,7 +191,8 @@ func (c *connectionActor) listen(m *protocol.Message, s Stream, caller *tools.Id
 	}
 	// Every notification type is offered (serverCapabilities): the filter is honoured whole.
 	l := &listener{id: m.ID, filter: f, uris: uris, call: cancel.New(context.Background()), stream: s,
-		meta: protocol.SubscriptionMeta(m.ID), who: asker{owner: ownerKey(caller), caller: caller}}
+		meta: protocol.SubscriptionMeta(m.ID), who: asker{owner: ownerKey(caller), caller: caller},
+		viewer: viewer{id: caller, toolsets: c.toolsets}}
 	ack, err := protocol.EncodeNotification(protocol.MethodSubscriptionsAcknowledged, &protocol.ListenAcknowledgedParams{Meta: l.meta, Notifications: f})
 	if err != nil {
 		c.eng.Report(err)

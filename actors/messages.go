@@ -17,6 +17,7 @@ type (
 		msg      *protocol.Message
 		stream   Stream
 		identity *tools.Identity
+		toolsets []string   // the toolsets the request narrowed its view to; nil for none
 		cost     int        // its weight in the connection's inbox
 		call     callParams // tools/call params, decoded by the transport (inbound.go)
 		// modern: a request of the modern era, whose envelope is env, or which is answered

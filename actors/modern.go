@@ -142,6 +142,7 @@ func (c *Connection) DeliverModern(ctx context.Context, msg *protocol.Message, e
 	cost := inboundCost(msg)
 	c.inbox.add(cost)
 	in := &inbound{msg: msg, stream: s, identity: id, modern: true, env: env, cost: cost}
+	in.toolsets = ToolsetsFromContext(ctx)
 	in.decode()
 	c.deliver(ctx, in)
 }

@@ -174,6 +174,8 @@ type Introspection struct {
 	Jti       string   `json:"jti,omitempty"`
 	// Raw is the whole answer, members the fields above leave out included.
 	Raw json.RawMessage `json:"-"`
+
+	idx *claimIndex // Raw decoded for Claim, once
 }
 
 // MarshalJSON returns Raw, so that the answer crosses a cluster as the server gave it.
@@ -291,7 +293,7 @@ func (v *IntrospectionVerifier) introspect(ctx context.Context, token string) (*
 	if err != nil {
 		return nil, err
 	}
-	in := &Introspection{Raw: json.RawMessage(raw)}
+	in := &Introspection{Raw: json.RawMessage(raw), idx: newClaimIndex(json.RawMessage(raw))}
 	if err := json.Unmarshal(raw, in); err != nil {
 		return nil, fmt.Errorf("auth: introspection answer of %s: %w", redact(req.URL), err)
 	}

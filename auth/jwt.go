@@ -408,6 +408,8 @@ type Claims struct {
 	Scopes    []string  // from scope or scp
 	// Raw is the token's claims set, the JSON object of its payload.
 	Raw json.RawMessage
+
+	idx *claimIndex // Raw decoded for Claim, once
 }
 
 // MarshalJSON returns Raw, so that the claims cross a cluster as the token carried them.
@@ -475,6 +477,7 @@ func (c *jwtClaims) identity() (*tools.Identity, error) {
 		ClientID: c.ClientID,
 		Scopes:   scopes,
 		Raw:      c.raw,
+		idx:      newClaimIndex(c.raw),
 	}
 	if c.ExpiresAt != nil {
 		out.c.ExpiresAt = c.ExpiresAt.Time

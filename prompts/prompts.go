@@ -21,6 +21,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/toolgrain/toolgrain/internal/tags"
 	"github.com/toolgrain/toolgrain/protocol"
 )
 
@@ -37,6 +38,10 @@ type Prompt struct {
 	// Icons are images a client may show for the prompt, sent to the clients of MCP
 	// 2025-11-25 and later; each must pass protocol.CheckIcons. Nil means none.
 	Icons []protocol.Icon
+	// Tags group the prompt with other components for the server's visibility rules and
+	// toolsets, as a tool's do (package visibility); prompts/list shows them in its _meta. Nil
+	// means none.
+	Tags []string
 	// Handler renders the prompt.
 	Handler Handler
 }
@@ -136,6 +141,10 @@ type Compiled struct {
 
 // Name returns the prompt's name.
 func (c *Compiled) Name() string { return c.def.Name }
+
+// Tags returns the prompt's tags, sorted and without duplicates; nil when none. Do not modify
+// the slice.
+func (c *Compiled) Tags() []string { return c.def.Tags }
 
 // Descriptor returns the prompts/list entry.
 func (c *Compiled) Descriptor() protocol.Prompt { return c.desc }
@@ -255,10 +264,18 @@ func compile(def *Prompt) (*Compiled, error) {
 	if err := protocol.CheckIcons(def.Icons); err != nil {
 		return nil, fail(err.Error())
 	}
+	if err := tags.CheckAll(def.Tags); err != nil {
+		return nil, fail(err.Error())
+	}
 	c := &Compiled{def: *def, args: make(map[string]*Argument, len(def.Arguments))}
 	c.def.Arguments = slices.Clone(def.Arguments)
 	c.def.Icons = protocol.CloneIcons(def.Icons)
 	c.desc = protocol.Prompt{Name: def.Name, Title: def.Title, Description: def.Description, Icons: c.def.Icons}
+	c.def.Tags = nil
+	if len(def.Tags) > 0 {
+		c.def.Tags = tags.Normalize(slices.Clone(def.Tags))
+		c.desc.Meta = append(append([]byte{'{'}, tags.Meta(tags.MetaTags, c.def.Tags)...), '}')
+	}
 	for i := range c.def.Arguments {
 		a := &c.def.Arguments[i]
 		if a.Name == "" {

@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"slices"
 
+	"github.com/toolgrain/toolgrain/internal/tags"
 	"github.com/toolgrain/toolgrain/protocol"
 )
 
@@ -42,6 +43,12 @@ type Resource struct {
 	// Icons are images a client may show for the resource, sent to the clients of MCP
 	// 2025-11-25 and later; each must pass protocol.CheckIcons. Nil means none.
 	Icons []protocol.Icon
+	// Tags group the resource with other components for the server's visibility rules and
+	// toolsets, as [tools.Tool].Tags do (package visibility); resources/list shows them in its
+	// _meta. Nil means none.
+	//
+	// [tools.Tool]: https://pkg.go.dev/github.com/toolgrain/toolgrain/tools#Tool
+	Tags []string
 	// Reader produces the contents on resources/read.
 	Reader Reader
 }
@@ -61,6 +68,9 @@ type Template struct {
 	Annotations *protocol.Annotations
 	// Icons are the family's icons, as for [Resource].
 	Icons []protocol.Icon
+	// Tags group the template with other components, as [Resource].Tags do; a URI the template
+	// serves is visible to a caller when the template is. Nil means none.
+	Tags []string
 	// Reader produces the contents of a matching URI; [ReadRequest].Vars holds the variables.
 	Reader Reader
 	// Complete suggests values for the template's variables on completion/complete, by
@@ -159,6 +169,10 @@ type CompiledResource struct {
 // URI returns the resource's URI.
 func (r *CompiledResource) URI() string { return r.def.URI }
 
+// Tags returns the resource's tags, sorted and without duplicates; nil when none. Do not modify
+// the slice.
+func (r *CompiledResource) Tags() []string { return r.def.Tags }
+
 // Descriptor returns the resources/list entry.
 func (r *CompiledResource) Descriptor() protocol.Resource { return r.desc }
 
@@ -174,6 +188,10 @@ type CompiledTemplate struct {
 
 // URITemplate returns the template as given.
 func (t *CompiledTemplate) URITemplate() string { return t.def.URITemplate }
+
+// Tags returns the template's tags, sorted and without duplicates; nil when none. Do not modify
+// the slice.
+func (t *CompiledTemplate) Tags() []string { return t.def.Tags }
 
 // Descriptor returns the resources/templates/list entry.
 func (t *CompiledTemplate) Descriptor() protocol.ResourceTemplate { return t.desc }
@@ -296,11 +314,15 @@ func compileResource(def *Resource) (*CompiledResource, error) {
 	if err := protocol.CheckIcons(def.Icons); err != nil {
 		return nil, fail(err.Error())
 	}
+	if err := tags.CheckAll(def.Tags); err != nil {
+		return nil, fail(err.Error())
+	}
 	r := &CompiledResource{def: *def}
 	r.def.Icons = protocol.CloneIcons(def.Icons)
+	r.def.Tags = normalizeTags(def.Tags)
 	r.desc = protocol.Resource{
 		URI: def.URI, Name: def.Name, Title: def.Title, Description: def.Description,
-		MimeType: def.MimeType, Annotations: def.Annotations, Icons: r.def.Icons,
+		MimeType: def.MimeType, Annotations: def.Annotations, Icons: r.def.Icons, Meta: tagsMeta(r.def.Tags),
 	}
 	return r, nil
 }
@@ -327,17 +349,37 @@ func compileTemplate(def *Template) (*CompiledTemplate, error) {
 			return nil, fail(fmt.Sprintf("completion for unknown variable %q", name))
 		}
 	}
+	if err := tags.CheckAll(def.Tags); err != nil {
+		return nil, fail(err.Error())
+	}
 	t := &CompiledTemplate{def: *def, tpl: tpl}
 	t.def.Icons = protocol.CloneIcons(def.Icons)
+	t.def.Tags = normalizeTags(def.Tags)
 	t.def.Complete = make(map[string]CompleteFunc, len(def.Complete))
 	for k, v := range def.Complete {
 		t.def.Complete[k] = v
 	}
 	t.desc = protocol.ResourceTemplate{
 		URITemplate: def.URITemplate, Name: def.Name, Title: def.Title, Description: def.Description,
-		MimeType: def.MimeType, Annotations: def.Annotations, Icons: t.def.Icons,
+		MimeType: def.MimeType, Annotations: def.Annotations, Icons: t.def.Icons, Meta: tagsMeta(t.def.Tags),
 	}
 	return t, nil
+}
+
+// normalizeTags returns a sorted copy of list without duplicates; nil for none.
+func normalizeTags(list []string) []string {
+	if len(list) == 0 {
+		return nil
+	}
+	return tags.Normalize(slices.Clone(list))
+}
+
+// tagsMeta is the _meta of a listed entry with the tags list: nil for none.
+func tagsMeta(list []string) json.RawMessage {
+	if len(list) == 0 {
+		return nil
+	}
+	return append(append([]byte{'{'}, tags.Meta(tags.MetaTags, list)...), '}')
 }
 
 func isAbsoluteURI(s string) bool {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/tools"
 )
@@ -116,7 +117,7 @@ func (h *Handler) checkToolParams(r *http.Request, msg *protocol.Message, id *to
 	if err != nil {
 		return nil
 	}
-	tool, ok := h.eng.ToolFor(p.Name, id)
+	tool, ok := h.eng.ToolFor(p.Name, id, actors.ToolsetsFromContext(r.Context()))
 	if !ok {
 		return nil
 	}

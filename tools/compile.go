@@ -8,6 +8,7 @@ import (
 	"slices"
 	"unicode/utf8"
 
+	"github.com/toolgrain/toolgrain/internal/tags"
 	"github.com/toolgrain/toolgrain/protocol"
 )
 
@@ -150,9 +151,15 @@ func compileTool(def *Tool, mw []Middleware) (*Compiled, []error) {
 	if err := protocol.CheckIcons(def.Icons); err != nil {
 		errs = append(errs, fmt.Errorf("tool %q: %w", def.Name, err))
 	}
+	if err := tags.CheckAll(def.Tags); err != nil {
+		errs = append(errs, fmt.Errorf("tool %q: %w", def.Name, err))
+	}
 
 	c := &Compiled{def: *def}
 	c.def.Scopes = slices.Clone(def.Scopes)
+	if def.Tags != nil {
+		c.def.Tags = tags.Normalize(slices.Clone(def.Tags))
+	}
 	c.def.InputSchema = clone(def.InputSchema)
 	c.def.OutputSchema = clone(def.OutputSchema)
 	c.def.MetaSchema = clone(def.MetaSchema)
@@ -217,6 +224,10 @@ func compileTool(def *Tool, mw []Middleware) (*Compiled, []error) {
 	}
 	if c.desc.InputSchema == nil {
 		c.desc.InputSchema = defaultInputSchema
+	}
+	if len(c.def.Tags) > 0 {
+		m := tags.Meta(tags.MetaTags, c.def.Tags)
+		c.desc.Meta = append(append([]byte{'{'}, m...), '}')
 	}
 	return c, nil
 }

@@ -18,8 +18,35 @@ type Identity struct {
 	// Scopes are the scopes the token grants.
 	Scopes []string
 	// Extra is whatever else the verifier wants handlers to see (claims, a user record). The
-	// engine does not look at it.
+	// engine looks at it only through [Identity.Claim].
 	Extra any
+	// Claims are the token's claims that the server's visibility rules may match (roles,
+	// groups, a tenant: package visibility), by name, each with its values as strings. Nil
+	// means the claims are asked of Extra ([Identity.Claim]).
+	Claims map[string][]string
+}
+
+// ClaimSource is what an [Identity].Extra implements to give its claims to [Identity.Claim]:
+// package auth's *Claims (a JWT) and *Introspection do.
+type ClaimSource interface {
+	// Claim returns the values of the claim name as strings (a string claim is one value, an
+	// array its elements, a number or a boolean its JSON text), or nil when there is none.
+	Claim(name string) []string
+}
+
+// Claim returns the values of the claim name: from Claims when it is set, else from Extra when
+// it is a [ClaimSource]; nil for a nil identity, or a claim it does not have.
+func (id *Identity) Claim(name string) []string {
+	switch {
+	case id == nil:
+		return nil
+	case id.Claims != nil:
+		return id.Claims[name]
+	}
+	if src, ok := id.Extra.(ClaimSource); ok {
+		return src.Claim(name)
+	}
+	return nil
 }
 
 // HasScope reports whether the identity was granted scope. A nil identity has no scope.

@@ -9,6 +9,21 @@ import (
 // modify the slice.
 func (c *Compiled) Scopes() []string { return c.def.Scopes }
 
+// Tags returns the tool's tags ([Tool].Tags), sorted and without duplicates; nil when none. Do
+// not modify the slice.
+func (c *Compiled) Tags() []string { return c.def.Tags }
+
+// HasScopes reports whether id has every scope of [Tool].Scopes; a nil id has none. It is
+// MissingScopes(id) == nil without building the list.
+func (c *Compiled) HasScopes(id *Identity) bool {
+	for _, s := range c.def.Scopes {
+		if !id.HasScope(s) {
+			return false
+		}
+	}
+	return true
+}
+
 // MissingScopes returns the scopes of [Tool].Scopes that id lacks, in their order; nil when it
 // has them all (or the tool needs none). A nil id has no scope.
 func (c *Compiled) MissingScopes(id *Identity) []string {

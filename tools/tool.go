@@ -166,6 +166,13 @@ type Tool struct {
 	// Nil means the endpoint's scopes are enough.
 	Scopes []string
 
+	// Tags group the tool with other components (tools, resources, resource templates,
+	// prompts) for the server's visibility rules, the toolsets a client narrows its view to and
+	// the tags enabled or disabled at run time (package visibility, docs/visibility.md). Each is
+	// 1 to 64 characters from A-Za-z0-9_.- ; tools/list shows them in the tool's _meta under
+	// "io.github.toolgrain/tags". Nil means none.
+	Tags []string
+
 	// TaskTTL is how long a task of the tool is kept from its creation: its result stays
 	// readable until then, and a task still running then is stopped and forgotten. Zero means
 	// the server's default (one hour unless configured). Negative is a construction error.

@@ -97,6 +97,7 @@ type options struct {
 	pprofAddr       string
 	adminAddr       string
 	http            httpOptions
+	visibility      visibilityOptions
 	cluster         clusterOptions
 	tasks           taskOptions
 	fixtures        string
@@ -137,6 +138,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&o.demoTools, "demo-tools", true, "serve the demonstration tools (echo, greet, sleep, fail, spin); false serves only what --mount, --fixtures and the other flags add")
 	fs.StringVar(&o.adminAddr, "admin-addr", "", "serve /healthz, /readyz, /metrics (Prometheus) and /debug/pprof/ on `HOST:PORT` (a separate listener; off by default)")
 	o.http.register(fs)
+	o.visibility.register(fs)
 	o.cluster.register(fs)
 	o.tasks.register(fs)
 	return fs
@@ -164,6 +166,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("unknown transport %q (want stdio or http)", o.transport)
 	}
 	if err := o.tasks.check(); err != nil {
+		return nil, err
+	}
+	if err := o.visibility.check(); err != nil {
 		return nil, err
 	}
 	if err := o.cluster.check(o.transport, o.stateKeyFile); err != nil {
@@ -323,6 +328,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 	}
 	if cfg.Tools, err = o.http.applyToolScopes(cfg.Tools); err != nil {
+		return err
+	}
+	if cfg.Tools, err = o.visibility.applyToolTags(cfg.Tools); err != nil {
+		return err
+	}
+	if cfg.Visibility, err = o.visibility.config(); err != nil {
 		return err
 	}
 	srv, err := toolgrain.NewServer(cfg)

@@ -1,0 +1,335 @@
+package toolgrain_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/toolgrain/toolgrain"
+	"github.com/toolgrain/toolgrain/tools"
+	"github.com/toolgrain/toolgrain/visibility"
+)
+
+// Visibility that follows identity: the tests below run the same questions as two identities,
+// alice (scope mcp) and bob (scopes mcp and admin), over every transport (stdio, in memory,
+// Streamable HTTP) in both eras (a legacy session, modern requests), against a server whose
+// components tagged ops are visible only to identities with the scope admin. What alice cannot
+// see must answer her exactly as what nobody serves: each hidden name is compared with an unknown
+// one of the same length, so that the whole answers (HTTP status and headers included) must be
+// equal once the name is replaced.
+
+var (
+	alice = &toolgrain.Identity{Subject: "alice", Scopes: []string{"mcp"}}
+	bob   = &toolgrain.Identity{Subject: "bob", Scopes: []string{"mcp", "admin"}}
+)
+
+var visVerifier = toolgrain.TokenVerifierFunc(func(_ context.Context, token string) (*toolgrain.Identity, error) {
+	switch token {
+	case "alice":
+		return alice, nil
+	case "bob":
+		return bob, nil
+	}
+	return nil, toolgrain.ErrInvalidToken
+})
+
+func textTool(name, text string, tags ...string) tools.Tool {
+	return tools.Tool{Name: name, Description: name, Tags: tags,
+		Handler: tools.HandlerFunc(func(context.Context, *tools.Request) (*tools.Result, error) {
+			return tools.TextResult(text), nil
+		})}
+}
+
+// visConfig serves status (no tags), deploy (ops; it mirrors its region argument in an
+// Mcp-Param-Region header, which must not be checked for a caller who cannot see it) and report
+// (beta), with the rule that ops needs the scope admin.
+func visConfig() toolgrain.Config {
+	deploy := textTool("deploy", "deployed", "ops")
+	deploy.InputSchema = json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)
+	return toolgrain.Config{
+		Tools: []tools.Tool{textTool("status", "ok"), deploy, textTool("report", "reported", "beta")},
+		Visibility: visibility.Config{Rules: []visibility.Rule{
+			{Tags: []string{"ops"}, Scopes: []string{"admin"}},
+		}},
+		HTTP: toolgrain.HTTPConfig{
+			AllowedHosts: []string{"127.0.0.1"},
+			Auth:         &toolgrain.AuthConfig{Verifier: visVerifier, Resource: "/mcp"},
+		},
+	}
+}
+
+// asker sends one request and returns its whole answer: the JSON-RPC message, preceded over
+// HTTP by the status and the headers (see httpAnswer).
+type asker func(req string) string
+
+// visTransport opens, for one identity, a client over one transport in one era.
+type visTransport struct {
+	name   string
+	modern bool
+	open   func(t *testing.T, e *httpEnv, id *toolgrain.Identity, token string) asker
+}
+
+var visTransports = []visTransport{
+	{"stdio, legacy", false, openStdio(true)},
+	{"stdio, modern", true, openStdio(false)},
+	{"in memory, legacy", false, openMemory(true)},
+	{"in memory, modern", true, openMemory(false)},
+	{"HTTP, legacy session", false, func(t *testing.T, e *httpEnv, _ *toolgrain.Identity, token string) asker {
+		s := e.client()
+		s.token = token
+		s.initialize()
+		return func(req string) string { return httpAnswer(s.post(req)) }
+	}},
+	{"HTTP, modern", true, func(t *testing.T, e *httpEnv, _ *toolgrain.Identity, token string) asker {
+		s := e.client()
+		s.token = token
+		return func(req string) string { return httpAnswer(s.modernPost(req)) }
+	}},
+}
+
+func openStdio(initialize bool) func(*testing.T, *httpEnv, *toolgrain.Identity, string) asker {
+	return func(t *testing.T, e *httpEnv, id *toolgrain.Identity, _ string) asker {
+		c := attachAs(t, e.srv, id)
+		if initialize {
+			c.initialize()
+		}
+		return func(req string) string { c.send(req); return c.recv() }
+	}
+}
+
+func openMemory(initialize bool) func(*testing.T, *httpEnv, *toolgrain.Identity, string) asker {
+	return func(t *testing.T, e *httpEnv, id *toolgrain.Identity, _ string) asker {
+		c, err := e.srv.ConnectInMemoryAs(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+		t.Cleanup(cancel)
+		if initialize {
+			if _, err := c.Initialize(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return func(req string) string {
+			if err := c.Send([]byte(req)); err != nil {
+				t.Fatal(err)
+			}
+			b, err := c.Receive(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(b)
+		}
+	}
+}
+
+// rpc is a request in the era of tr: params is the members of its params object ("" for none),
+// to which a modern request adds its envelope.
+func (tr *visTransport) rpc(id, method, params string) string {
+	if tr.modern {
+		return modernRequest(id, method, params)
+	}
+	if params == "" {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":%q}`, id, method)
+	}
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":%q,"params":{%s}}`, id, method, params)
+}
+
+// jsonOf returns the JSON-RPC message of an answer (after the HTTP status and headers, if any).
+func jsonOf(t *testing.T, answer string) map[string]any {
+	t.Helper()
+	i := strings.Index(answer, "{")
+	if i < 0 {
+		t.Fatalf("no JSON in %q", answer)
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(answer[i:]), &m); err != nil {
+		t.Fatalf("answer %q: %v", answer, err)
+	}
+	return m
+}
+
+// listed returns the value of member key of each entry of the list member of an answer's
+// result.
+func listed(t *testing.T, answer, list, key string) []string {
+	t.Helper()
+	res, ok := jsonOf(t, answer)["result"].(map[string]any)
+	if !ok {
+		t.Fatalf("not a result: %s", answer)
+	}
+	var out []string
+	entries, _ := res[list].([]any)
+	for _, e := range entries {
+		out = append(out, e.(map[string]any)[key].(string))
+	}
+	return out
+}
+
+// sameAs fails unless hidden, once the hidden name is replaced by the unknown one, is unknown.
+func sameAs(t *testing.T, what, hidden, hiddenName, unknown, unknownName string) {
+	t.Helper()
+	if len(hiddenName) != len(unknownName) {
+		t.Fatalf("%s: names of different lengths", what)
+	}
+	if got := strings.ReplaceAll(hidden, hiddenName, unknownName); got != unknown {
+		t.Errorf("%s: %s answers differently from %s, which nothing serves\nhidden:  %s\nunknown: %s", what, hiddenName, unknownName, hidden, unknown)
+	}
+}
+
+// TestVisibleToolsFollowIdentity: alice does not see the tool tagged ops, bob does; alice's call
+// of it is answered exactly as a call of a tool nobody serves, and bob's runs.
+func TestVisibleToolsFollowIdentity(t *testing.T) {
+	e := startHTTP(t, visConfig())
+	for _, tr := range visTransports {
+		t.Run(tr.name, func(t *testing.T) {
+			a, b := tr.open(t, e, alice, "alice"), tr.open(t, e, bob, "bob")
+			if got, want := listed(t, a(tr.rpc("1", "tools/list", "")), "tools", "name"), []string{"status", "report"}; !slices.Equal(got, want) {
+				t.Errorf("alice's tools: %v, want %v", got, want)
+			}
+			if got, want := listed(t, b(tr.rpc("1", "tools/list", "")), "tools", "name"), []string{"status", "deploy", "report"}; !slices.Equal(got, want) {
+				t.Errorf("bob's tools: %v, want %v", got, want)
+			}
+			for _, args := range []string{`{}`, `{"region":"eu"}`} {
+				call := func(name string) string {
+					return tr.rpc("2", "tools/call", `"name":"`+name+`","arguments":`+args)
+				}
+				unknown := a(call("absent"))
+				if !strings.Contains(unknown, `unknown tool \"absent\"`) {
+					t.Fatalf("the unknown tool: %s", unknown)
+				}
+				sameAs(t, "alice's call "+args, a(call("deploy")), "deploy", unknown, "absent")
+			}
+			if got := b(tr.rpc("3", "tools/call", `"name":"deploy","arguments":{}`)); !strings.Contains(got, `"text":"deployed"`) {
+				t.Errorf("bob's call: %s", got)
+			}
+		})
+	}
+}
+
+// TestVisibilityRules: rules by scope, by claim (Identity.Claims, and a claim source in Extra),
+// and by predicate (with and without a key) each decide, every rule that applies to a component
+// must let the caller see it, a rule without tags applies to every component, and tags
+// disabled at start hide their components from everyone.
+func TestVisibilityRules(t *testing.T) {
+	var calls int
+	cfg := toolgrain.Config{
+		Tools: []tools.Tool{
+			textTool("plain", "p"),
+			textTool("ops", "o", "ops"),
+			textTool("finance", "f", "finance"),
+			textTool("tenant-a", "a", "tenant"),
+			textTool("both", "b", "ops", "finance"),
+			textTool("draft", "d", "draft"),
+			textTool("beta", "b", "beta"),
+		},
+		Visibility: visibility.Config{
+			Rules: []visibility.Rule{
+				{Tags: []string{"ops"}, Scopes: []string{"admin"}},
+				{Tags: []string{"finance"}, Claim: "roles", Values: []string{"accountant", "auditor"}},
+				{Tags: []string{"tenant"}, Visible: func(id *tools.Identity, c visibility.Component) bool {
+					calls++
+					return id != nil && strings.HasSuffix(c.Name, "-"+id.Subject)
+				}},
+				{Tags: []string{"draft"}, Visible: func(id *tools.Identity, _ visibility.Component) bool {
+					return id != nil && id.Subject == "a"
+				}, Key: func(id *tools.Identity) string {
+					if id == nil {
+						return ""
+					}
+					return id.Subject
+				}},
+			},
+			Disabled: []string{"beta"},
+		},
+	}
+	srv, err := toolgrain.NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	list := func(id *toolgrain.Identity) []string {
+		t.Helper()
+		c, err := srv.ConnectInMemoryAs(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+		defer cancel()
+		if _, err := c.Initialize(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ts, err := c.ListTools(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tool := range ts {
+			names = append(names, tool.Name)
+		}
+		return names
+	}
+	for _, tc := range []struct {
+		who  string
+		id   *toolgrain.Identity
+		want []string
+	}{
+		{"no identity", nil, []string{"plain"}},
+		{"a, no scope, no role", &toolgrain.Identity{Subject: "a"}, []string{"plain", "tenant-a", "draft"}},
+		{"admin", &toolgrain.Identity{Subject: "x", Scopes: []string{"admin"}}, []string{"plain", "ops"}},
+		{"accountant (Claims)", &toolgrain.Identity{Subject: "x", Claims: map[string][]string{"roles": {"accountant"}}}, []string{"plain", "finance"}},
+		{"auditor (Extra)", &toolgrain.Identity{Subject: "x", Extra: claimSource{"roles": {"viewer", "auditor"}}}, []string{"plain", "finance"}},
+		{"admin and auditor", &toolgrain.Identity{Subject: "x", Scopes: []string{"admin"}, Claims: map[string][]string{"roles": {"auditor"}}},
+			[]string{"plain", "ops", "finance", "both"}},
+	} {
+		if got := list(tc.id); !slices.Equal(got, tc.want) {
+			t.Errorf("%s sees %v, want %v", tc.who, got, tc.want)
+		}
+	}
+	if calls == 0 {
+		t.Error("the predicate was never asked")
+	}
+}
+
+// claimSource is an Identity.Extra that gives claims, as package auth's do.
+type claimSource map[string][]string
+
+func (c claimSource) Claim(name string) []string { return c[name] }
+
+// TestVisibilityConfigErrors: NewServer refuses rules it cannot apply and tags it cannot carry.
+func TestVisibilityConfigErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  toolgrain.Config
+		want string
+	}{
+		{"rule without condition", toolgrain.Config{Visibility: visibility.Config{Rules: []visibility.Rule{{Tags: []string{"a"}}}}}, "no condition"},
+		{"claim without values", toolgrain.Config{Visibility: visibility.Config{Rules: []visibility.Rule{{Claim: "roles"}}}}, "without Values"},
+		{"values without claim", toolgrain.Config{Visibility: visibility.Config{Rules: []visibility.Rule{{Values: []string{"x"}, Scopes: []string{"s"}}}}}, "Values without a Claim"},
+		{"key without predicate", toolgrain.Config{Visibility: visibility.Config{Rules: []visibility.Rule{{Scopes: []string{"s"}, Key: func(*tools.Identity) string { return "" }}}}}, "Key without Visible"},
+		{"bad scope", toolgrain.Config{Visibility: visibility.Config{Rules: []visibility.Rule{{Scopes: []string{"two words"}}}}}, "scope token"},
+		{"bad rule tag", toolgrain.Config{Visibility: visibility.Config{Rules: []visibility.Rule{{Tags: []string{"a,b"}, Scopes: []string{"s"}}}}}, `tag "a,b"`},
+		{"bad disabled tag", toolgrain.Config{Visibility: visibility.Config{Disabled: []string{"a b"}}}, `tag "a b"`},
+		{"bad tool tag", toolgrain.Config{Tools: []tools.Tool{textTool("x", "x", "has/slash")}}, `tool "x": tag "has/slash"`},
+		{"empty tool tag", toolgrain.Config{Tools: []tools.Tool{textTool("x", "x", "")}}, `tool "x": tag "": empty`},
+		{"long tool tag", toolgrain.Config{Tools: []tools.Tool{textTool("x", "x", strings.Repeat("t", 65))}}, "longer than 64"},
+	} {
+		_, err := toolgrain.NewServer(tc.cfg)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestToolTagsListed: a tool's tags are listed in its _meta, sorted and without duplicates; a
+// tool without tags has no _meta.
+func TestToolTagsListed(t *testing.T) {
+	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{textTool("a", "a", "z", "b", "z"), textTool("b", "b")}})
+	c.initialize()
+	c.expect(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","description":"a","inputSchema":{"type":"object"},"_meta":{"io.github.toolgrain/tags":["b","z"]}},{"name":"b","description":"b","inputSchema":{"type":"object"}}]}}`)
+}
