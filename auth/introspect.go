@@ -85,6 +85,13 @@ type IntrospectionConfig struct {
 
 	// Now returns the current time. Nil means time.Now.
 	Now func() time.Time
+
+	// AllowSenderConstrained accepts tokens the answer says are bound to a key of the client
+	// (a cnf member, or token_type DPoP) as if they were bearer tokens: see
+	// [JWTConfig].AllowSenderConstrained for why that is only for a deployment where
+	// something in front of the server checks the proof of possession. False (the default)
+	// rejects them: 401.
+	AllowSenderConstrained bool
 }
 
 // IntrospectionVerifier verifies opaque access tokens by asking the authorization server
@@ -93,9 +100,11 @@ type IntrospectionConfig struct {
 //
 // A token is accepted when the server says it is active (a 400 answer whose error is
 // unsupported_token_type or invalid_token, a refusal to introspect the token, says it is not),
-// and the answer says it is valid here and now: token_type (when present) is Bearer or access_token, iss (when present and Issuer is
-// set) is the issuer, aud contains the audience, exp (when present) is not past, nbf (when
-// present) is not in the future, and it names a sub or a client_id. Otherwise VerifyToken
+// and the answer says it is valid here and now: token_type (when present) is Bearer or
+// access_token, iss (when present and Issuer is set) is the issuer, the token is not
+// sender-constrained (no cnf, token_type not DPoP) unless AllowSenderConstrained, aud contains
+// the audience, exp (when present) is not past, nbf (when present) is not in the future, and it
+// names a sub or a client_id. Otherwise VerifyToken
 // returns an error wrapping [streamable.ErrInvalidToken] that says why (the client gets 401).
 //
 // An introspection endpoint that cannot be reached, is slow, or answers anything but 200 with a
@@ -172,6 +181,9 @@ type Introspection struct {
 	Aud       audience `json:"aud,omitempty"`
 	Iss       string   `json:"iss,omitempty"`
 	Jti       string   `json:"jti,omitempty"`
+	// Cnf is the confirmation of a sender-constrained token (RFC 7800: jkt for DPoP,
+	// x5t#S256 for mutual TLS), nil for a bearer token.
+	Cnf json.RawMessage `json:"cnf,omitempty"`
 	// Raw is the whole answer, members the fields above leave out included.
 	Raw json.RawMessage `json:"-"`
 
@@ -332,7 +344,9 @@ func (v *IntrospectionVerifier) decide(ctx context.Context, a *answer) (*tools.I
 	switch tt := strings.ToLower(in.TokenType); {
 	case !in.Active:
 		return reject("not active")
-	case tt != "" && tt != "bearer" && tt != "access_token":
+	case !v.cfg.AllowSenderConstrained && (confirmed(in.Cnf) || tt == "dpop"):
+		return nil, errSenderConstrained
+	case tt != "" && tt != "bearer" && tt != "access_token" && tt != "dpop":
 		return reject("token_type %q", in.TokenType)
 	case v.cfg.Issuer != "" && in.Iss != "" && in.Iss != v.cfg.Issuer:
 		return reject("issued by %q", in.Iss)

@@ -106,6 +106,17 @@ type JWTConfig struct {
 	// Now returns the current time. Nil means time.Now.
 	Now func() time.Time
 
+	// AllowSenderConstrained accepts tokens bound to a key of the client, those with a cnf
+	// claim (a DPoP key's thumbprint, jkt, RFC 9449; a client certificate's, x5t#S256, RFC
+	// 8705), as if they were bearer tokens. Such a token is worth something only with the
+	// client's proof of possession (a DPoP proof, the TLS client certificate), which this
+	// server does not check: accepted without it, anyone holding a copy of the token can use
+	// it, which is what the binding is there to prevent. Set it only when something in front
+	// of the server (a gateway terminating mutual TLS, a proxy checking DPoP proofs) checks
+	// the proof; the claims (Claims.Get("cnf", ...)) carry the binding for a handler that
+	// checks it itself. False (the default) rejects them: 401.
+	AllowSenderConstrained bool
+
 	// Logger gets a warning for each key of the issuer's JWK Set that cannot verify
 	// signatures and is left out (an unsupported key type or curve, a use: enc key), once per
 	// key. Nil means no logging.
@@ -121,7 +132,8 @@ type JWTConfig struct {
 // the future (each with the leeway), and it has a sub or a client_id. Otherwise VerifyToken
 // returns an error wrapping [streamable.ErrInvalidToken] that says why (the client gets 401).
 // A token longer than 16 KiB, or with characters other than base64url and '.', is rejected
-// before it is parsed.
+// before it is parsed. A sender-constrained token (a cnf claim: DPoP, mutual TLS) is rejected
+// unless [JWTConfig].AllowSenderConstrained.
 //
 // Keys are fetched on the first verification, not when the verifier is made: an issuer that is
 // down then does not keep the server from starting. While no fetched key can decide (nothing
@@ -134,6 +146,7 @@ type JWTVerifier struct {
 	audience string
 	secret   []byte
 	strict   bool
+	bound    bool // AllowSenderConstrained
 	parser   *jwt.Parser
 	maxAge   time.Duration
 	now      func() time.Time
@@ -197,6 +210,7 @@ func NewJWTVerifier(cfg JWTConfig) (*JWTVerifier, error) {
 		audience: cfg.Audience,
 		secret:   slices.Clone(cfg.SharedSecret),
 		strict:   cfg.RequireATJWT,
+		bound:    cfg.AllowSenderConstrained,
 		maxAge:   cfg.MaxKeyAge,
 		now:      cfg.Now,
 	}
@@ -332,6 +346,9 @@ func (v *JWTVerifier) verify(ctx context.Context, token string, ks *keySet) (*to
 	if !audienceHas(c.Audience, aud) {
 		return nil, fmt.Errorf("%w: issued for %q, not %q", streamable.ErrInvalidToken, []string(c.Audience), aud)
 	}
+	if !v.bound && confirmed(c.Cnf) {
+		return nil, errSenderConstrained
+	}
 	return c.identity()
 }
 
@@ -439,7 +456,18 @@ type jwtClaims struct {
 	Scope    string          `json:"scope"`
 	Scp      json.RawMessage `json:"scp"`
 	ClientID string          `json:"client_id"`
+	Cnf      json.RawMessage `json:"cnf"`
 	raw      []byte
+}
+
+// errSenderConstrained rejects a token with a cnf claim, unless AllowSenderConstrained.
+var errSenderConstrained = fmt.Errorf("%w: sender-constrained (cnf: DPoP or mutual TLS); this server accepts bearer tokens only", streamable.ErrInvalidToken)
+
+// confirmed reports whether a cnf member (RFC 7800) is present: anything but absent or null,
+// an empty object included (oidc-provider's introspection answers {} for a bound token whose
+// binding it does not describe).
+func confirmed(cnf json.RawMessage) bool {
+	return len(cnf) > 0 && string(cnf) != "null"
 }
 
 func (c *jwtClaims) UnmarshalJSON(b []byte) error {

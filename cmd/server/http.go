@@ -75,6 +75,7 @@ type httpOptions struct {
 	maxSessions          int
 	maxSessionsPerSubj   int
 	sse                  bool
+	allowBound           bool
 	log                  *zap.Logger // the verifiers' (nil: none)
 }
 
@@ -86,6 +87,7 @@ func (o *httpOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.audience, "auth-audience", "", "HTTP with --auth-issuer or --auth-introspection-url: the audience `URL` tokens must be issued for (default: --resource, else the endpoint URL of each request)")
 	fs.StringVar(&o.introspectionURL, "auth-introspection-url", "", "HTTP: accept opaque tokens the introspection endpoint `URL` (RFC 7662) says are active; turns auth on (with --auth-issuer too, JWTs go to the JWT verifier)")
 	fs.StringVar(&o.clientID, "auth-client-id", "", "HTTP with --auth-introspection-url: this server's client `ID` at the authorization server")
+	fs.BoolVar(&o.allowBound, "auth-allow-sender-constrained", false, "HTTP with --auth-issuer or --auth-introspection-url: accept sender-constrained tokens (a cnf claim: DPoP, mutual TLS) as bearer tokens, only behind a gateway that checks their proof of possession (default: 401)")
 	fs.StringVar(&o.clientSecretFile, "auth-client-secret-file", "", "HTTP with --auth-introspection-url: a file holding this server's client secret (`PATH`; a trailing newline is ignored)")
 	fs.Var(&o.toolScopes, "tool-scope", "HTTP with auth: `TOOL=SCOPE[,SCOPE...]`, the scopes a call of TOOL needs (repeatable); a token without them gets 403 and the step-up challenge")
 	fs.BoolVar(&o.hideForbidden, "hide-forbidden-tools", false, "HTTP with auth: hide from each token the tools whose --tool-scope scopes it lacks: its tools/list leaves them out, and a call of one is answered exactly as a call of a tool that does not exist (no step-up challenge)")
@@ -116,6 +118,9 @@ func (o *httpOptions) check() error {
 	}
 	if o.introspectionURL == "" && (o.clientID != "" || o.clientSecretFile != "") {
 		return errors.New("--auth-client-id and --auth-client-secret-file need --auth-introspection-url")
+	}
+	if o.allowBound && o.issuer == "" && o.introspectionURL == "" {
+		return errors.New("--auth-allow-sender-constrained needs --auth-issuer or --auth-introspection-url")
 	}
 	if o.audience != "" && o.issuer == "" && o.introspectionURL == "" {
 		return errors.New("--auth-audience needs --auth-issuer or --auth-introspection-url")
@@ -248,7 +253,8 @@ func (o *httpOptions) verifier() (toolgrain.TokenVerifier, error) {
 	}
 	var jwtV, introV toolgrain.TokenVerifier
 	if o.issuer != "" {
-		v, err := auth.NewJWTVerifier(auth.JWTConfig{Issuer: o.issuer, Audience: audience, Logger: o.log})
+		v, err := auth.NewJWTVerifier(auth.JWTConfig{Issuer: o.issuer, Audience: audience, Logger: o.log,
+			AllowSenderConstrained: o.allowBound})
 		if err != nil {
 			return nil, fmt.Errorf("--auth-issuer: %w", err)
 		}
@@ -260,7 +266,8 @@ func (o *httpOptions) verifier() (toolgrain.TokenVerifier, error) {
 			return nil, fmt.Errorf("--auth-client-secret-file: %w", err)
 		}
 		v, err := auth.NewIntrospectionVerifier(auth.IntrospectionConfig{URL: o.introspectionURL, ClientID: o.clientID,
-			ClientSecret: strings.TrimRight(string(secret), "\r\n"), Issuer: o.issuer, Audience: audience})
+			ClientSecret: strings.TrimRight(string(secret), "\r\n"), Issuer: o.issuer, Audience: audience,
+			AllowSenderConstrained: o.allowBound})
 		if err != nil {
 			return nil, fmt.Errorf("--auth-introspection-url: %w", err)
 		}

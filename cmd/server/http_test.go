@@ -305,6 +305,8 @@ func TestHTTPFlags(t *testing.T) {
 		{[]string{"--transport", "http", "--auth-scope", "s"}, "need --auth-token"},
 		{[]string{"--transport", "http", "--hide-forbidden-tools"}, "need --auth-token"},
 		{[]string{"--hide-forbidden-tools"}, "need --transport http"},
+		{[]string{"--transport", "http", "--auth-token", "t", "--auth-allow-sender-constrained"}, "--auth-allow-sender-constrained needs --auth-issuer or --auth-introspection-url"},
+		{[]string{"--auth-allow-sender-constrained"}, "--auth-allow-sender-constrained needs --auth-issuer"},
 		{[]string{"--transport", "http", "--addr", "0.0.0.0:8080", "--auth-token", "t"}, "--addr 0.0.0.0:8080 is not a loopback address: with auth on, set --resource"},
 		{[]string{"--transport", "http", "--addr", ":8080", "--auth-token", "t", "--resource", "/mcp"}, "set --resource"},
 	}

@@ -155,6 +155,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	switch o.transport {
 	case "stdio":
+		if o.http.allowBound {
+			return nil, errors.New("--auth-allow-sender-constrained needs --auth-issuer or --auth-introspection-url (and --transport http)")
+		}
 		if o.http.authOn() || len(o.http.toolScopes) > 0 || o.http.hideForbidden {
 			return nil, errors.New("--auth-token, --auth-issuer, --auth-introspection-url, --tool-scope and --hide-forbidden-tools need --transport http (stdio takes no auth)")
 		}
