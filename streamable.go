@@ -12,7 +12,8 @@ import (
 // reachable from this package.
 
 // HTTPConfig configures the Streamable HTTP transport of [Server.Handler]: session expiry,
-// allowed origins and hosts, bearer auth, the SSE retry delay. Its zero value is usable; see
+// allowed origins (and their CORS) and hosts, bearer auth, the SSE retry delay, the HTTP+SSE
+// transport of MCP 2024-11-05 beside it. Its zero value is usable; see
 // [streamable.Config].
 type HTTPConfig = streamable.Config
 
@@ -85,8 +86,9 @@ const (
 // verifier that fails, a session that cannot be opened) reach [Config].OnError.
 //
 // The HTTP contract (POST, GET and DELETE on one endpoint, sessions and their ids, JSON and
-// resumable SSE answers, the standalone stream, statuses, Host and Origin checks, bearer auth)
-// is written in the doc of [streamable.Handler]. With [Config].Cluster the handler is that
+// resumable SSE answers, the standalone stream, statuses, Host and Origin checks, CORS, bearer
+// auth, the HTTP+SSE transport and the paths to mount for it) is written in the doc of
+// [streamable.Handler]. With [Config].Cluster the handler is that
 // transport behind the cluster's forwarding (see package cluster).
 func (s *Server) Handler() http.Handler { return s.handler }
 

@@ -15,8 +15,9 @@
 //   - [Server.ServeStdio]: newline-delimited JSON-RPC on any reader and writer (os.Stdin and
 //     os.Stdout for a local client, a pipe, a net.Conn);
 //   - [Server.Handler]: Streamable HTTP (package streamable), an http.Handler to mount in any
-//     mux next to other routes, with optional bearer auth ([AuthConfig]); each HTTP session is
-//     one connection;
+//     mux next to other routes, with the older HTTP+SSE transport of MCP 2024-11-05 beside it,
+//     CORS for the allowed browser origins and optional bearer auth ([AuthConfig]); each HTTP
+//     session is one connection;
 //   - [Server.ConnectInMemory]: a client in the same process, for tests and in-process callers.
 //
 // Serving stdio and HTTP at once is a matter of mounting the handler and calling ServeStdio
@@ -302,7 +303,8 @@ type Config struct {
 	MaxOutputBacklog int
 
 	// HTTP configures the Streamable HTTP transport ([Server.Handler], package streamable):
-	// session expiry, allowed origins and hosts, bearer auth. The zero value is usable.
+	// session expiry, allowed origins (and their CORS) and hosts, bearer auth, the HTTP+SSE
+	// transport. The zero value is usable.
 	HTTP HTTPConfig
 
 	// Resources and ResourceTemplates are the resources to serve, listed in this order; see
