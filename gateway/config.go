@@ -142,6 +142,14 @@ func parseServer(name string, raw json.RawMessage) (Mount, bool, error) {
 		NoPrefix                                                  bool
 		MaxCallsInFlight                                          int
 		Tools                                                     map[string]json.RawMessage
+		OAuth                                                     *struct {
+			TokenURL     string   `json:"tokenUrl"`
+			Issuer       string   `json:"issuer"`
+			ClientID     string   `json:"clientId"`
+			ClientSecret string   `json:"clientSecret"`
+			Scopes       []string `json:"scopes"`
+			Resource     string   `json:"resource"`
+		}
 	}
 	typed := []struct {
 		key string
@@ -162,6 +170,7 @@ func parseServer(name string, raw json.RawMessage) (Mount, bool, error) {
 		{"protocol", &s.Protocol, "must be a string"},
 		{"maxCallsInFlight", &s.MaxCallsInFlight, "must be an integer"},
 		{"tools", &s.Tools, "must be an object, by tool name"},
+		{"oauth", &s.OAuth, "must be an object with tokenUrl or issuer, clientId, clientSecret, scopes and resource"},
 	}
 	known := map[string]bool{"disabled": true, "timeout": true, "transport": true, "type": true, "transportType": true}
 	for _, f := range typed {
@@ -211,8 +220,11 @@ func parseServer(name string, raw json.RawMessage) (Mount, bool, error) {
 		if transport != "" && transport != "stdio" {
 			return fail("transport", "%q with a command: a command speaks stdio", s.Transport)
 		}
-		if s.URL != "" || s.Headers != nil {
+		if s.Headers != nil {
 			return fail("headers", "only for a url")
+		}
+		if s.OAuth != nil {
+			return fail("oauth", "only for a url")
 		}
 		m.Source = Stdio{Command: s.Command, Args: s.Args, Env: s.Env, Dir: s.Cwd}
 	case s.URL != "":
@@ -221,9 +233,21 @@ func parseServer(name string, raw json.RawMessage) (Mount, bool, error) {
 				return fail(k, "only for a command")
 			}
 		}
-		src, err := httpSource(s.URL, transport, s.Headers)
-		if err != nil {
-			return fail("url", "%v", err)
+		src := HTTP{URL: s.URL, Transport: transport, Headers: s.Headers}
+		if o := s.OAuth; o != nil {
+			src.OAuth = &OAuth{TokenURL: o.TokenURL, Issuer: o.Issuer, ClientID: o.ClientID, ClientSecret: o.ClientSecret, Scopes: o.Scopes, Resource: o.Resource}
+		}
+		if err := src.check(); err != nil {
+			key := "url"
+			switch msg := err.Error(); {
+			case strings.HasPrefix(msg, "headers"):
+				key = "headers"
+			case strings.HasPrefix(msg, "oauth"):
+				key = "oauth"
+			case strings.HasPrefix(msg, "transport"):
+				key = "transport"
+			}
+			return fail(key, "%v", err)
 		}
 		m.Source = src
 	default:

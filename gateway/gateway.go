@@ -241,6 +241,15 @@ func checkMount(m Mount) (checked, error) {
 	if err := m.Source.check(); err != nil {
 		return checked{}, fmt.Errorf("%s source: %w", sourceKind(m.Source), err)
 	}
+	if h, ok := m.Source.(HTTP); ok {
+		if sse, _ := h.kind(); sse {
+			// The HTTP+SSE transport belongs to the initialize era.
+			if c.proto == upstream.ProtocolModern {
+				return checked{}, errors.New("protocol modern: the HTTP+SSE transport speaks the initialize era only")
+			}
+			c.proto = upstream.ProtocolLegacy
+		}
+	}
 	return c, nil
 }
 

@@ -90,11 +90,6 @@ func (s InProcess) transport(*Gateway, string) (upstream.Transport, error) {
 	return upstream.Memory{Engine: h.Engine}, nil
 }
 
-// httpSource is the source of a configuration file's url entry.
-func httpSource(url, transport string, headers map[string]string) (Source, error) {
-	return nil, errors.New("HTTP upstreams are not served by this build")
-}
-
 // sourceKind names a source in errors.
 func sourceKind(s Source) string {
 	switch s.(type) {
@@ -102,6 +97,8 @@ func sourceKind(s Source) string {
 		return "stdio"
 	case InProcess, *InProcess:
 		return "in-process"
+	case HTTP, *HTTP:
+		return "http"
 	}
 	return fmt.Sprintf("%T", s)
 }

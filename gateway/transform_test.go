@@ -94,6 +94,32 @@ func TestTransformsInConfig(t *testing.T) {
 
 func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
 
+// A url entry is an HTTP source with its headers and OAuth settings.
+func TestConfigHTTP(t *testing.T) {
+	t.Setenv("GATEWAY_TEST_TOKEN", "t0k")
+	mounts, err := gateway.ParseConfig([]byte(`{"mcpServers": {
+	  "web": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${env:GATEWAY_TEST_TOKEN}"}},
+	  "old": {"url": "https://old.example.com/sse", "type": "sse"},
+	  "auth": {"url": "https://a.example.com/mcp", "oauth": {"issuer": "https://id.example.com", "clientId": "gw", "clientSecret": "${env:GATEWAY_TEST_TOKEN}", "scopes": ["mcp"]}}
+	}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mounts) != 3 {
+		t.Fatalf("mounts: %+v", mounts)
+	}
+	web, ok := mounts[0].Source.(gateway.HTTP)
+	if !ok || web.URL != "https://mcp.example.com/mcp" || web.Headers["Authorization"] != "Bearer ${env:GATEWAY_TEST_TOKEN}" {
+		t.Errorf("web: %+v", mounts[0].Source)
+	}
+	if old, ok := mounts[1].Source.(gateway.HTTP); !ok || old.Transport != "sse" {
+		t.Errorf("old: %+v", mounts[1].Source)
+	}
+	if a, ok := mounts[2].Source.(gateway.HTTP); !ok || a.OAuth == nil || a.OAuth.ClientID != "gw" || len(a.OAuth.Scopes) != 1 {
+		t.Errorf("auth: %+v", mounts[2].Source)
+	}
+}
+
 // A bad file is an error naming the key.
 func TestConfigErrors(t *testing.T) {
 	for _, c := range []struct{ file, want string }{
@@ -118,6 +144,17 @@ func TestConfigErrors(t *testing.T) {
 		{`{"mcpServers": {"a": {"command": "x", "tools": {"t": {"rename": "u"}}}}}`, `mcpServers."a".tools."t": must be an object with name, title, description and arguments`},
 		{`{"mcpServers": {"a": {"command": "x", "tools": {"t": {"arguments": {"x": {"hidden": true}}}}}}}`, `mcpServers."a".tools."t".arguments."x": must be an object with hide, default and description`},
 		{`{"mcpServers": {"a": {"command": "x", "tools": {"t": {"name": "u v"}}}}}`, `mcpServers."a": tools: tool "t": name "u v": invalid character ' '`},
+		{`{"mcpServers": {"a": {"url": "ftp://x"}}}`, `mcpServers."a".url: url "ftp://x": want an http or https URL`},
+		{`{"mcpServers": {"a": {"url": "http://h/mcp", "headers": {"A": "${env:GATEWAY_TEST_UNSET}"}}}}`, `mcpServers."a".headers: headers: A: environment variable GATEWAY_TEST_UNSET is not set`},
+		{`{"mcpServers": {"a": {"url": "http://h/mcp", "headers": {"A": "${file:/nonexistent/token}"}}}}`, `mcpServers."a".headers: headers: A: file /nonexistent/token: no such file or directory`},
+		{`{"mcpServers": {"a": {"url": "http://h/mcp", "transport": "ws"}}}`, `mcpServers."a".transport: transport "ws": want http or sse`},
+		{`{"mcpServers": {"a": {"url": "http://h/mcp", "type": "sse", "transport": "http"}}}`, `mcpServers."a".type: "sse" disagrees with "http"`},
+		{`{"mcpServers": {"a": {"url": "http://h/mcp", "oauth": {"issuer": "https://i"}}}}`, `mcpServers."a".oauth: oauth: clientId is empty`},
+		{`{"mcpServers": {"a": {"url": "http://h/mcp", "oauth": {"clientId": "c"}}}}`, `mcpServers."a".oauth: oauth: needs a tokenUrl or an issuer`},
+		{`{"mcpServers": {"a": {"url": "http://h/mcp", "oauth": {"clientId": "c", "secret": "s"}}}}`, `mcpServers."a".oauth: must be an object with tokenUrl`},
+		{`{"mcpServers": {"a": {"url": "http://h/mcp", "args": []}}}`, `mcpServers."a".args: only for a command`},
+		{`{"mcpServers": {"a": {"command": "x", "headers": {}}}}`, `mcpServers."a".headers: only for a url`},
+		{`{"mcpServers": {"a": {"url": "http://h/sse", "transport": "sse", "protocol": "modern"}}}`, `mcpServers."a": protocol modern: the HTTP+SSE transport speaks the initialize era only`},
 	} {
 		_, err := gateway.ParseConfig([]byte(c.file))
 		var ce *gateway.ConfigError
