@@ -19,10 +19,14 @@ const (
 	dataIconJSON = `[{"src":"data:image/svg+xml;base64,PHN2Zy8+","sizes":["any"]}]`
 )
 
-var (
-	icon     = []protocol.Icon{{Src: "https://example.com/icon.png", MimeType: "image/png", Sizes: []string{"48x48", "96x96"}, Theme: protocol.ThemeLight}}
-	dataIcon = []protocol.Icon{{Src: "data:image/svg+xml;base64,PHN2Zy8+", Sizes: []string{"any"}}}
-)
+// icon and dataIcon return fresh icon lists, which a test may change.
+func icon() []protocol.Icon {
+	return []protocol.Icon{{Src: "https://example.com/icon.png", MimeType: "image/png", Sizes: []string{"48x48", "96x96"}, Theme: protocol.ThemeLight}}
+}
+
+func dataIcon() []protocol.Icon {
+	return []protocol.Icon{{Src: "data:image/svg+xml;base64,PHN2Zy8+", Sizes: []string{"any"}}}
+}
 
 // iconConfig has icons on the server, a tool, a resource, a template and a prompt.
 func iconConfig() toolgrain.Config {
@@ -30,11 +34,11 @@ func iconConfig() toolgrain.Config {
 		return resources.Text(req.URI, "text/plain", "x"), nil
 	})
 	return toolgrain.Config{
-		Name: "icons", Version: "1", Icons: icon,
-		Tools:             []tools.Tool{{Name: "echo", Description: "Echoes.", Icons: dataIcon, Handler: demo.Tools()[0].Handler}},
-		Resources:         []resources.Resource{{URI: "file:///a", Name: "a", Icons: icon, Reader: read}},
-		ResourceTemplates: []resources.Template{{URITemplate: "file:///t/{id}", Name: "t", Icons: dataIcon, Reader: read}},
-		Prompts: []prompts.Prompt{{Name: "p", Description: "P.", Icons: icon,
+		Name: "icons", Version: "1", Icons: icon(),
+		Tools:             []tools.Tool{{Name: "echo", Description: "Echoes.", Icons: dataIcon(), Handler: demo.Tools()[0].Handler}},
+		Resources:         []resources.Resource{{URI: "file:///a", Name: "a", Icons: icon(), Reader: read}},
+		ResourceTemplates: []resources.Template{{URITemplate: "file:///t/{id}", Name: "t", Icons: dataIcon(), Reader: read}},
+		Prompts: []prompts.Prompt{{Name: "p", Description: "P.", Icons: icon(),
 			Handler: prompts.HandlerFunc(func(ctx context.Context, req *prompts.GetRequest) (*prompts.GetResult, error) {
 				return &prompts.GetResult{Messages: []protocol.PromptMessage{prompts.Text(protocol.RoleUser, "p")}}, nil
 			})}},
@@ -110,7 +114,7 @@ func TestIconConstructionErrors(t *testing.T) {
 		{"size", []protocol.Icon{{Src: "https://example.com/i", Sizes: []string{"48"}}}, `size "48" is neither WxH (as 48x48) nor any`},
 		{"size zero", []protocol.Icon{{Src: "https://example.com/i", Sizes: []string{"0x48"}}}, `size "0x48" is neither WxH (as 48x48) nor any`},
 		{"theme", []protocol.Icon{{Src: "https://example.com/i", Theme: "blue"}}, `theme "blue" is neither "light" nor "dark"`},
-		{"second", []protocol.Icon{icon[0], {Src: ""}}, `src is empty`},
+		{"second", []protocol.Icon{icon()[0], {Src: ""}}, `src is empty`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -142,6 +142,7 @@ package toolgrain
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -281,12 +282,13 @@ type Config struct {
 
 	// Limits; see docs/limits.md. A zero value means the default given.
 
-	// MaxCallsPerConnection bounds the tools/call requests in flight on one connection. A call
-	// counts from its acceptance until it is answered or cancelled; one over the limit is
-	// refused, unprocessed, with the JSON-RPC error -31000 "Server busy: too many calls in
-	// flight on this connection (limit N)" and data {"scope":"connection","limit":N} (see
-	// protocol.ErrServerBusy). Pings, cancellations and every other message are still
-	// processed. 0 means 20,000; negative means no limit.
+	// MaxCallsPerConnection bounds the tools/call requests (and those of custom methods,
+	// Methods) in flight on one connection. A call counts from its acceptance until it is
+	// answered or cancelled; one over the limit is refused, unprocessed, with the JSON-RPC
+	// error -31000 "Server busy: too many calls in flight on this connection (limit N)" and
+	// data {"scope":"connection","limit":N} (see protocol.ErrServerBusy). Pings,
+	// cancellations and every other message are still processed. 0 means 20,000; negative
+	// means no limit.
 	MaxCallsPerConnection int
 	// MaxCalls bounds the calls in flight on the whole server, over every connection; a call
 	// over it is refused with "... on the server (limit N)" and scope "server". 0 means
@@ -373,6 +375,22 @@ type Config struct {
 	// Tasks configures the tasks extension (MCP 2026-07-28): its store, TTL, caps. The zero
 	// value keeps tasks in memory; see [TaskConfig].
 	Tasks TaskConfig
+
+	// Methods are JSON-RPC methods beyond the MCP specification's ("acme/reindex"), served in
+	// both protocol eras and over every transport with the error model, cancellation and the
+	// limits on calls in flight of a tools/call; see [Method] and [TypedMethod]. A name that
+	// is a method of the specification, in one of its namespaces or without a namespace
+	// prefix, a name given twice and a Method without a handler are errors from NewServer.
+	// Nil means none.
+	Methods []Method
+	// Extensions are the extensions (SEP-2133) the server declares, by identifier
+	// ("com.example/search", a _meta key with a mandatory prefix), each with its settings, a
+	// JSON object (nil means {}): in server/discover's capabilities.extensions (MCP
+	// 2026-07-28), and in the initialize result's capabilities.experimental for the legacy
+	// revisions, whose schemas have no extensions member. A malformed identifier, settings
+	// that are not an object, and io.modelcontextprotocol/tasks (declared by Tasks) are
+	// errors from NewServer. Nil means none.
+	Extensions map[string]json.RawMessage
 }
 
 // DefaultMaxOutputBacklog is the MaxOutputBacklog of a zero Config: 16 MiB.
@@ -394,12 +412,17 @@ type Server struct {
 // schema can be inferred, a *tools.ToolSchemaError, a nil middleware an error, a
 // bad resource or template a *resources.DefinitionError, a bad prompt a
 // *prompts.DefinitionError, a bad icon of the server (Config.Icons) or of a tool an error
-// wrapping a *protocol.IconError.
+// wrapping a *protocol.IconError, a bad custom method or extension (Config.Methods,
+// Config.Extensions) an error naming it.
 func NewServer(cfg Config) (*Server, error) {
 	if err := protocol.CheckIcons(cfg.Icons); err != nil {
 		return nil, fmt.Errorf("toolgrain: server %w", err)
 	}
 	cfg.Icons = protocol.CloneIcons(cfg.Icons)
+	methods, extensions, err := engineMethods(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	set, err := tools.Compile(cfg.Tools, cfg.Middleware...)
 	if err != nil {
 		return nil, err
@@ -484,6 +507,9 @@ func NewServer(cfg Config) (*Server, error) {
 		},
 
 		Tasks: tasksCfg,
+
+		Methods:    methods,
+		Extensions: extensions,
 	})
 	if err != nil {
 		return nil, err

@@ -201,7 +201,7 @@ func (c *connectionActor) handle(ctx actor.Context, m *protocol.Message, s Strea
 			c.callTool(ctx, m, s, caller)
 		}
 	default:
-		if !c.handleSurface(ctx, m, s, caller) {
+		if !c.handleSurface(ctx, m, s, caller) && !c.customMethod(ctx, m, s, caller) {
 			reply(s, protocol.EncodeError(m.ID, protocol.ErrMethodNotFound(m.Method)))
 		}
 	}

@@ -18,6 +18,7 @@ package actors
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -132,6 +133,14 @@ type Config struct {
 
 	// Tasks configures the tasks extension (tasks.go). The zero value disables it.
 	Tasks TaskConfig
+
+	// Methods are the custom methods served, by name (methods.go); the names are checked by
+	// the caller (protocol.CheckMethodName). Nil means none.
+	Methods map[string]*Method
+	// Extensions are the extensions declared in the capabilities, by identifier, each with
+	// its settings object: under experimental at initialize, under extensions in
+	// server/discover. Nil means none (the tasks extension is declared by Tasks).
+	Extensions map[string]json.RawMessage
 
 	// Telemetry is the OpenTelemetry instrumentation (spans, metrics). The zero value records
 	// nothing.

@@ -45,8 +45,8 @@ func (s *callSlot) release() {
 	}
 }
 
-// admit takes a slot for the tools/call m, or answers it with the server-busy error and
-// returns nil. It runs on the connection actor, the only writer of c.calls' increments.
+// admit takes a slot for the tools/call (or custom method) m, or answers it with the
+// server-busy error and returns nil. It runs on the connection actor, the only writer of c.calls' increments.
 func (c *connectionActor) admit(m *protocol.Message, s Stream) *callSlot {
 	cfg := &c.eng.cfg
 	if max := cfg.MaxCallsPerConnection; max > 0 && !c.stateless && c.calls.Load() >= int64(max) {

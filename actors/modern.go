@@ -94,19 +94,17 @@ func (c *connectionActor) handleModern(ctx actor.Context, in *inbound, s Stream)
 	case protocol.MethodTasksGet, protocol.MethodTasksUpdate, protocol.MethodTasksCancel:
 		c.taskMethod(ctx, m, s, caller)
 	default:
-		reply(s, protocol.EncodeError(m.ID, protocol.ErrMethodNotFound(m.Method)))
+		if !c.customMethod(ctx, m, s, caller) {
+			reply(s, protocol.EncodeError(m.ID, protocol.ErrMethodNotFound(m.Method)))
+		}
 	}
 }
 
 // discover answers server/discover: the versions served, the capabilities and instructions.
 func (c *connectionActor) discover(m *protocol.Message, s Stream) {
-	caps := serverCapabilities()
-	if c.eng.TasksEnabled() {
-		caps.Extensions = map[string]json.RawMessage{protocol.ExtensionTasks: json.RawMessage(`{}`)}
-	}
 	c.cacheableResult(s, m.ID, &protocol.DiscoverResult{
 		SupportedVersions: protocol.ServedVersions,
-		Capabilities:      caps,
+		Capabilities:      c.eng.modernCapabilities(),
 		Instructions:      c.eng.cfg.Instructions,
 	})
 }

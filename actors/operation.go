@@ -42,10 +42,13 @@ type opSpec struct {
 	run func(ctx context.Context) (any, error)
 	// ann is what the request's revision makes of the result (see connectionActor.annotation).
 	ann *protocol.Annotation
+	// slot is the request's place under the limits on calls in flight (a custom method's);
+	// nil for the operations that take none.
+	slot *callSlot
 }
 
-// operationActor owns one resources/read, prompts/get or completion/complete whose handler is
-// user code: it runs the handler on a goroutine it owns, answers once, and stays silent after a
+// operationActor owns one resources/read, prompts/get, completion/complete or custom method
+// whose handler is user code: it runs the handler on a goroutine it owns, answers once, and stays silent after a
 // cancellation, like the request actor of a tools/call. It stops once it has answered (or been
 // silenced) and the goroutine has returned.
 type operationActor struct {
@@ -66,7 +69,7 @@ func (o *operationActor) Receive(ctx actor.Context) {
 		ctx.Stop(ctx.Self())
 	case *inputRequired:
 		// The answer cancels the handler's context; its operationDone ends the actor.
-		o.call.Respond(func() { o.stream.Send(msg.frame) })
+		o.respond(msg.frame)
 	case *cancelCall:
 		// The call is silenced and its context cancelled; the goroutine's operationDone ends
 		// the actor.
@@ -119,23 +122,30 @@ func (o *operationActor) answer(d *operationDone) {
 			o.fail(fmt.Errorf("%s: encode result: %w", o.method, err))
 			return
 		}
-		o.call.Respond(func() { o.stream.Send(frame) })
+		o.respond(frame)
 	case errors.As(d.err, &pub):
-		frame := protocol.EncodeError(o.id, pub.we)
-		o.call.Respond(func() { o.stream.Send(frame) })
+		o.respond(protocol.EncodeError(o.id, pub.we))
 	case o.ann.Modern() && errors.As(d.err, &capErr):
-		frame := capabilityError(o.id, capErr.Required())
-		o.call.Respond(func() { o.stream.Send(frame) })
+		o.respond(capabilityError(o.id, capErr.Required()))
 	default:
 		o.fail(d.err)
 	}
+}
+
+// respond sends frame unless the request was silenced, giving its place under the limits back
+// first (see callSlot), and reports whether it did.
+func (o *operationActor) respond(frame []byte) bool {
+	return o.call.Respond(func() {
+		o.slot.release()
+		o.stream.Send(frame)
+	})
 }
 
 // fail answers -32603 and, only if that answer was sent, reports the original error.
 func (o *operationActor) fail(err error) {
 	frame := protocol.EncodeError(o.id, protocol.ErrInternal())
 	recordOf(o.stream).failed(err)
-	if !o.call.Respond(func() { o.stream.Send(frame) }) {
+	if !o.respond(frame) {
 		return
 	}
 	req := diagnostics.NewToolRequest(o.id, o.method, "", o.meta)
@@ -152,12 +162,19 @@ func (c *connectionActor) spawnOperation(ctx actor.Context, m *protocol.Message,
 	if c.idBusy(m, s) {
 		return
 	}
-	f := &flight{call: cancel.New(c.rec.context())}
+	c.spawnOperationIn(ctx, m, s, caller, name, meta, input, cacheable, nil, run)
+}
+
+// spawnOperationIn is spawnOperation, once the id was found free, for a request that holds the
+// place slot under the limits on calls in flight (nil for none).
+func (c *connectionActor) spawnOperationIn(ctx actor.Context, m *protocol.Message, s Stream, caller *tools.Identity, name string, meta json.RawMessage,
+	input *callInput, cacheable bool, slot *callSlot, run func(context.Context) (any, error)) {
+	f := &flight{call: cancel.New(c.rec.context()), slot: slot}
 	c.track(m, s, f)
 	spec := &opSpec{
 		eng: c.eng, id: m.ID, method: m.Method, name: name, meta: meta,
 		call: f.call, stream: s, peer: c.newPeer(f.call, s, input), identity: caller, run: run,
-		ann: c.annotation(cacheable),
+		ann: c.annotation(cacheable), slot: slot,
 	}
 	f.pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor { return newOperationActor(spec) }, actor.WithDispatcher(c.eng.dispatcher)))
 	c.addChild(f)

@@ -101,7 +101,7 @@ func initializeParams(m *protocol.Message) (*protocol.InitializeParams, *protoco
 func (e *Engine) initializeResult(version string) any {
 	return protocol.RevisionOf(version).Shape(&protocol.InitializeResult{
 		ProtocolVersion: version,
-		Capabilities:    serverCapabilities(),
+		Capabilities:    e.legacyCapabilities(),
 		ServerInfo:      e.cfg.ServerInfo,
 		Instructions:    e.cfg.Instructions,
 	})

@@ -65,6 +65,10 @@ type ServerCapabilities struct {
 	Resources   *ResourcesCapability   `json:"resources,omitempty"`
 	Logging     *struct{}              `json:"logging,omitempty"`
 	Completions *struct{}              `json:"completions,omitempty"`
+	// Experimental are non-standard capabilities, by name, each with its settings object:
+	// where a server declares its extensions to a legacy session, whose revision has no
+	// "extensions" member.
+	Experimental map[string]json.RawMessage `json:"experimental,omitempty"`
 	// Extensions are the extensions a modern server supports, by identifier, each with its
 	// settings object (server/discover only).
 	Extensions map[string]json.RawMessage `json:"extensions,omitempty"`
