@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/toolgrain/toolgrain"
+	"github.com/toolgrain/toolgrain/prompts"
+	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/resources"
 	"github.com/toolgrain/toolgrain/tools"
 	"github.com/toolgrain/toolgrain/visibility"
 )
@@ -43,14 +46,44 @@ func textTool(name, text string, tags ...string) tools.Tool {
 		})}
 }
 
-// visConfig serves status (no tags), deploy (ops; it mirrors its region argument in an
-// Mcp-Param-Region header, which must not be checked for a caller who cannot see it) and report
-// (beta), with the rule that ops needs the scope admin.
+// visConfig serves, with the rule that ops needs the scope admin:
+//   - the tools status (no tags), deploy (ops; it mirrors its region argument in an
+//     Mcp-Param-Region header, which must not be checked for a caller who cannot see it) and
+//     report (beta);
+//   - the resources res://status, res://opsdoc (ops) and docs://secret (ops), and the templates
+//     docs://{name} and logs://{day} (ops), both with completions: docs://secret is served to
+//     who cannot see it by docs://{name}, and logs://today only by a template alice cannot see;
+//   - the prompts hello and runbook (ops), whose argument service completes.
 func visConfig() toolgrain.Config {
 	deploy := textTool("deploy", "deployed", "ops")
 	deploy.InputSchema = json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)
+	complete := func(_ context.Context, value string, _ map[string]string) ([]string, error) {
+		return []string{value + "-1", value + "-2"}, nil
+	}
+	text := func(s string) resources.Reader {
+		return resources.ReaderFunc(func(_ context.Context, req *resources.ReadRequest) (*resources.ReadResult, error) {
+			return resources.Text(req.URI, "text/plain", s+" "+req.Vars["name"]+req.Vars["day"]), nil
+		})
+	}
+	prompt := func(name string, tags ...string) prompts.Prompt {
+		return prompts.Prompt{Name: name, Description: name, Tags: tags,
+			Arguments: []prompts.Argument{{Name: "service", Complete: prompts.CompleteFunc(complete)}},
+			Handler: prompts.HandlerFunc(func(_ context.Context, req *prompts.GetRequest) (*prompts.GetResult, error) {
+				return &prompts.GetResult{Messages: []protocol.PromptMessage{prompts.Text(protocol.RoleUser, name)}}, nil
+			})}
+	}
 	return toolgrain.Config{
 		Tools: []tools.Tool{textTool("status", "ok"), deploy, textTool("report", "reported", "beta")},
+		Resources: []resources.Resource{
+			{URI: "res://status", Name: "status", Reader: text("status")},
+			{URI: "res://opsdoc", Name: "opsdoc", Tags: []string{"ops"}, Reader: text("opsdoc")},
+			{URI: "docs://secret", Name: "secret", Tags: []string{"ops"}, Reader: text("the secret")},
+		},
+		ResourceTemplates: []resources.Template{
+			{URITemplate: "docs://{name}", Name: "docs", Reader: text("doc"), Complete: map[string]resources.CompleteFunc{"name": complete}},
+			{URITemplate: "logs://{day}", Name: "logs", Tags: []string{"ops"}, Reader: text("log"), Complete: map[string]resources.CompleteFunc{"day": complete}},
+		},
+		Prompts: []prompts.Prompt{prompt("hello"), prompt("runbook", "ops")},
 		Visibility: visibility.Config{Rules: []visibility.Rule{
 			{Tags: []string{"ops"}, Scopes: []string{"admin"}},
 		}},
@@ -210,6 +243,109 @@ func TestVisibleToolsFollowIdentity(t *testing.T) {
 	}
 }
 
+// TestVisibleComponentsFollowIdentity: resources, templates and prompts follow the rules as
+// tools do. Alice's lists leave out what is tagged ops and bob's do not; alice's read of a
+// resource she cannot see, or of a URI only a template she cannot see serves, her get of a
+// prompt she cannot see and her completions of an argument of either answer exactly as those of
+// what nobody serves; a URI served by a resource she cannot see and a template she can is read
+// from the template, as if the resource did not exist; bob's reads, gets and completions run.
+func TestVisibleComponentsFollowIdentity(t *testing.T) {
+	e := startHTTP(t, visConfig())
+	for _, tr := range visTransports {
+		t.Run(tr.name, func(t *testing.T) {
+			a, b := tr.open(t, e, alice, "alice"), tr.open(t, e, bob, "bob")
+			for _, l := range []struct{ method, list, key, alice, bob string }{
+				{"resources/list", "resources", "uri", "res://status", "res://status res://opsdoc docs://secret"},
+				{"resources/templates/list", "resourceTemplates", "uriTemplate", "docs://{name}", "docs://{name} logs://{day}"},
+				{"prompts/list", "prompts", "name", "hello", "hello runbook"},
+			} {
+				if got := strings.Join(listed(t, a(tr.rpc("1", l.method, "")), l.list, l.key), " "); got != l.alice {
+					t.Errorf("alice's %s: %s, want %s", l.list, got, l.alice)
+				}
+				if got := strings.Join(listed(t, b(tr.rpc("1", l.method, "")), l.list, l.key), " "); got != l.bob {
+					t.Errorf("bob's %s: %s, want %s", l.list, got, l.bob)
+				}
+			}
+			for _, c := range []struct{ what, method, params, hidden, unknown, bob string }{
+				{"read of a resource", "resources/read", `"uri":"%s"`, "res://opsdoc", "res://absent", `"text":"opsdoc "`},
+				{"read of a URI only a hidden template serves", "resources/read", `"uri":"%s"`, "logs://today", "lugs://today", `"text":"log today"`},
+				{"get of a prompt", "prompts/get", `"name":"%s","arguments":{"service":"web"}`, "runbook", "nothing", `"text":"runbook"`},
+				{"completion of a prompt's argument", "completion/complete", `"ref":{"type":"ref/prompt","name":"%s"},"argument":{"name":"service","value":"w"}`, "runbook", "nothing", `"values":["w-1","w-2"]`},
+				{"completion of a template's variable", "completion/complete", `"ref":{"type":"ref/resource","uri":"%s"},"argument":{"name":"day","value":"m"}`, "logs://{day}", "lugs://{day}", `"values":["m-1","m-2"]`},
+				{"completion of a resource", "completion/complete", `"ref":{"type":"ref/resource","uri":"%s"},"argument":{"name":"day","value":"m"}`, "res://opsdoc", "res://absent", `resource \"res://opsdoc\" has no argument`},
+			} {
+				hidden := a(tr.rpc("2", c.method, fmt.Sprintf(c.params, c.hidden)))
+				unknown := a(tr.rpc("2", c.method, fmt.Sprintf(c.params, c.unknown)))
+				if !strings.Contains(unknown, `"error"`) {
+					t.Fatalf("%s, unknown: %s", c.what, unknown)
+				}
+				sameAs(t, "alice's "+c.what, hidden, c.hidden, unknown, c.unknown)
+				if got := b(tr.rpc("3", c.method, fmt.Sprintf(c.params, c.hidden))); !strings.Contains(got, c.bob) {
+					t.Errorf("bob's %s: %s, want %s in it", c.what, got, c.bob)
+				}
+			}
+			if got := a(tr.rpc("4", "resources/read", `"uri":"docs://secret"`)); !strings.Contains(got, `"text":"doc secret"`) {
+				t.Errorf("alice's read of docs://secret: %s", got)
+			}
+			if got := b(tr.rpc("4", "resources/read", `"uri":"docs://secret"`)); !strings.Contains(got, `"text":"the secret "`) {
+				t.Errorf("bob's read of docs://secret: %s", got)
+			}
+		})
+	}
+}
+
+// TestHiddenResourceUpdates: a subscription to a URI only components a caller cannot see serve
+// is accepted as one to a URI nothing serves (resources/subscribe answers alike), and its
+// updates are not told to that caller: not on a legacy session's notification path, not on a
+// modern listen stream; the caller who sees the resource is told.
+func TestHiddenResourceUpdates(t *testing.T) {
+	srv, err := toolgrain.NewServer(visConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	session := func(id *toolgrain.Identity) *stdioClient {
+		c := attachAs(t, srv, id)
+		c.initialize()
+		return c
+	}
+	sa, sb := session(alice), session(bob)
+	hidden := `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"logs://today"}}`
+	unknown := `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"lugs://today"}}`
+	sa.send(hidden)
+	h := sa.recv()
+	sa.send(unknown)
+	sameAs(t, "alice's subscription", h, "logs://today", sa.recv(), "lugs://today")
+	sb.expect(hidden, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	listen := func(id *toolgrain.Identity) *stdioClient {
+		c := attachAs(t, srv, id)
+		c.send(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["logs://today","lugs://today"]},` + envelope(`{}`) + `}}`)
+		if got := c.recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged"`) {
+			t.Fatalf("ack: %s", got)
+		}
+		return c
+	}
+	la, lb := listen(alice), listen(bob)
+	srv.NotifyResourceUpdated("logs://today")
+	srv.NotifyResourceUpdated("lugs://today") // nothing serves it: told to every subscriber, as always
+	if got := sb.recv(); got != `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"logs://today"}}` {
+		t.Errorf("bob's session: %s", got)
+	}
+	if got := lb.recv(); !strings.Contains(got, `"uri":"logs://today"`) {
+		t.Errorf("bob's listen stream: %s", got)
+	}
+	// Alice would have been told before the next answer, on the same path.
+	if got := sa.recv(); !strings.Contains(got, `"uri":"lugs://today"`) {
+		t.Errorf("alice's session was told of the hidden resource: %s", got)
+	}
+	if got := la.recv(); !strings.Contains(got, `"uri":"lugs://today"`) {
+		t.Errorf("alice's listen stream was told of the hidden resource: %s", got)
+	}
+	for _, c := range []*stdioClient{la, lb} {
+		c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"L"}}`)
+	}
+}
+
 // TestVisibilityRules: rules by scope, by claim (Identity.Claims, and a claim source in Extra),
 // and by predicate (with and without a key) each decide, every rule that applies to a component
 // must let the caller see it, a rule without tags applies to every component, and tags
@@ -325,11 +461,26 @@ func TestVisibilityConfigErrors(t *testing.T) {
 	}
 }
 
-// TestToolTagsListed: a tool's tags are listed in its _meta, sorted and without duplicates; a
-// tool without tags has no _meta.
-func TestToolTagsListed(t *testing.T) {
-	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{textTool("a", "a", "z", "b", "z"), textTool("b", "b")}})
+// TestTagsListed: a component's tags are listed in its _meta, sorted and without duplicates; a
+// component without tags has no _meta.
+func TestTagsListed(t *testing.T) {
+	reader := resources.Static("text/plain", "x", nil)
+	handler := prompts.HandlerFunc(func(context.Context, *prompts.GetRequest) (*prompts.GetResult, error) {
+		return &prompts.GetResult{}, nil
+	})
+	c := startStdio(t, toolgrain.Config{
+		Tools:             []tools.Tool{textTool("a", "a", "z", "b", "z"), textTool("b", "b")},
+		Resources:         []resources.Resource{{URI: "r://a", Name: "a", Tags: []string{"t"}, Reader: reader}},
+		ResourceTemplates: []resources.Template{{URITemplate: "r://{x}", Name: "x", Tags: []string{"u", "t"}, Reader: reader}},
+		Prompts:           []prompts.Prompt{{Name: "p", Tags: []string{"v"}, Handler: handler}},
+	})
 	c.initialize()
 	c.expect(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
 		`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","description":"a","inputSchema":{"type":"object"},"_meta":{"io.github.toolgrain/tags":["b","z"]}},{"name":"b","description":"b","inputSchema":{"type":"object"}}]}}`)
+	c.expect(`{"jsonrpc":"2.0","id":2,"method":"resources/list"}`,
+		`{"jsonrpc":"2.0","id":2,"result":{"resources":[{"uri":"r://a","name":"a","_meta":{"io.github.toolgrain/tags":["t"]}}]}}`)
+	c.expect(`{"jsonrpc":"2.0","id":3,"method":"resources/templates/list"}`,
+		`{"jsonrpc":"2.0","id":3,"result":{"resourceTemplates":[{"uriTemplate":"r://{x}","name":"x","_meta":{"io.github.toolgrain/tags":["t","u"]}}]}}`)
+	c.expect(`{"jsonrpc":"2.0","id":4,"method":"prompts/list"}`,
+		`{"jsonrpc":"2.0","id":4,"result":{"prompts":[{"name":"p","_meta":{"io.github.toolgrain/tags":["v"]}}]}}`)
 }

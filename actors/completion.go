@@ -11,7 +11,7 @@ import (
 )
 
 // complete answers completion/complete for a prompt argument or a resource-template variable:
-// -32602 for an unknown reference or argument, an empty list when the argument has no
+// -32602 for an unknown reference (one invisible to the caller included) or argument, an empty list when the argument has no
 // completer, and otherwise the completer's values (at most 100, with total and hasMore) from an
 // operation actor.
 func (c *connectionActor) complete(ctx actor.Context, m *protocol.Message, s Stream, caller *tools.Identity) {
@@ -23,7 +23,7 @@ func (c *connectionActor) complete(ctx actor.Context, m *protocol.Message, s Str
 	var fn func(ctx context.Context, value string, args map[string]string) ([]string, error)
 	switch p.Ref.Type {
 	case protocol.RefPrompt:
-		prompt, ok := c.eng.reg.prompts.Load().Lookup(p.Ref.Name)
+		prompt, ok := c.eng.promptFor(p.Ref.Name, c.viewer(caller))
 		if !ok {
 			reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("unknown prompt %q", p.Ref.Name)))
 			return
@@ -34,10 +34,10 @@ func (c *connectionActor) complete(ctx actor.Context, m *protocol.Message, s Str
 		}
 		fn = prompt.Completer(p.Argument.Name)
 	case protocol.RefResource:
-		set := c.eng.reg.resources.Load()
-		tpl, ok := set.Template(p.Ref.URI)
+		v := c.viewer(caller)
+		tpl, ok := c.eng.templateFor(p.Ref.URI, v)
 		if !ok {
-			if _, isResource := set.Resource(p.Ref.URI); isResource {
+			if _, isResource := c.eng.resourceFor(p.Ref.URI, v); isResource {
 				reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("resource %q has no argument %q", p.Ref.URI, p.Argument.Name)))
 			} else {
 				reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("unknown resource template %q", p.Ref.URI)))
@@ -108,9 +108,9 @@ func (c *connectionActor) handleSurface(ctx actor.Context, m *protocol.Message, 
 	}
 	switch m.Method {
 	case protocol.MethodResourcesList:
-		c.listResources(m, s)
+		c.listResources(m, s, caller)
 	case protocol.MethodResourcesTemplatesList:
-		c.listResourceTemplates(m, s)
+		c.listResourceTemplates(m, s, caller)
 	case protocol.MethodResourcesRead:
 		c.readResource(ctx, m, s, caller)
 	case protocol.MethodResourcesSubscribe:
@@ -118,7 +118,7 @@ func (c *connectionActor) handleSurface(ctx actor.Context, m *protocol.Message, 
 	case protocol.MethodResourcesUnsubscribe:
 		c.subscribe(m, s, false)
 	case protocol.MethodPromptsList:
-		c.listPrompts(m, s)
+		c.listPrompts(m, s, caller)
 	case protocol.MethodPromptsGet:
 		c.getPrompt(ctx, m, s, caller)
 	case protocol.MethodLoggingSetLevel:

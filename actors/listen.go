@@ -149,10 +149,11 @@ func (l *listener) notify(method, uri string) {
 }
 
 // notifyListeners sends a list change, or an update of the resource uri, to every listen stream
-// that asked for it.
+// that asked for it (an update only to those that see what serves the resource).
 func (e *Engine) notifyListeners(method, uri string) {
+	x := e.visIndex() // before the listeners' lock: building an index takes e.vis.mu
 	e.listeners.each(func(l *listener) {
-		if l.wants(method, uri) {
+		if l.wants(method, uri) && (method != protocol.MethodResourcesUpdated || x.updateVisible(uri, &l.viewer)) {
 			l.notify(method, uri)
 		}
 	})

@@ -78,13 +78,13 @@ func (c *connectionActor) handleModern(ctx actor.Context, in *inbound, s Stream)
 	case protocol.MethodToolsCall:
 		c.callTool(ctx, m, s, caller)
 	case protocol.MethodResourcesList:
-		c.listResources(m, s)
+		c.listResources(m, s, caller)
 	case protocol.MethodResourcesTemplatesList:
-		c.listResourceTemplates(m, s)
+		c.listResourceTemplates(m, s, caller)
 	case protocol.MethodResourcesRead:
 		c.readResource(ctx, m, s, caller)
 	case protocol.MethodPromptsList:
-		c.listPrompts(m, s)
+		c.listPrompts(m, s, caller)
 	case protocol.MethodPromptsGet:
 		c.getPrompt(ctx, m, s, caller)
 	case protocol.MethodCompletionComplete:

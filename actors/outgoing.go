@@ -159,7 +159,7 @@ func (c *connectionActor) receiveSurface(ctx actor.Context, msg any) bool {
 			}
 		}
 	case *resourceUpdated:
-		if _, ok := c.subs[msg.uri]; ok {
+		if _, ok := c.subs[msg.uri]; ok && c.eng.visIndex().updateVisible(msg.uri, c.conn.connViewer()) {
 			if frame := msg.encoded(); frame != nil {
 				c.notify(frame)
 			}

@@ -320,7 +320,7 @@ func (c *Connection) notifyPassive(msg any) {
 			c.notify.Send(frame)
 		}
 	case *resourceUpdated:
-		if _, ok := snap.subs[m.uri]; ok {
+		if _, ok := snap.subs[m.uri]; ok && c.eng.visIndex().updateVisible(m.uri, c.connViewer()) {
 			if frame := m.encoded(); frame != nil {
 				c.notify.Send(frame)
 			}

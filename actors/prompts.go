@@ -13,8 +13,8 @@ import (
 	"github.com/toolgrain/toolgrain/tools"
 )
 
-func (c *connectionActor) listPrompts(m *protocol.Message, s Stream) {
-	all := c.eng.reg.prompts.Load().List()
+func (c *connectionActor) listPrompts(m *protocol.Message, s Stream, caller *tools.Identity) {
+	all := c.eng.visiblePrompts(c.viewer(caller))
 	start, end, next, ok := c.page(m, s, 'p', len(all))
 	if !ok {
 		return
@@ -26,16 +26,16 @@ func (c *connectionActor) listPrompts(m *protocol.Message, s Stream) {
 	c.cacheableResult(s, m.ID, &res)
 }
 
-// getPrompt checks the name and the arguments here (-32602 for an unknown prompt, a missing
-// required argument, an unknown argument or a value that is not a string) and runs the handler
-// in an operation actor.
+// getPrompt checks the name and the arguments here (-32602 for an unknown prompt, a prompt
+// invisible to the caller included, a missing required argument, an unknown argument or a value
+// that is not a string) and runs the handler in an operation actor.
 func (c *connectionActor) getPrompt(ctx actor.Context, m *protocol.Message, s Stream, caller *tools.Identity) {
 	var p protocol.GetPromptParams
 	if err := json.Unmarshal(m.Params, &p); err != nil || p.Name == "" {
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("prompts/get needs params with a string name")))
 		return
 	}
-	prompt, ok := c.eng.reg.prompts.Load().Lookup(p.Name)
+	prompt, ok := c.eng.promptFor(p.Name, c.viewer(caller))
 	if !ok {
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("unknown prompt %q", p.Name)))
 		return

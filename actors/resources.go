@@ -14,8 +14,8 @@ import (
 	"github.com/toolgrain/toolgrain/tools"
 )
 
-func (c *connectionActor) listResources(m *protocol.Message, s Stream) {
-	all := c.eng.reg.resources.Load().Resources()
+func (c *connectionActor) listResources(m *protocol.Message, s Stream, caller *tools.Identity) {
+	all := c.eng.visibleResources(c.viewer(caller))
 	start, end, next, ok := c.page(m, s, 'r', len(all))
 	if !ok {
 		return
@@ -27,8 +27,8 @@ func (c *connectionActor) listResources(m *protocol.Message, s Stream) {
 	c.cacheableResult(s, m.ID, &res)
 }
 
-func (c *connectionActor) listResourceTemplates(m *protocol.Message, s Stream) {
-	all := c.eng.reg.resources.Load().Templates()
+func (c *connectionActor) listResourceTemplates(m *protocol.Message, s Stream, caller *tools.Identity) {
+	all := c.eng.visibleTemplates(c.viewer(caller))
 	start, end, next, ok := c.page(m, s, 'u', len(all))
 	if !ok {
 		return
@@ -51,8 +51,9 @@ func errResourceNotFound(uri string, modern bool) *protocol.WireError {
 	return &protocol.WireError{Code: code, Message: "Resource not found", Data: data}
 }
 
-// readResource resolves the URI here, answering -32002 at once when nothing serves it, and runs
-// the reader in an operation actor.
+// readResource resolves the URI here, answering -32002 at once when nothing the caller sees
+// serves it (package visibility: a URI served only by resources and templates invisible to the
+// caller is a URI nothing serves), and runs the reader in an operation actor.
 func (c *connectionActor) readResource(ctx actor.Context, m *protocol.Message, s Stream, caller *tools.Identity) {
 	var p protocol.ReadResourceParams
 	if err := json.Unmarshal(m.Params, &p); err != nil || p.URI == "" {
@@ -64,7 +65,7 @@ func (c *connectionActor) readResource(ctx actor.Context, m *protocol.Message, s
 		return
 	}
 	modern := c.modern != nil
-	reader, req, ok := c.eng.reg.resources.Load().Resolve(p.URI)
+	reader, req, ok := c.eng.resolveResource(p.URI, c.viewer(caller))
 	if !ok {
 		reply(s, protocol.EncodeError(m.ID, errResourceNotFound(p.URI, modern)))
 		return
@@ -99,7 +100,8 @@ func (c *connectionActor) readResource(ctx actor.Context, m *protocol.Message, s
 const MaxSubscriptions = 4096
 
 // subscribe records (or drops) a subscription to a URI. Any absolute URI may be subscribed to,
-// served yet or not: resources may appear later.
+// served yet or not: resources may appear later. A URI served only by what the caller cannot
+// see is subscribed to alike, and its updates are not told to it (updateVisible).
 func (c *connectionActor) subscribe(m *protocol.Message, s Stream, on bool) {
 	var p protocol.SubscribeParams
 	if err := json.Unmarshal(m.Params, &p); err != nil || p.URI == "" {

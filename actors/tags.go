@@ -190,7 +190,6 @@ func (e *Engine) SetTags(subject string, setting TagSetting, list ...string) err
 		setting = TagEnabled
 	}
 	e.vis.mu.Lock()
-	defer e.vis.mu.Unlock()
 	cur := e.vis.tags.Load()
 	clock := cur.clock + 1
 	entries := make([]tagEntry, 0, len(list))
@@ -198,7 +197,9 @@ func (e *Engine) SetTags(subject string, setting TagSetting, list ...string) err
 		entries = append(entries, tagEntry{Subject: subject, Tag: t, Setting: setting, Clock: clock, Origin: e.cfg.TagSync.Origin})
 	}
 	next, _ := cur.with(entries)
-	e.switchTagsLocked(next)
+	old, nw := e.switchTagsLocked(next)
+	e.vis.mu.Unlock()
+	e.notifyViewChanges(old, nw)
 	if relay := e.cfg.TagSync.Relay; relay != nil {
 		if b, err := json.Marshal(entries); err == nil {
 			relay(b)
@@ -229,26 +230,30 @@ func (e *Engine) MergeTags(entries []byte) error {
 		}
 	}
 	e.vis.mu.Lock()
-	defer e.vis.mu.Unlock()
 	next, changed := e.vis.tags.Load().with(list)
 	if !changed {
 		if next != e.vis.tags.Load() {
 			e.vis.tags.Store(next) // a greater clock only
 		}
+		e.vis.mu.Unlock()
 		return nil
 	}
-	e.switchTagsLocked(next)
+	old, nw := e.switchTagsLocked(next)
+	e.vis.mu.Unlock()
+	e.notifyViewChanges(old, nw)
 	return nil
 }
 
-// switchTagsLocked makes next the state of the tags and tells the connections and listen
-// streams whose view of a list changed. e.vis.mu is held.
-func (e *Engine) switchTagsLocked(next *tagState) {
-	old := e.currentIndexLocked()
-	nw := e.buildIndex(old.tools, old.res, old.prm, next)
+// switchTagsLocked makes next the state of the tags, and returns the indexes before and after,
+// of the same components, for notifyViewChanges, which the caller runs once it has released
+// e.vis.mu (telling a passive connection takes its lock, under which an index may be built).
+// e.vis.mu is held.
+func (e *Engine) switchTagsLocked(next *tagState) (old, nw *visIndex) {
+	old = e.currentIndexLocked()
+	nw = e.buildIndex(old.tools, old.res, old.prm, next)
 	e.vis.tags.Store(next)
 	e.vis.index.Store(nw)
-	e.notifyViewChanges(old, nw)
+	return old, nw
 }
 
 // listKinds are the lists a change of visibility can change, in the order of viewChange's bits.

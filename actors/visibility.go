@@ -467,6 +467,106 @@ func (e *Engine) visibleTools(v *viewer) []*tools.Compiled {
 	return x.viewsFor(v).tools
 }
 
+// visibleResources returns the fixed resources served now that v sees.
+func (e *Engine) visibleResources(v *viewer) []*resources.CompiledResource {
+	x := e.visIndex()
+	if x.open(v) {
+		return x.res.Resources()
+	}
+	return x.viewsFor(v).resources
+}
+
+// visibleTemplates returns the resource templates served now that v sees.
+func (e *Engine) visibleTemplates(v *viewer) []*resources.CompiledTemplate {
+	x := e.visIndex()
+	if x.open(v) {
+		return x.res.Templates()
+	}
+	return x.viewsFor(v).templates
+}
+
+// visiblePrompts returns the prompts served now that v sees.
+func (e *Engine) visiblePrompts(v *viewer) []*prompts.Compiled {
+	x := e.visIndex()
+	if x.open(v) {
+		return x.prm.List()
+	}
+	return x.viewsFor(v).prompts
+}
+
+// resolveResource finds what serves uri among the resources and templates v sees: the fixed
+// resource with that URI, else the first matching template. A URI that only invisible ones
+// serve is a URI nothing serves.
+func (e *Engine) resolveResource(uri string, v *viewer) (resources.Reader, *resources.ReadRequest, bool) {
+	return e.visIndex().resolve(uri, v)
+}
+
+// resolve is [Engine.resolveResource] in x.
+func (x *visIndex) resolve(uri string, v *viewer) (resources.Reader, *resources.ReadRequest, bool) {
+	if x.open(v) {
+		return x.res.Resolve(uri)
+	}
+	return x.res.ResolveVisible(uri, func(r *resources.CompiledResource, t *resources.CompiledTemplate) bool {
+		if r != nil {
+			return x.resourceVisible(r, v)
+		}
+		return x.templateVisible(t, v)
+	})
+}
+
+// resourceFor returns the fixed resource with the URI uri when v sees it.
+func (e *Engine) resourceFor(uri string, v *viewer) (*resources.CompiledResource, bool) {
+	x := e.visIndex()
+	r, ok := x.res.Resource(uri)
+	if !ok || !x.resourceVisible(r, v) {
+		return nil, false
+	}
+	return r, true
+}
+
+// templateFor returns the template whose URI template is uriTemplate when v sees it.
+func (e *Engine) templateFor(uriTemplate string, v *viewer) (*resources.CompiledTemplate, bool) {
+	x := e.visIndex()
+	t, ok := x.res.Template(uriTemplate)
+	if !ok || !x.templateVisible(t, v) {
+		return nil, false
+	}
+	return t, true
+}
+
+// promptFor returns the prompt named name when v sees it.
+func (e *Engine) promptFor(name string, v *viewer) (*prompts.Compiled, bool) {
+	x := e.visIndex()
+	p, ok := x.prm.Lookup(name)
+	if !ok || !x.promptVisible(p, v) {
+		return nil, false
+	}
+	return p, true
+}
+
+// updateVisible reports whether an update of the resource uri may be told to v: unless uri is
+// served only by resources and templates invisible to v, whose updates would tell they exist. A
+// URI nothing serves is told, as it always was, to those who subscribed to it. It takes no lock
+// but the index's own.
+func (x *visIndex) updateVisible(uri string, v *viewer) bool {
+	if x.open(v) {
+		return true
+	}
+	if _, _, served := x.res.Resolve(uri); !served {
+		return true
+	}
+	_, _, ok := x.resolve(uri, v)
+	return ok
+}
+
+// connViewer is the viewer of the connection's latest request, or one without identity.
+func (c *Connection) connViewer() *viewer {
+	if v := c.viewer.Load(); v != nil {
+		return v
+	}
+	return &viewer{}
+}
+
 // taskVisible reports whether caller may know of a task that runs the tool named tool: unless
 // that tool, as served now, is invisible to caller (its toolsets aside: they narrow what a
 // request lists and calls, not the tasks made already). A task whose tool is no longer served

@@ -447,3 +447,19 @@ func (s *Set) Resolve(uri string) (Reader, *ReadRequest, bool) {
 	}
 	return nil, nil, false
 }
+
+// ResolveVisible is [Set.Resolve] among the resources and templates visible says may serve:
+// the fixed resource with the URI uri when visible lets it, else the first template, in
+// registration order, that matches uri and that visible lets serve it. visible is called with
+// one of r and t set.
+func (s *Set) ResolveVisible(uri string, visible func(r *CompiledResource, t *CompiledTemplate) bool) (Reader, *ReadRequest, bool) {
+	if r, ok := s.Resource(uri); ok && visible(r, nil) {
+		return r.def.Reader, &ReadRequest{URI: uri}, true
+	}
+	for _, t := range s.tplList() {
+		if vars, ok := t.tpl.match(uri); ok && visible(nil, t) {
+			return t.def.Reader, &ReadRequest{URI: uri, Vars: vars}, true
+		}
+	}
+	return nil, nil, false
+}
