@@ -288,6 +288,11 @@ func (c *httpConn) post(ctx context.Context, out *Outgoing) error {
 			return err
 		}
 		if m, werr := protocol.Decode(body); werr == nil && m != nil && (m.IsResponse() || resp.StatusCode == http.StatusOK) {
+			if m.IsResponse() && m.ID.IsZero() && !out.ID.IsZero() && !out.Response {
+				// An error with id null, answering this POST's request (an upstream that
+				// refuses a request without a session this way): it is this request's.
+				m.ID = out.ID
+			}
 			c.h.Message(m, out.ID)
 			return nil
 		}
