@@ -218,6 +218,13 @@ func TestCustomMethodInMemory(t *testing.T) {
 	if !errors.As(err, &we) || we.Code != protocol.CodeInternalError || strings.Contains(we.Error(), demo.Marker) {
 		t.Errorf("broken: %v", err)
 	}
+	// A modern request on the same connection.
+	if err := cl.Send([]byte(modernRequest(`"m"`, "acme/reindex", `"index":"books"`))); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := cl.Receive(ctx); err != nil || string(got) != modernResult(`"m"`, `"reindexed":"books","count":3`) {
+		t.Errorf("modern: %s %v", got, err)
+	}
 	// A client that gives up: the handler's context ends, and Call returns at once.
 	waitCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
