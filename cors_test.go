@@ -69,7 +69,7 @@ func TestCORSPreflight(t *testing.T) {
 	cfg.HTTP.AllowedOrigins = []string{appOrigin + "/"}
 	e := startHTTP(t, cfg)
 	// Every header MCP uses, as a browser lists them: lowercase, sorted.
-	all := "accept,authorization,content-type,last-event-id,mcp-method,mcp-name,mcp-param-region,mcp-protocol-version,mcp-session-id"
+	all := "accept,authorization,content-type,last-event-id,mcp-method,mcp-name,mcp-param-region,mcp-protocol-version,mcp-session-id,x-mcp-toolsets"
 	for _, path := range []string{"/mcp", "/sse", "/messages", "/.well-known/oauth-protected-resource/mcp"} {
 		r := e.preflight(path, appOrigin, "POST", all)
 		if r.status != http.StatusNoContent || r.body != "" {

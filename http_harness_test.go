@@ -33,6 +33,7 @@ func startHTTP(t testing.TB, cfg toolgrain.Config) *httpEnv {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv.Handler())
+	mux.Handle("/mcp/t/", srv.Handler()) // toolsets: /mcp/t/TAG[,TAG...]
 	mux.Handle("/sse", srv.Handler())
 	mux.Handle("/messages", srv.Handler())
 	mux.Handle("/.well-known/oauth-protected-resource", srv.ResourceMetadataHandler())

@@ -484,3 +484,89 @@ func TestTagsListed(t *testing.T) {
 	c.expect(`{"jsonrpc":"2.0","id":4,"method":"prompts/list"}`,
 		`{"jsonrpc":"2.0","id":4,"result":{"prompts":[{"name":"p","_meta":{"io.github.toolgrain/tags":["v"]}}]}}`)
 }
+
+// TestToolsets: over HTTP, in a legacy session and as modern requests, the X-MCP-Toolsets
+// header and a /mcp/t/TAG[,TAG...] endpoint path narrow a request's view to the components with
+// one of the tags named (with both, the tags both name), and never widen it: alice asking for ops
+// still sees nothing tagged ops. Outside the view a component does not exist: a call of it
+// answers as an unknown tool's. Modern lists and server/discover name the toolsets applied in
+// their _meta, and stay private to the caller. A tag that breaks the syntax gets 400.
+func TestToolsets(t *testing.T) {
+	e := startHTTP(t, visConfig())
+	at := func(path string) *httpEnv {
+		pe := *e
+		pe.url = e.ts.URL + path
+		return &pe
+	}
+	for _, modern := range []bool{false, true} {
+		tr := &visTransport{modern: modern}
+		era := map[bool]string{false: "legacy session", true: "modern"}[modern]
+		// client returns an asker of token's at path, which sends the header when set.
+		client := func(token, path, header string) asker {
+			s := at(path).client()
+			s.token = token
+			var extra []string
+			if header != "" {
+				extra = []string{"X-MCP-Toolsets", header}
+			}
+			if !modern {
+				s.initialize()
+				return func(req string) string { return httpAnswer(s.post(req, extra...)) }
+			}
+			return func(req string) string { return httpAnswer(s.modernPost(req, extra...)) }
+		}
+		for _, tc := range []struct {
+			who, token, path, header  string
+			tools, resources, prompts string
+		}{
+			{"bob", "bob", "/mcp", "", "status deploy report", "res://status res://opsdoc docs://secret", "hello runbook"},
+			{"bob, header beta", "bob", "/mcp", "beta", "report", "", ""},
+			{"bob, path beta", "bob", "/mcp/t/beta", "", "report", "", ""},
+			{"bob, header ops", "bob", "/mcp", " ops ,", "deploy", "res://opsdoc docs://secret", "runbook"},
+			{"bob, header beta,ops and path ops,nosuch", "bob", "/mcp/t/ops,nosuch", "beta,ops", "deploy", "res://opsdoc docs://secret", "runbook"},
+			{"bob, header beta and path ops", "bob", "/mcp/t/ops", "beta", "", "", ""},
+			{"alice, header ops", "alice", "/mcp", "ops", "", "", ""},
+			{"alice, path ops,beta", "alice", "/mcp/t/ops,beta", "", "report", "", ""},
+		} {
+			ask := client(tc.token, tc.path, tc.header)
+			for _, l := range []struct{ method, list, key, want string }{
+				{"tools/list", "tools", "name", tc.tools},
+				{"resources/list", "resources", "uri", tc.resources},
+				{"prompts/list", "prompts", "name", tc.prompts},
+			} {
+				got := ask(tr.rpc("1", l.method, ""))
+				if names := strings.Join(listed(t, got, l.list, l.key), " "); names != l.want {
+					t.Errorf("%s, %s: %s: %s, want %s", era, tc.who, l.list, names, l.want)
+				}
+				narrowed := tc.header != "" || tc.path != "/mcp"
+				if modern && narrowed != strings.Contains(got, `"io.github.toolgrain/toolsets":[`) {
+					t.Errorf("%s, %s: %s does not say what was applied: %s", era, tc.who, l.method, got)
+				}
+				if modern && !strings.Contains(got, `"cacheScope":"private"`) {
+					t.Errorf("%s, %s: %s is not private: %s", era, tc.who, l.method, got)
+				}
+			}
+			if !strings.Contains(tc.tools, "deploy") {
+				unknown := ask(tr.rpc("2", "tools/call", `"name":"absent","arguments":{}`))
+				sameAs(t, era+", "+tc.who+": the call of deploy", ask(tr.rpc("2", "tools/call", `"name":"deploy","arguments":{}`)), "deploy", unknown, "absent")
+			}
+		}
+		if modern {
+			got := client("bob", "/mcp/t/ops,beta", "")(tr.rpc("3", "server/discover", ""))
+			if !strings.Contains(got, `"io.github.toolgrain/toolsets":["beta","ops"]`) {
+				t.Errorf("server/discover does not say what was applied: %s", got)
+			}
+		}
+	}
+	s := e.client()
+	s.token = "bob"
+	if r := s.modernPost(modernRequest("1", "tools/list", ""), "X-MCP-Toolsets", "a b"); r.status != 400 || !strings.Contains(r.body, `tag \"a b\"`) {
+		t.Errorf("a bad tag: %d %s", r.status, r.body)
+	}
+	if r := at("/mcp/t/x!y").client(); true {
+		r.token = "bob"
+		if got := r.modernPost(modernRequest("1", "tools/list", "")); got.status != 400 || !strings.Contains(got.body, `tag \"x!y\"`) {
+			t.Errorf("a bad tag in the path: %d %s", got.status, got.body)
+		}
+	}
+}

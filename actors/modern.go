@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/toolgrain/toolgrain/internal/tags"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/tools"
 )
@@ -25,6 +26,9 @@ type modernReq struct {
 	// private: the request was authenticated, so cacheable results are scoped to its
 	// authorization context.
 	private bool
+	// toolsets are the toolsets the request narrowed its view to (nil for none), which its
+	// cacheable results name in their _meta.
+	toolsets []string
 }
 
 // annotation returns what the revision of the request being handled makes of its results: for
@@ -44,6 +48,10 @@ func (e *Engine) modernAnnotation(m *modernReq, cacheable bool) *protocol.Annota
 	}
 	a := &protocol.Annotation{Meta: e.serverMeta,
 		Cache: &protocol.CacheHint{TTLMs: e.cfg.CacheTTL.Milliseconds(), Scope: protocol.CachePublic}}
+	if m.toolsets != nil {
+		// What the view was narrowed to: a list, a read or discover says so.
+		a.Meta = append(append(append([]byte(nil), e.serverMeta...), ','), tags.Meta(tags.MetaToolsets, m.toolsets)...)
+	}
 	if m.private {
 		a.Cache.Scope = protocol.CachePrivate
 	}
@@ -67,7 +75,7 @@ func (c *connectionActor) handleModern(ctx actor.Context, in *inbound, s Stream)
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidRequest("connection is closing")))
 		return
 	}
-	c.modern = &modernReq{env: in.env, private: in.identity != nil}
+	c.modern = &modernReq{env: in.env, private: in.identity != nil, toolsets: in.toolsets}
 	defer func() { c.modern = nil }()
 	caller := in.identity
 	switch m.Method {

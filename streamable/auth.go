@@ -191,7 +191,7 @@ func (a *authenticator) authenticate(w http.ResponseWriter, r *http.Request) (*t
 		a.challenge(w, r, http.StatusUnauthorized, "", "authentication required")
 		return nil, false
 	}
-	resource, ok := a.resource(r, r.URL.Path)
+	resource, ok := a.resource(r, endpointPath(r.URL.Path))
 	if !ok {
 		writeError(w, http.StatusForbidden, protocol.ErrTransport("Forbidden", "host not allowed"))
 		return nil, false
@@ -357,7 +357,7 @@ func (a *authenticator) metadataURL(r *http.Request) string {
 	if a.cfg.ResourceMetadataURL != "" {
 		return a.cfg.ResourceMetadataURL
 	}
-	res, _ := a.resource(r, r.URL.Path) // checked by authenticate before any challenge
+	res, _ := a.resource(r, endpointPath(r.URL.Path)) // checked by authenticate before any challenge
 	u, err := url.Parse(res)
 	if err != nil {
 		return res

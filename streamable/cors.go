@@ -31,6 +31,7 @@ var corsMethods = []string{http.MethodGet, http.MethodPost, http.MethodDelete}
 var corsHeaders = []string{
 	"accept", "authorization", "content-type", "last-event-id",
 	"mcp-method", "mcp-name", "mcp-protocol-version", "mcp-session-id",
+	"x-mcp-toolsets", // visibility.ToolsetsHeader
 }
 
 // corsParamPrefix is the prefix of the headers that carry tool arguments (Mcp-Param-<name>).

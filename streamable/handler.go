@@ -319,6 +319,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if r = withToolsets(w, r); r == nil {
+		return
+	}
 	switch r.Method {
 	case http.MethodPost:
 		if !h.cfg.DisableSSE && r.Header.Get(protocol.HeaderSessionID) == "" {

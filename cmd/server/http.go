@@ -23,6 +23,7 @@ import (
 	"github.com/toolgrain/toolgrain/auth"
 	"github.com/toolgrain/toolgrain/internal/demo"
 	"github.com/toolgrain/toolgrain/tools"
+	"github.com/toolgrain/toolgrain/visibility"
 )
 
 // httpSpanName names an HTTP server span "{method} {route}" as the HTTP conventions do, the
@@ -333,6 +334,7 @@ func (v staticVerifier) VerifyToken(ctx context.Context, token string) (*toolgra
 func serveHTTP(ctx context.Context, srv *toolgrain.Server, o *options, tel *telemetry, log *zap.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle(endpoint, srv.Handler())
+	mux.Handle(endpoint+"/"+visibility.ToolsetsPath+"/", srv.Handler()) // /mcp/t/TAG[,TAG...]: a narrowed view
 	if o.http.sse {
 		mux.Handle(ssePath, srv.Handler())
 		mux.Handle(messagesPath, srv.Handler())
