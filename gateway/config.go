@@ -310,13 +310,14 @@ func parseToolTransform(raw json.RawMessage) (ToolTransform, string, error) {
 		Title       *string                    `json:"title"`
 		Description *string                    `json:"description"`
 		Arguments   map[string]json.RawMessage `json:"arguments"`
+		Scopes      []string                   `json:"scopes"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&t); err != nil {
-		return ToolTransform{}, "", fmt.Errorf("must be an object with name, title, description and arguments: %v", err)
+		return ToolTransform{}, "", fmt.Errorf("must be an object with name, title, description, arguments and scopes: %v", err)
 	}
-	out := ToolTransform{Name: t.Name, Title: t.Title, Description: t.Description}
+	out := ToolTransform{Name: t.Name, Title: t.Title, Description: t.Description, Scopes: t.Scopes}
 	if len(t.Arguments) > 0 {
 		out.Arguments = make(map[string]ArgumentTransform, len(t.Arguments))
 	}

@@ -69,13 +69,18 @@ var (
 type Options struct {
 	// Logger is used as given; nil means the server's logger.
 	Logger *zap.Logger
+	// ToolScopes are OAuth scopes a call of a mounted tool needs, by the name the tool is
+	// served under (as tools.Tool.Scopes), added to those of its mount's transform. Nil means
+	// none.
+	ToolScopes map[string][]string
 }
 
 // Gateway mounts upstream servers on one toolgrain server. Its methods are safe for concurrent
 // use.
 type Gateway struct {
-	srv enginehook.Server
-	log *zap.Logger
+	srv    enginehook.Server
+	log    *zap.Logger
+	scopes map[string][]string // Options.ToolScopes
 
 	mu      sync.Mutex
 	mounts  map[string]*mount
@@ -97,7 +102,7 @@ func New(srv *toolgrain.Server, opts Options) (*Gateway, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Gateway{srv: h, log: log.Named("gateway"), mounts: map[string]*mount{}}, nil
+	return &Gateway{srv: h, log: log.Named("gateway"), mounts: map[string]*mount{}, scopes: opts.ToolScopes}, nil
 }
 
 // Mount describes one mounted upstream.

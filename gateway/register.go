@@ -412,7 +412,9 @@ func (m *mount) toolDefs(l *upstream.Lists) []tools.Tool {
 		}
 		base := t.Name
 		var plan *argPlan
+		var scopes []string
 		if tr, ok := m.transforms[t.Name]; ok {
+			scopes = append(scopes, tr.Scopes...)
 			if tr.Name != "" {
 				base = tr.Name
 			}
@@ -433,8 +435,9 @@ func (m *mount) toolDefs(l *upstream.Lists) []tools.Tool {
 			out = nil
 		}
 		name := m.componentName(base)
+		scopes = append(scopes, m.g.scopes[name]...)
 		defs = append(defs, tools.Tool{
-			Name: name, Title: t.Title, Description: t.Description,
+			Name: name, Title: t.Title, Description: t.Description, Scopes: scopes,
 			InputSchema: schema, OutputSchema: out, Annotations: t.Annotations,
 			Handler: newToolHandler(m, t.Name, name, plan, len(out) > 0),
 		})

@@ -8,6 +8,7 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // ToolTransform changes one tool of an upstream as the gateway serves it.
@@ -19,6 +20,9 @@ type ToolTransform struct {
 	Description *string
 	// Arguments change the tool's arguments, by the upstream's argument name.
 	Arguments map[string]ArgumentTransform
+	// Scopes are OAuth scopes a call of the tool needs (tools.Tool.Scopes: refused with the
+	// step-up challenge over HTTP with auth, when the caller lacks one). Nil means none.
+	Scopes []string
 }
 
 // ArgumentTransform changes one argument of a tool.
@@ -71,6 +75,11 @@ func checkTransform(tool string, t ToolTransform) error {
 	if t.Name != "" {
 		if err := checkNamePart("name", t.Name); err != nil {
 			return fmt.Errorf("tool %q: %w", tool, err)
+		}
+	}
+	for _, sc := range t.Scopes {
+		if sc == "" || strings.ContainsAny(sc, " \"\\") {
+			return fmt.Errorf("tool %q: scope %q: not an OAuth scope token", tool, sc)
 		}
 	}
 	for arg, at := range t.Arguments {

@@ -141,7 +141,7 @@ func TestConfigErrors(t *testing.T) {
 		{`{"mcpServers": {"a": {"command": "x", "prefix": "a/b"}}}`, `mcpServers."a": prefix "a/b": invalid character '/'`},
 		{`{"mcpServers": {"a": {"command": "x", "include": ["[a"]}}}`, `mcpServers."a": include: pattern "[a": syntax error in pattern`},
 		{`{"mcpServers": {"a": {"command": "x", "protocol": "2023"}}}`, `mcpServers."a": protocol "2023": want auto, legacy or modern`},
-		{`{"mcpServers": {"a": {"command": "x", "tools": {"t": {"rename": "u"}}}}}`, `mcpServers."a".tools."t": must be an object with name, title, description and arguments`},
+		{`{"mcpServers": {"a": {"command": "x", "tools": {"t": {"rename": "u"}}}}}`, `mcpServers."a".tools."t": must be an object with name, title, description, arguments and scopes`},
 		{`{"mcpServers": {"a": {"command": "x", "tools": {"t": {"arguments": {"x": {"hidden": true}}}}}}}`, `mcpServers."a".tools."t".arguments."x": must be an object with hide, default and description`},
 		{`{"mcpServers": {"a": {"command": "x", "tools": {"t": {"name": "u v"}}}}}`, `mcpServers."a": tools: tool "t": name "u v": invalid character ' '`},
 		{`{"mcpServers": {"a": {"url": "ftp://x"}}}`, `mcpServers."a".url: url "ftp://x": want an http or https URL`},

@@ -106,7 +106,9 @@ type options struct {
 	stateTTL        time.Duration
 	cacheTTL        time.Duration
 	mounts          listFlag
+	mountWait       time.Duration
 	demoTools       bool
+	instructions    *string
 }
 
 // listFlag is a repeatable string flag.
@@ -135,6 +137,11 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&o.touchTool, "touch-tool", false, `also serve the demonstration tool touch, which changes a list ({"list":"tools"}) or announces a resource update ({"uri":U}) on demand: for measuring how fast a change reaches every client`)
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on `HOST:PORT` (a separate listener, for profiling; off by default)")
 	fs.Var(&o.mounts, "mount", "mount the MCP servers of the mcpServers JSON `FILE` (command/args/env/cwd, url/headers/transport, and prefix, include, exclude, tools, timeout: see docs/gateway.md), each under its key (repeatable)")
+	fs.DurationVar(&o.mountWait, "mount-wait", 5*time.Second, "with --mount, how long the server waits at start for the mounted upstreams to be listed before it serves (one still not listed is served once it answers)")
+	fs.Func("instructions", "the server's instructions for the client's model, in the initialize result and server/discover (default: the demonstration tools' when they are served, none otherwise)", func(v string) error {
+		o.instructions = &v
+		return nil
+	})
 	fs.BoolVar(&o.demoTools, "demo-tools", true, "serve the demonstration tools (echo, greet, sleep, fail, spin); false serves only what --mount, --fixtures and the other flags add")
 	fs.StringVar(&o.adminAddr, "admin-addr", "", "serve /healthz, /readyz, /metrics (Prometheus) and /debug/pprof/ on `HOST:PORT` (a separate listener; off by default)")
 	o.http.register(fs)
@@ -241,6 +248,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if !o.demoTools {
 		cfg.Tools, cfg.Instructions = nil, ""
 	}
+	if o.instructions != nil {
+		cfg.Instructions = *o.instructions
+	}
 	if o.stateKeyFile != "" {
 		key, err := os.ReadFile(o.stateKeyFile)
 		if err != nil {
@@ -330,6 +340,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			cfg.Tools = append(cfg.Tools, remoteSleepTool(node, strings.Split(o.cluster.remoteTool, ",")))
 		}
 	}
+	var mountScopes map[string][]string
+	if o.http.toolScopes, mountScopes, err = mountedScopes(o.http.toolScopes, cfg.Tools, len(mounts) > 0); err != nil {
+		return err
+	}
 	if cfg.Tools, err = o.http.applyToolScopes(cfg.Tools); err != nil {
 		return err
 	}
@@ -343,11 +357,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
-	gw, err := startGateway(srv, mounts, log)
+	gw, err := startGateway(srv, mounts, mountScopes, log)
 	if err != nil {
 		_ = srv.Close()
 		return err
 	}
+	waitMounts(gw, o.mountWait, log)
 	if gw != nil {
 		// After the server has shut down (serveHTTP, or srv.Close below): the upstreams end last.
 		defer gw.Close()

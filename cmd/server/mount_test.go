@@ -27,7 +27,7 @@ func TestMountFile(t *testing.T) {
 		"gone": map[string]any{"command": "/nonexistent/mcp-server"},
 	}})
 	admin := fmt.Sprintf("127.0.0.1:%d", testPorts(t, 1)[0])
-	s := startBinary(t, bin, "--mount", file, "--demo-tools=false", "--admin-addr", admin, "--log-level", "info")
+	s := startBinary(t, bin, "--mount", file, "--mount-wait", "100ms", "--demo-tools=false", "--admin-addr", admin, "--log-level", "info")
 	s.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	s.answer(0)
 	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
