@@ -303,6 +303,13 @@ type Config struct {
 	// reads no new message (calls in flight go on, and their answers queue); it reads again
 	// once the backlog has drained to half of it. 0 means 16 MiB; negative means no limit.
 	MaxOutputBacklog int
+	// MaxClientDeclaration bounds, in bytes, what one initialize declares, which its
+	// connection or session keeps for its life: its capabilities as sent, and the strings of
+	// its clientInfo (name, title, version, icons). An initialize over it is refused, no session made, with -32602
+	// "Invalid params: capabilities and clientInfo take N bytes, more than the limit of L" and
+	// data {"limit":L}. 0 means 64 KiB (actors.DefaultMaxClientDeclaration), far beyond what
+	// real clients declare; negative means no limit.
+	MaxClientDeclaration int
 
 	// HTTP configures the Streamable HTTP transport ([Server.Handler], package streamable):
 	// session expiry, allowed origins (and their CORS) and hosts, bearer auth, the HTTP+SSE
@@ -490,6 +497,7 @@ func NewServer(cfg Config) (*Server, error) {
 
 		MaxCallsPerConnection: cfg.MaxCallsPerConnection,
 		MaxCalls:              cfg.MaxCalls,
+		MaxClientDeclaration:  cfg.MaxClientDeclaration,
 		ToolTimeout:           cfg.ToolTimeout,
 
 		RequestStateKey: cfg.RequestStateKey,

@@ -73,6 +73,10 @@ type connectionActor struct {
 	childPeak int
 	// passivated: the actor stopped to passivate (passivate.go); the connection goes on.
 	passivated bool
+	// sharedCaps is the interned copy of what the client declared that the actor was brought
+	// back from (state.caps is the actor's own copy of it); held while the actor lives, it
+	// stays interned, and the next passivation hands it back as it is. Nil until then.
+	sharedCaps *protocol.ClientCapabilities
 }
 
 var _ actor.SupervisorStrategy = (*connectionActor)(nil)
@@ -299,7 +303,7 @@ func (c *connectionActor) initialize(m *protocol.Message, s Stream) {
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidRequest("already initialized")))
 		return
 	}
-	p, werr := initializeParams(m)
+	p, werr := c.eng.initializeParams(m)
 	if werr != nil {
 		reply(s, protocol.EncodeError(m.ID, werr))
 		return
@@ -311,6 +315,7 @@ func (c *connectionActor) initialize(m *protocol.Message, s Stream) {
 	}
 	c.conn.rev.Store(uint32(protocol.RevisionOf(c.version)))
 	c.state.caps.Store(sessionCapabilities(c.version, p.Capabilities))
+	c.sharedCaps = nil
 	info := p.ClientInfo
 	c.state.info.Store(&info)
 	c.log.Debug("initialized", zap.String("protocol_version", c.version),

@@ -50,6 +50,9 @@ const (
 	DefaultMaxAbandoned      = 16
 	DefaultCloseGrace        = 5 * time.Second
 	defaultActorReplyTimeout = 10 * time.Second
+	// DefaultMaxClientDeclaration bounds what one initialize declares: 64 KiB, far beyond
+	// what real clients declare.
+	DefaultMaxClientDeclaration = 64 << 10
 )
 
 // ErrClosed is returned when a connection is opened on an engine that is shutting down.
@@ -120,6 +123,11 @@ type Config struct {
 	MaxCalls              int
 	// ToolTimeout is the timeout of the calls of tools whose own Timeout is zero. 0 means none.
 	ToolTimeout time.Duration
+	// MaxClientDeclaration bounds, in bytes, what an initialize declares and its connection
+	// keeps for its life: its capabilities as sent, and the strings of its clientInfo (name,
+	// title, version, icons). Over it the initialize is refused with -32602 naming the limit. 0 means
+	// DefaultMaxClientDeclaration; negative means no limit.
+	MaxClientDeclaration int
 
 	// RequestStateKey protects the requestState of modern multi-round-trip requests
 	// (HMAC-SHA256); it needs at least 32 bytes. Engines that share it accept each other's
@@ -241,6 +249,9 @@ func Start(cfg Config) (*Engine, error) {
 	}
 	if cfg.ProgressInterval == 0 {
 		cfg.ProgressInterval = DefaultProgressInterval
+	}
+	if cfg.MaxClientDeclaration == 0 {
+		cfg.MaxClientDeclaration = DefaultMaxClientDeclaration
 	}
 	level := 0
 	if cfg.LogLevel != "" {

@@ -3,10 +3,13 @@ package actors
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"weak"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
@@ -88,13 +91,33 @@ func (e *Engine) OpenIdle(c *Connection, name string, notify Stream) error {
 	return nil
 }
 
-// initializeParams reads the params of initialize, or returns the error that answers it.
-func initializeParams(m *protocol.Message) (*protocol.InitializeParams, *protocol.WireError) {
+// initializeParams reads the params of initialize, or returns the error that answers it: what
+// the client declares, which its connection keeps for its life, is bounded by
+// Config.MaxClientDeclaration.
+func (e *Engine) initializeParams(m *protocol.Message) (*protocol.InitializeParams, *protocol.WireError) {
 	var p protocol.InitializeParams
 	if err := json.Unmarshal(m.Params, &p); err != nil || p.ProtocolVersion == "" {
 		return nil, protocol.ErrInvalidParams("initialize needs protocolVersion, capabilities and clientInfo")
 	}
+	size := len(p.Capabilities) + declaredSize(&p.ClientInfo)
+	if limit := e.cfg.MaxClientDeclaration; limit > 0 && size > limit {
+		werr := protocol.ErrInvalidParams("capabilities and clientInfo take %d bytes, more than the limit of %d", size, limit)
+		werr.Data = json.RawMessage(`{"limit":` + strconv.Itoa(limit) + `}`)
+		return nil, werr
+	}
 	return &p, nil
+}
+
+// declaredSize is the size of what a clientInfo holds: its strings, its icons' included.
+func declaredSize(i *protocol.Implementation) int {
+	n := len(i.Name) + len(i.Title) + len(i.Version)
+	for _, ic := range i.Icons {
+		n += len(ic.Src) + len(ic.MimeType) + len(ic.Theme)
+		for _, sz := range ic.Sizes {
+			n += len(sz)
+		}
+	}
+	return n
 }
 
 // initializeResult is what answers initialize in version, in the shape of its revision.
@@ -111,7 +134,7 @@ func (e *Engine) initializeResult(version string) any {
 // c.pmu is held.
 func (c *Connection) initializePassive(in *inbound) {
 	m := in.msg
-	p, werr := initializeParams(m)
+	p, werr := c.eng.initializeParams(m)
 	if werr != nil {
 		reply(in.stream, protocol.EncodeError(m.ID, werr))
 		return
@@ -366,8 +389,12 @@ func (c *Connection) ended(snap *snapshot) {
 }
 
 // actorStopped is called by the connection actor when it stops for good (not to passivate).
+// The PID goes: it caches the stopped actor's process, which would keep the actor, and what the
+// client declared, reachable for as long as anything holds the connection (a transport's
+// session waiting in its timers).
 func (c *Connection) actorStopped() {
 	c.pmu.Lock()
+	c.pid = nil
 	c.settle(phaseEnded)
 	c.pmu.Unlock()
 }
@@ -380,10 +407,14 @@ func (c *connectionActor) snapshotIfIdle() *snapshot {
 		c.conn.inbox.messages.Load() > 0 {
 		return nil
 	}
+	caps := c.sharedCaps
+	if caps == nil {
+		caps = c.eng.interned.caps(c.state.caps.Load())
+	}
 	s := &snapshot{
 		initialized:     c.initialized,
 		version:         c.version,
-		caps:            c.eng.interned.caps(c.state.caps.Load()),
+		caps:            caps,
 		info:            c.eng.interned.info(c.state.info.Load()),
 		level:           c.state.level.Load(),
 		urlElicitations: slices.Clip(c.urlElicitations),
@@ -401,6 +432,7 @@ func (c *connectionActor) restore(s *snapshot) {
 	c.initialized, c.version = s.initialized, s.version
 	caps := *s.caps // the snapshot's may be shared with other passive connections
 	c.state.caps.Store(&caps)
+	c.sharedCaps = s.caps
 	c.state.info.Store(s.info)
 	c.state.level.Store(s.level)
 	if s.subs != nil {
@@ -456,58 +488,107 @@ func (e *Engine) spawnConnection(c *Connection, snap *snapshot) (*actor.PID, err
 	return res.(*actor.PID), nil
 }
 
-// maxInterned bounds the distinct values an engine's intern table keeps of each kind.
+// Interning. Most clients of a server declare the same capabilities and client info, so that
+// thousands of passive sessions can share one copy of each: the engine's intern tables map a
+// value to the one copy passive connections hold. A table holds its copies weakly (a
+// weak.Pointer, and a cleanup that removes the entry once the copy is collected), so that a
+// value goes once the last session that declared it has ended; it holds at most maxInterned of
+// them, and none larger than maxInternedSize (a large declaration stays the session's own, and
+// goes with it). Values are never modified once interned.
+
+// maxInterned bounds the distinct values an engine's intern table holds of each kind.
 const maxInterned = 1024
 
-// interned shares the client capabilities and client info of passive connections: most clients
-// of a server declare the same, so that thousands of passive sessions hold one copy. Values are
-// never modified once interned.
+// maxInternedSize bounds, in bytes, a value an intern table takes: real clients declare far less.
+const maxInternedSize = 4 << 10
+
+// interned is an engine's intern tables: client capabilities and client info.
 type interned struct {
-	mu    sync.Mutex
-	capsM map[string]*protocol.ClientCapabilities
-	infoM map[infoKey]*protocol.Implementation
+	capsT internTable[string, protocol.ClientCapabilities]
+	infoT internTable[infoKey, protocol.Implementation]
 }
 
 // infoKey is what tells interned client infos apart.
 type infoKey struct{ name, title, version string }
 
-// caps returns the interned equal of c (c itself when it is new and the table is full).
+// caps returns the interned equal of c (c itself when it is new and too large, or the table
+// is full).
 func (t *interned) caps(c *protocol.ClientCapabilities) *protocol.ClientCapabilities {
 	if c == nil {
 		return nil
 	}
-	key := strings.Join([]string{string(c.Roots), string(c.Sampling), string(c.Elicitation),
-		string(c.Experimental), string(c.Tasks), string(c.Extensions)}, "\x00")
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if got, ok := t.capsM[key]; ok {
-		return got
+	parts := [...]json.RawMessage{c.Roots, c.Sampling, c.Elicitation, c.Experimental, c.Tasks, c.Extensions}
+	size := 0
+	for _, p := range parts {
+		size += len(p) + 1
 	}
-	if t.capsM == nil {
-		t.capsM = make(map[string]*protocol.ClientCapabilities)
+	if size > maxInternedSize {
+		return c
 	}
-	if len(t.capsM) < maxInterned {
-		t.capsM[key] = c
+	var key strings.Builder
+	key.Grow(size)
+	for _, p := range parts {
+		key.Write(p)
+		key.WriteByte(0)
 	}
-	return c
+	return t.capsT.intern(key.String(), c)
 }
 
-// info returns the interned equal of i (i itself when it is new and the table is full).
+// info returns the interned equal of i (i itself when it is new and too large, or the table
+// is full).
 func (t *interned) info(i *protocol.Implementation) *protocol.Implementation {
-	if i == nil || len(i.Icons) > 0 {
+	if i == nil || len(i.Icons) > 0 || len(i.Name)+len(i.Title)+len(i.Version) > maxInternedSize {
 		return i // a client that sends icons is rare: it keeps its own
 	}
-	key := infoKey{i.Name, i.Title, i.Version}
+	return t.infoT.intern(infoKey{i.Name, i.Title, i.Version}, i)
+}
+
+// internTable holds the interned copies of one kind of value, by key, weakly.
+type internTable[K comparable, V any] struct {
+	mu sync.Mutex
+	m  map[K]weak.Pointer[V]
+}
+
+// internEntry is what the cleanup of an interned copy needs to remove its entry.
+type internEntry[K comparable, V any] struct {
+	key K
+	ptr weak.Pointer[V]
+}
+
+// intern returns the copy interned under key while one is alive; otherwise v, interned when
+// the table has room.
+func (t *internTable[K, V]) intern(key K, v *V) *V {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if got, ok := t.infoM[key]; ok {
-		return got
+	if p, ok := t.m[key]; ok {
+		if got := p.Value(); got != nil {
+			return got
+		}
+	} else if len(t.m) >= maxInterned {
+		return v
 	}
-	if t.infoM == nil {
-		t.infoM = make(map[infoKey]*protocol.Implementation)
+	if t.m == nil {
+		t.m = make(map[K]weak.Pointer[V])
 	}
-	if len(t.infoM) < maxInterned {
-		t.infoM[key] = i
+	p := weak.Make(v)
+	t.m[key] = p // replaces a collected copy whose cleanup has yet to run
+	runtime.AddCleanup(v, t.forget, internEntry[K, V]{key: key, ptr: p})
+	return v
+}
+
+// forget removes the entry of a copy that was collected, unless another has taken its key.
+func (t *internTable[K, V]) forget(e internEntry[K, V]) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p, ok := t.m[e.key]; ok && p == e.ptr {
+		delete(t.m, e.key)
 	}
-	return i
+}
+
+// len returns the number of entries in the table (copies alive, or collected and not yet
+// cleaned up).
+func (t *internTable[K, V]) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.m)
 }

@@ -92,6 +92,7 @@ type options struct {
 	maxMessageSize  int
 	maxCallsPerConn int
 	maxCalls        int
+	maxDeclaration  int
 	toolTimeout     time.Duration
 	shutdownGrace   time.Duration
 	pprofAddr       string
@@ -128,6 +129,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.maxMessageSize, "max-message-size", 0, "largest accepted message (HTTP: request body) in `bytes` (0: 4 MiB)")
 	fs.IntVar(&o.maxCallsPerConn, "max-calls-per-connection", 0, "calls in flight on one connection or session before new ones are refused (0: 20000, -1: no limit)")
 	fs.IntVar(&o.maxCalls, "max-calls", 0, "calls in flight on the server before new ones are refused (0: 100000, -1: no limit)")
+	fs.IntVar(&o.maxDeclaration, "max-client-declaration", 0, "largest capabilities and clientInfo an initialize may declare, which its session keeps, in `bytes` (0: 64 KiB, -1: no limit)")
 	fs.DurationVar(&o.toolTimeout, "tool-timeout", 0, "timeout of each tool call, for tools without their own (0: none)")
 	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 5*time.Second, "on SIGINT/SIGTERM, how long cancelled handlers, open HTTP responses and a client's last unread answers get to finish; at stdin EOF, how long the calls in flight get to answer")
 	fs.StringVar(&o.fixtures, "fixtures", "", "also serve a fixture `set`: conformance (the MCP conformance suite's test_* tools, test:// resources and test_* prompts)")
@@ -240,6 +242,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 		MaxCallsPerConnection: o.maxCallsPerConn,
 		MaxCalls:              o.maxCalls,
+		MaxClientDeclaration:  o.maxDeclaration,
 		ToolTimeout:           o.toolTimeout,
 
 		RequestStateTTL: o.stateTTL,
