@@ -338,15 +338,14 @@ type chaosCall struct {
 
 // chaosConn drives one stdio connection.
 type chaosConn struct {
-	t     *testing.T
-	name  string
-	rng   *rand.Rand
-	diag  *chaosDiagnostics
-	in    *io.PipeWriter
-	w     *bufio.Writer
-	done  chan error
-	lines chan string
-	read  chan struct{} // closed when the reading goroutine has ended
+	t    *testing.T
+	name string
+	rng  *rand.Rand
+	diag *chaosDiagnostics
+	in   *io.PipeWriter
+	w    *bufio.Writer
+	done chan error
+	read chan struct{} // closed when the reading goroutine has ended
 
 	mu          sync.Mutex
 	calls       map[string]*chaosCall // by id key (ids are strings without escapes)

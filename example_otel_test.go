@@ -67,7 +67,7 @@ func Example_telemetry() {
 			for _, a := range s.Attributes() {
 				switch a.Key {
 				case "mcp.method.name", "gen_ai.tool.name", "toolgrain.tool.outcome", "gen_ai.tool.call.arguments":
-					attrs = append(attrs, string(a.Key)+"="+a.Value.Emit())
+					attrs = append(attrs, string(a.Key)+"="+a.Value.String())
 				}
 			}
 			sort.Strings(attrs)

@@ -111,7 +111,7 @@ func (s *spans) named(name string) []sdktrace.ReadOnlySpan {
 func attrsOf(sp sdktrace.ReadOnlySpan) map[string]string {
 	m := make(map[string]string)
 	for _, kv := range sp.Attributes() {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }
@@ -346,13 +346,13 @@ func spanText(sp sdktrace.ReadOnlySpan) string {
 	var b strings.Builder
 	b.WriteString(sp.Name())
 	for _, kv := range sp.Attributes() {
-		fmt.Fprintf(&b, " %s=%s", kv.Key, kv.Value.Emit())
+		fmt.Fprintf(&b, " %s=%s", kv.Key, kv.Value.String())
 	}
 	b.WriteString(" " + sp.Status().Description)
 	for _, ev := range sp.Events() {
 		b.WriteString(" " + ev.Name)
 		for _, kv := range ev.Attributes {
-			fmt.Fprintf(&b, " %s=%s", kv.Key, kv.Value.Emit())
+			fmt.Fprintf(&b, " %s=%s", kv.Key, kv.Value.String())
 		}
 	}
 	return b.String()
@@ -626,7 +626,7 @@ func TestOTelMetrics(t *testing.T) {
 func attrKey(set attribute.Set) string {
 	var parts []string
 	for _, kv := range set.ToSlice() {
-		parts = append(parts, string(kv.Key)+"="+kv.Value.Emit())
+		parts = append(parts, string(kv.Key)+"="+kv.Value.String())
 	}
 	slices.Sort(parts)
 	return strings.Join(parts, " ")

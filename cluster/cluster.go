@@ -47,6 +47,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/toolgrain/toolgrain/actors"
@@ -187,7 +188,7 @@ func Start(cfg Config) (*Node, error) {
 		dial = append(dial, grpc.WithTransportCredentials(credentials.NewTLS(cfg.TLS)))
 		serve = append(serve, grpc.Creds(credentials.NewTLS(cfg.TLS)))
 	} else {
-		dial = append(dial, grpc.WithInsecure()) //nolint:staticcheck // protoactor's own default
+		dial = append(dial, grpc.WithTransportCredentials(insecure.NewCredentials())) // protoactor's own default, spelled as grpc now asks
 	}
 	rc := remote.Configure(host, port, remote.WithDialOptions(dial...), remote.WithServerOptions(serve...))
 	// The endpoint writer retries a dead address MaxRetryCount times, 2 s apart, holding

@@ -169,7 +169,7 @@ func TestForwardSpanAndMetrics(t *testing.T) {
 	}
 	attrs := map[attribute.Key]string{}
 	for _, kv := range s.Attributes() {
-		attrs[kv.Key] = kv.Value.Emit()
+		attrs[kv.Key] = kv.Value.String()
 	}
 	if attrs[attrHome] != b.Address() || attrs["http.request.method"] != "POST" || attrs["http.response.status_code"] != "200" {
 		t.Fatalf("span attributes %v, want home %s, POST, 200", attrs, b.Address())

@@ -3,7 +3,6 @@
 package streamable
 
 import (
-	"errors"
 	"net"
 	"syscall"
 	"time"
@@ -21,9 +20,6 @@ type poller struct {
 	evfd   int
 	events []unix.EpollEvent
 }
-
-// errNotSocket: the connection has no descriptor of its own to watch (a wrapped net.Conn).
-var errNotSocket = errors.New("not a socket of this process")
 
 func newPoller(h *hub) (*poller, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // Bolt is a durable [Store] in one bbolt file: every Put is on disk (fsynced) when it returns,
@@ -45,7 +46,7 @@ func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
 		timeout = DefaultLockTimeout
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, NoSync: opts.NoSync})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("taskstore: %s is held by another process (waited %s)", path, timeout)
 	}
 	if err != nil {

@@ -298,7 +298,7 @@ func (p *flatProp) value(d *flatScanner) bool {
 		return p.types == 0 || p.types&kind != 0
 	}
 	tok := d.number()
-	integer := bytes.IndexAny(tok, ".eE") < 0
+	integer := !bytes.ContainsAny(tok, ".eE")
 	switch {
 	case p.types == 0 || p.types&flatNumber != 0:
 	case p.types&flatInteger != 0 && integer:

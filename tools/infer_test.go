@@ -44,7 +44,8 @@ type (
 		Forced   *string `json:"forced" jsonschema:"required"`
 		Skipped  string  `json:"-"`
 		Untagged bool
-		hidden   int
+		//lint:ignore U1000 an unexported field, which inference leaves out
+		hidden int
 	}
 	inferInner struct {
 		X int `json:"x"`
@@ -182,7 +183,8 @@ type (
 		P unsafe.Pointer `json:"p"`
 	}
 	refusedIgnored struct {
-		C  chan int `json:"-"`
+		C chan int `json:"-"`
+		//lint:ignore U1000 an unexported field, which inference leaves out
 		f  func()
 		OK int `json:"ok"`
 	}

@@ -264,9 +264,8 @@ type Client struct {
 	quiet     map[int64]struct{}
 	lost      error // set once the connection is gone
 	stats     Stats
-	unmatched []RawMessage   // responses that matched no call (stdio probes)
-	arrived   chan struct{}  // size 1: signals a new unmatched message
-	onMessage func(*Message) // observer for every message, if set
+	unmatched []RawMessage  // responses that matched no call (stdio probes)
+	arrived   chan struct{} // size 1: signals a new unmatched message
 
 	// modern is set by Discover: requests carry the envelope.
 	modern atomic.Bool

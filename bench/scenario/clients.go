@@ -490,11 +490,10 @@ func (s *stream) read(br *bufio.Reader) {
 
 // clientPool holds the open clients.
 type clientPool struct {
-	mu      sync.Mutex
-	all     []*stream
-	opened  atomic.Int64
-	failed  atomic.Int64
-	readers sync.WaitGroup
+	mu     sync.Mutex
+	all    []*stream
+	opened atomic.Int64
+	failed atomic.Int64
 }
 
 // openAll opens n clients of kind, parallel at a time, and returns the first error.

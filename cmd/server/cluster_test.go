@@ -784,15 +784,6 @@ func atoi(s string) int {
 	return i
 }
 
-// dialable reports whether something listens at base.
-func dialable(base string) bool {
-	c, err := net.DialTimeout("tcp", strings.TrimPrefix(base, "http://"), time.Second)
-	if err == nil {
-		c.Close()
-	}
-	return err == nil
-}
-
 // goroutines returns the number of a member's goroutines that run Toolgrain code (a frame of
 // this module in their stack), from its /debug/pprof/goroutine, with no idle HTTP connection of
 // this test process open to it. Goroutines wholly inside protoactor-go, gRPC or net/http (a
