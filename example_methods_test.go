@@ -25,6 +25,7 @@ func Example_customMethod() {
 		return reindexResult{Documents: 42}, nil
 	}
 
+	reports := make(chan string, 8)
 	srv, err := toolgrain.NewServer(toolgrain.Config{
 		Tools: []tools.Tool{echoTool},
 		Methods: []toolgrain.Method{{
@@ -35,7 +36,9 @@ func Example_customMethod() {
 			"com.acme/search": json.RawMessage(`{"reindex":true}`),
 		},
 		OnError: func(err error, d *toolgrain.ToolErrorDetails) {
-			fmt.Printf("OnError: %v (method %s)\n", err, d.Request().Method())
+			// Reports reach OnError after the answers, on the diagnostics actor: keep them
+			// for the end, so the output has one order.
+			reports <- fmt.Sprintf("OnError: %v (method %s)", err, d.Request().Method())
 		},
 	})
 	if err != nil {
@@ -64,6 +67,10 @@ func Example_customMethod() {
 	}
 	client.Close()
 	srv.Close() // delivers the pending OnError report
+	close(reports)
+	for r := range reports {
+		fmt.Println(r)
+	}
 	// Output:
 	// {"reindex":true}
 	// {"documents":42}
