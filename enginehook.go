@@ -8,6 +8,7 @@ func init() {
 		if !ok || s == nil {
 			return enginehook.Server{}, false
 		}
-		return enginehook.Server{Engine: s.eng, Logger: s.cfg.Logger, Name: s.cfg.Name, Version: s.cfg.Version}, true
+		return enginehook.Server{Engine: s.eng, Logger: s.cfg.Logger, Name: s.cfg.Name, Version: s.cfg.Version,
+			TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider, Propagator: s.cfg.Propagator}, true
 	})
 }

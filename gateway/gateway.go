@@ -81,6 +81,7 @@ type Gateway struct {
 	srv    enginehook.Server
 	log    *zap.Logger
 	scopes map[string][]string // Options.ToolScopes
+	tel    *telemetry          // nil: none
 
 	mu      sync.Mutex
 	mounts  map[string]*mount
@@ -102,7 +103,13 @@ func New(srv *toolgrain.Server, opts Options) (*Gateway, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Gateway{srv: h, log: log.Named("gateway"), mounts: map[string]*mount{}, scopes: opts.ToolScopes}, nil
+	g := &Gateway{srv: h, log: log.Named("gateway"), mounts: map[string]*mount{}, scopes: opts.ToolScopes}
+	tel, err := newTelemetry(g)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: telemetry: %w", err)
+	}
+	g.tel = tel
+	return g, nil
 }
 
 // Mount describes one mounted upstream.
@@ -272,7 +279,7 @@ func (g *Gateway) prepare(m Mount) (*mount, error) {
 	mt := &mount{
 		g: g, name: m.Name, prefix: c.prefix, sep: c.sep,
 		filter: filter{include: m.Include, exclude: m.Exclude}, transforms: m.Tools,
-		timeout: m.Timeout, log: g.log.With(zap.String("upstream", m.Name)),
+		timeout: m.Timeout, log: g.log.With(zap.String("upstream", m.Name)), netAttrs: networkAttrs(m.Source),
 		wake: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	mt.cfg = upstream.Config{
@@ -301,6 +308,7 @@ func (g *Gateway) Close() error {
 	for _, m := range mounts {
 		m.close()
 	}
+	g.tel.stop()
 	return nil
 }
 

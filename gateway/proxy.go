@@ -197,13 +197,18 @@ func (m *mount) do(ctx context.Context, c *upstream.Call, meta json.RawMessage) 
 			_ = peer.Log(p.Level, p.Logger, p.Data)
 		}
 	}
-	runCtx, stopRun := context.WithCancelCause(ctx)
+	hop, spanCtx, carrier := m.g.tel.begin(ctx, m, c)
+	if len(carrier) > 0 {
+		c.Meta = withTraceContext(c.Meta, carrier)
+	}
+	runCtx, stopRun := context.WithCancelCause(spanCtx)
 	defer stopRun(nil)
 	var serve func(*upstream.Request)
 	if peer != nil {
 		serve = func(r *upstream.Request) { m.serve(runCtx, stopRun, peer, r) }
 	}
 	raw, err := m.up.Do(runCtx, c, serve)
+	hop.end(err, err == nil && c.Method == protocol.MethodToolsCall && bytes.Contains(raw, []byte(`"isError":true`)))
 	if err == nil {
 		return raw, nil
 	}
@@ -320,6 +325,23 @@ func forwardMeta(meta json.RawMessage) (json.RawMessage, bool) {
 		return nil, progress
 	}
 	return raw, progress
+}
+
+// withTraceContext adds the members of the trace context (traceparent, tracestate, baggage) to a
+// request's _meta, replacing the client's own.
+func withTraceContext(meta json.RawMessage, carrier map[string]string) json.RawMessage {
+	m := map[string]json.RawMessage{}
+	if len(meta) > 0 {
+		_ = json.Unmarshal(meta, &m)
+	}
+	for k, v := range carrier {
+		m[k], _ = json.Marshal(v)
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return meta
+	}
+	return raw
 }
 
 // stripMeta removes from a result's _meta what belongs to the upstream's connection (the

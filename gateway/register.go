@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 
 	"github.com/toolgrain/toolgrain/internal/upstream"
@@ -30,6 +31,7 @@ type mount struct {
 	log        *zap.Logger
 	cfg        upstream.Config
 	up         *upstream.Upstream
+	netAttrs   []attribute.KeyValue // the network attributes of its requests' spans
 
 	// What the registrar is to apply next: the latest listing, or nil after Down; set says
 	// there is something. Guarded by mu; wake tells the registrar.

@@ -4,6 +4,9 @@
 package enginehook
 
 import (
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/toolgrain/toolgrain/actors"
@@ -15,6 +18,11 @@ type Server struct {
 	Logger *zap.Logger
 	// Name and Version are the server's serverInfo.
 	Name, Version string
+	// The server's OpenTelemetry providers (nil when it records nothing), and the
+	// propagation format of its trace context.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
+	Propagator     propagation.TextMapPropagator
 }
 
 var of func(srv any) (Server, bool)
