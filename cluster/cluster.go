@@ -5,8 +5,8 @@
 //   - Modern (MCP 2026-07-28) requests are stateless and are served where they land; give every
 //     member the same toolgrain.Config.RequestStateKey so each accepts the others' requestState.
 //   - A legacy (2025-11-25) session lives on the member that answered its initialize, its home.
-//     Its Mcp-Session-Id names the home, signed with the cluster secret (a client cannot forge
-//     one). Another member that receives its POST, GET or DELETE forwards the HTTP request to
+//     Its Mcp-Session-Id names the home by an opaque reference (not its address), signed with
+//     the cluster secret (a client cannot forge one). Another member that receives its POST, GET or DELETE forwards the HTTP request to
 //     the home over remote and streams the home's answer back, byte for byte and in order:
 //     progress, notifications, requests to the client, the result; SSE resumption
 //     (Last-Event-ID) works from any member because the event log is on the home.
@@ -111,6 +111,7 @@ type Node struct {
 	cl      *pcluster.Cluster
 	own     bool // Start made the system and cluster; Close shuts them down
 	addr    string
+	ref     string // this member's reference in task and session ids (taskHome)
 	key     []byte
 	tunnel  *actor.PID
 	sub     *eventstream.Subscription
@@ -121,8 +122,8 @@ type Node struct {
 	mu      sync.Mutex
 	members map[string]bool      // addresses in the last topology; nil before the first
 	dead    map[string]time.Time // addresses whose remote endpoint terminated, and when
-	// taskHomes maps the task-id home of every member ever seen (this one included) to its
-	// address.
+	// taskHomes maps the reference (the home of task and session ids) of every member ever
+	// seen, this one included, to its address.
 	taskHomes map[string]string
 	closed    bool
 
@@ -274,7 +275,7 @@ func (n *Node) start() error {
 		n.system.EventStream.Unsubscribe(n.sub)
 		return errors.New("cluster: the actor system has no remote address (start the cluster member first)")
 	}
-	n.addr = addr
+	n.addr, n.ref = addr, taskHome(n.key, addr)
 	n.mu.Lock()
 	n.seenLocked(addr)
 	n.mu.Unlock()
@@ -292,16 +293,24 @@ func (n *Node) start() error {
 // (toolgrain.NewServer does so when Config.Cluster is set and ActorSystem is nil).
 func (n *Node) System() *actor.ActorSystem { return n.system }
 
-// Address returns this member's remote address, the home named by its sessions' ids.
+// Address returns this member's remote address.
 func (n *Node) Address() string { return n.addr }
 
 // NewSessionID mints a session id homed on this member; it is what the server's Streamable HTTP
-// transport uses for new legacy sessions.
-func (n *Node) NewSessionID() string { return mintSessionID(n.key, n.addr) }
+// transport uses for new legacy sessions. The id names this member by its reference, not its
+// address.
+func (n *Node) NewSessionID() string { return mintSessionID(n.key, n.ref) }
 
 // Home returns the address of the member a session id names, and false for an id this cluster
-// did not mint (forged, altered, or from another cluster).
-func (n *Node) Home(sid string) (string, bool) { return homeOf(n.key, sid) }
+// did not mint (forged, altered, or from another cluster), or one whose home this member has
+// never seen in the cluster's topology.
+func (n *Node) Home(sid string) (string, bool) {
+	home, ok := homeOf(n.key, sid)
+	if !ok {
+		return "", false
+	}
+	return n.homeAddr(home)
+}
 
 // Members returns the addresses of the members in the last topology, this one included.
 func (n *Node) Members() []string {

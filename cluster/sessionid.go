@@ -8,12 +8,16 @@ import (
 	"strings"
 )
 
-// A session id names the member that holds the session (its home) in a form no client can forge:
+// A session id names the member that holds the session (its home) in a form no client can forge,
+// nor read:
 //
-//	base64url(home address) "." 128 random bits (rand.Text) "." base64url(HMAC-SHA256(key, the first two parts)[:16])
+//	<home> "." 128 random bits (rand.Text) "." base64url(HMAC-SHA256(key, the first two parts)[:16])
 //
-// key is derived from [Config].Secret, which every member shares. An id whose MAC does not verify
-// names no home: the member that receives it serves it locally, where it is unknown (404).
+// <home> is the member's opaque reference, the one task ids name it by (taskid.go: "m" and 120
+// bits of an HMAC of its address), which a member resolves to the address of a member it has
+// seen in the cluster's topology. key is derived from [Config].Secret, which every member
+// shares. An id whose MAC does not verify, or whose home names no member seen, names no home:
+// the member that receives it serves it locally, where it is unknown (404).
 
 // sessionMACSize is the length of the MAC kept in an id, in bytes (128 bits).
 const sessionMACSize = 16
@@ -30,9 +34,9 @@ func sessionKey(secret []byte) []byte {
 	return m.Sum(nil)
 }
 
-// mintSessionID returns a new session id homed at addr.
-func mintSessionID(key []byte, addr string) string {
-	head := b64.EncodeToString([]byte(addr)) + "." + rand.Text()
+// mintSessionID returns a new session id homed at the member whose reference is home.
+func mintSessionID(key []byte, home string) string {
+	head := home + "." + rand.Text()
 	return head + "." + b64.EncodeToString(sessionMAC(key, head))
 }
 
@@ -42,8 +46,8 @@ func sessionMAC(key []byte, head string) []byte {
 	return m.Sum(nil)[:sessionMACSize]
 }
 
-// homeOf returns the home address a session id names, and false when the id is not one this
-// cluster minted.
+// homeOf returns the reference of the home a session id names, and false when the id is not
+// one this cluster minted.
 func homeOf(key []byte, sid string) (string, bool) {
 	i := strings.LastIndexByte(sid, '.')
 	if i < 0 || len(sid) > 256 {
@@ -54,13 +58,9 @@ func homeOf(key []byte, sid string) (string, bool) {
 	if err != nil || !hmac.Equal(mac, sessionMAC(key, head)) {
 		return "", false
 	}
-	j := strings.IndexByte(head, '.')
-	if j < 0 {
+	home, _, ok := strings.Cut(head, ".")
+	if !ok || home == "" {
 		return "", false
 	}
-	addr, err := b64.DecodeString(head[:j])
-	if err != nil || len(addr) == 0 {
-		return "", false
-	}
-	return string(addr), true
+	return home, true
 }

@@ -14,16 +14,17 @@ import (
 )
 
 // A task id made on a member names its home as the engine's task ids do ("<home>.<random>",
-// taskstore.NewID), with a home that no client can forge: "m" and the first 120 bits of
-// HMAC-SHA256(key, address) in lower-case base32, 25 characters. A member resolves a home to
-// the address of a member it has seen in the cluster's topology; a home that matches none
+// taskstore.NewID), with a home that no client can forge nor read: the member's reference, "m"
+// and the first 120 bits of HMAC-SHA256(key, address) in lower-case base32, 25 characters,
+// which session ids name their home by too (sessionid.go). A member resolves a reference to
+// the address of a member it has seen in the cluster's topology; a reference that matches none
 // (forged, or of a member this one never saw) names no home, and the task is served locally,
 // where it is unknown. The random part of the id is not signed: a client that alters it reaches
 // the real home, which does not know the task either.
 
 var taskHomeEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
-// taskHome returns the home that names addr in task ids.
+// taskHome returns the reference that names the member at addr in task and session ids.
 func taskHome(key []byte, addr string) string {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte("toolgrain cluster task home v1\x00"))
@@ -31,13 +32,22 @@ func taskHome(key []byte, addr string) string {
 	return "m" + taskHomeEncoding.EncodeToString(m.Sum(nil)[:15])
 }
 
-// TaskHome returns the home that names this member in task ids: toolgrain.NewServer sets the
-// engine's task home to it when Config.Cluster is set.
+// TaskHome returns the reference that names this member in task ids: toolgrain.NewServer sets
+// the engine's task home to it when Config.Cluster is set.
 func (n *Node) TaskHome() string { return taskHome(n.key, n.addr) }
 
-// seenLocked records addr as a member, for resolving the homes of task ids. n.mu is held. The
-// map keeps every member ever seen, so that the tasks of a dead member are reported failed; it
-// grows by one entry per member address, not per task.
+// homeAddr returns the address of the member the reference home names, and false when it names
+// none this member has seen.
+func (n *Node) homeAddr(home string) (string, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	addr, ok := n.taskHomes[home]
+	return addr, ok
+}
+
+// seenLocked records addr as a member, for resolving the homes of task and session ids. n.mu
+// is held. The map keeps every member ever seen, so that the tasks of a dead member are
+// reported failed; it grows by one entry per member address, not per task.
 func (n *Node) seenLocked(addr string) {
 	if n.taskHomes == nil {
 		n.taskHomes = make(map[string]string)
@@ -52,10 +62,7 @@ func (n *Node) TaskHomeOf(id string) (string, bool) {
 	if home == "" {
 		return "", false
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	addr, ok := n.taskHomes[home]
-	return addr, ok
+	return n.homeAddr(home)
 }
 
 // TaskGone reports whether a task id names another member as its home and that member has left

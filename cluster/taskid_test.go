@@ -16,7 +16,8 @@ import (
 // testNode is a Node with a key and a member list, enough for the task-id routing (no actor
 // system: nothing here is forwarded).
 func testNode(self string, others ...string) *Node {
-	n := &Node{key: sessionKey(bytes.Repeat([]byte{7}, 32)), addr: self, dead: map[string]time.Time{}}
+	key := sessionKey(bytes.Repeat([]byte{7}, 32))
+	n := &Node{key: key, addr: self, ref: taskHome(key, self), dead: map[string]time.Time{}}
 	n.members = map[string]bool{self: true}
 	n.seenLocked(self)
 	for _, o := range others {

@@ -93,7 +93,7 @@ func TestClusterChaos(t *testing.T) {
 	homes := map[string]bool{}
 	for i := 0; i < clusterChaosLegacy; i++ {
 		sid, _ := c.initialize(c.proxy.URL)
-		homes[homeOf(t, sid)] = true
+		homes[homeOf(sid)] = true
 		drivers = append(drivers, &chaosDriver{r: r, name: "L" + strconv.Itoa(i), session: sid, rng: rand.New(rand.NewPCG(seed, uint64(i)))})
 	}
 	if len(homes) != 3 {

@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base32"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -129,7 +132,7 @@ func startClusterSpec(t testing.TB, n int, spec clusterSpec) *testCluster {
 	ports := testPorts(t, 4*n)
 	dir := t.TempDir()
 	key := dir + "/key"
-	if err := os.WriteFile(key, bytes.Repeat([]byte("k"), 32), 0o600); err != nil {
+	if err := os.WriteFile(key, clusterSecret, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var health, remotes []string
@@ -439,15 +442,25 @@ func (c *testCluster) initialize(base string) (string, string) {
 	return sid, resp.Header.Get("X-Test-Backend")
 }
 
-// homeOf decodes the home address a session id names (the test knows the format).
-func homeOf(t *testing.T, sid string) string {
-	t.Helper()
+// clusterSecret is the secret the test clusters share (their --request-state-key-file).
+var clusterSecret = bytes.Repeat([]byte("k"), 32)
+
+// homeOf returns the reference of the member a session id names as its home: its first part.
+func homeOf(sid string) string {
 	first, _, _ := strings.Cut(sid, ".")
-	b, err := base64.RawURLEncoding.DecodeString(first)
-	if err != nil {
-		t.Fatalf("session id %q: %v", sid, err)
-	}
-	return string(b)
+	return first
+}
+
+// memberRef is the reference that names the member at addr in session and task ids (the test
+// knows the derivation, and the secret its clusters share: clusterSecret).
+func memberRef(addr string) string {
+	m := hmac.New(sha256.New, clusterSecret)
+	m.Write([]byte("toolgrain cluster session id v1"))
+	key := m.Sum(nil)
+	m = hmac.New(sha256.New, key)
+	m.Write([]byte("toolgrain cluster task home v1\x00"))
+	m.Write([]byte(addr))
+	return "m" + base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding).EncodeToString(m.Sum(nil)[:15])
 }
 
 // event is one SSE event.
@@ -553,7 +566,7 @@ func TestClusterLegacySessionOnEveryNode(t *testing.T) {
 	c := startCluster(t, 3)
 	p := c.proxy.URL
 	sid, b0 := c.initialize(p)
-	if home := homeOf(t, sid); home != c.members[atoi(b0)].remote {
+	if home := homeOf(sid); home != memberRef(c.members[atoi(b0)].remote) {
 		t.Fatalf("session id names home %s; initialize was answered by member %s (%s)", home, b0, c.members[atoi(b0)].remote)
 	}
 	used := map[string]bool{b0: true}
@@ -696,7 +709,7 @@ func TestClusterLegacySessionOnEveryNode(t *testing.T) {
 		homes := map[string]bool{}
 		for i := 0; i < 3; i++ {
 			s, _ := c.initialize(c.members[i].base)
-			homes[homeOf(t, s)] = true
+			homes[homeOf(s)] = true
 			ev, _, _ := c.stream(p, request{method: http.MethodGet, session: s})
 			streams = append(streams, watched{"GET of a session homed on member " + strconv.Itoa(i), ev, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`})
 		}
@@ -861,8 +874,8 @@ func testMemberLost(t *testing.T, spec clusterSpec, lose func(*testing.T, *testC
 	sessions := make([]string, 3)
 	for i, m := range c.members {
 		sessions[i], _ = c.initialize(m.base)
-		if homeOf(t, sessions[i]) != m.remote {
-			t.Fatalf("session initialized on member %d is homed on %s", i, homeOf(t, sessions[i]))
+		if homeOf(sessions[i]) != memberRef(m.remote) {
+			t.Fatalf("session initialized on member %d is homed on %s", i, homeOf(sessions[i]))
 		}
 	}
 	// Warm the paths between every pair, then take the survivors' goroutine baseline.
