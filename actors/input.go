@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgrain/toolgrain/client"
 	"github.com/toolgrain/toolgrain/internal/mrtr"
+	"github.com/toolgrain/toolgrain/internal/principal"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/tools"
 )
@@ -82,12 +83,9 @@ func (c *connectionActor) inputFor(m *protocol.Message, method, target string, a
 	return in, nil
 }
 
-func subjectOf(id *tools.Identity) string {
-	if id == nil {
-		return ""
-	}
-	return id.Subject
-}
+// subjectOf is the key a caller's requestState is bound to: a user's and a client's subjects
+// apart (internal/principal).
+func subjectOf(id *tools.Identity) string { return principal.Key(id) }
 
 // autoKey returns the key of the next request for input made without one (client.Elicit and
 // the like): the method's short name and its count in this run, the same in every run of a

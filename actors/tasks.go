@@ -14,6 +14,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
+	"github.com/toolgrain/toolgrain/internal/principal"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/taskstore"
 	"github.com/toolgrain/toolgrain/tools"
@@ -179,12 +180,18 @@ func (s *taskService) takeOver(ctx context.Context, now time.Time) error {
 }
 
 // ownerKey is the owner of the tasks of the caller id: a digest of its authenticated subject,
-// so that the store holds no identity; "" without authentication.
+// so that the store holds no identity; "" without authentication. A client's subject (its
+// client_id: internal/principal) is digested apart from a user's, which keeps the digest it
+// always had, so that the tasks a store holds stay their owners'.
 func ownerKey(id *tools.Identity) string {
 	if id == nil || id.Subject == "" {
 		return ""
 	}
-	sum := sha256.Sum256([]byte("toolgrain/task-owner\x00" + id.Subject))
+	domain := "toolgrain/task-owner\x00"
+	if principal.IsClient(id) {
+		domain = "toolgrain/task-owner/client\x00"
+	}
+	sum := sha256.Sum256([]byte(domain + id.Subject))
 	return base64.RawURLEncoding.EncodeToString(sum[:18])
 }
 

@@ -33,6 +33,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/principal"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/tools"
 )
@@ -770,12 +771,9 @@ func (h *Handler) isClosed() bool {
 	return h.closed
 }
 
-func subjectOf(id *tools.Identity) string {
-	if id == nil {
-		return ""
-	}
-	return id.Subject
-}
+// subjectOf is the key a caller's sessions are bound to (and counted under, for
+// MaxSessionsPerSubject): a user's and a client's subjects apart (internal/principal).
+func subjectOf(id *tools.Identity) string { return principal.Key(id) }
 
 // readBody reads the request body up to the message size limit, answering 413 beyond it.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {

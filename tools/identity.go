@@ -12,8 +12,11 @@ import (
 // An Identity must not be modified once the verifier returned it: the engine shares it between
 // the calls of a request and does not copy it.
 type Identity struct {
-	// Subject identifies the caller (a user id, a client id). Sessions are bound to it: a
-	// session created by one subject is not found by another.
+	// Subject identifies the caller (a user id, a client id). Sessions, tasks and the state of
+	// input rounds are bound to it: what one subject made is not found by another. A subject
+	// that is the client's own id (the identity's client_id claim, [Identity.Claim], is the
+	// subject: a client-credentials token) is a client's, kept apart from a user's of the same
+	// name.
 	Subject string
 	// Scopes are the scopes the token grants.
 	Scopes []string

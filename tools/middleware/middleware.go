@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/time/rate"
 
+	"github.com/toolgrain/toolgrain/internal/principal"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -57,7 +58,9 @@ type RateLimitConfig struct {
 // golang.org/x/time/rate: Limit calls per second, bursts of Burst, counted over every tool of
 // the server.
 //
-// A caller is the Subject of the call's authenticated [tools.Identity] (HTTP with auth); calls
+// A caller is the Subject of the call's authenticated [tools.Identity] (HTTP with auth), a
+// client acting on its own behalf (its client_id claim is the subject) apart from a user of
+// that subject; calls
 // without an identity (stdio, HTTP without auth) are one caller, the anonymous one, and share
 // one limit. A call over the limit does not run: it gets a public error result (isError) whose
 // text is [RateLimitedText] followed by " retry in <duration>" (rounded up to the millisecond)
@@ -71,10 +74,7 @@ func RateLimit(cfg RateLimitConfig) tools.Middleware {
 	l := newLimiters(cfg)
 	return func(next tools.Handler) tools.Handler {
 		return tools.HandlerFunc(func(ctx context.Context, req *tools.Request) (*tools.Result, error) {
-			caller := ""
-			if req.Identity != nil {
-				caller = req.Identity.Subject
-			}
+			caller := principal.Key(req.Identity) // a user's and a client's subjects apart
 			if wait, ok := l.allow(caller, time.Now()); !ok {
 				return refused(wait), nil
 			}

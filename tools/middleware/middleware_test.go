@@ -160,3 +160,22 @@ func TestLog(t *testing.T) {
 		})
 	}
 }
+
+// TestRateLimitClientApartFromUser: a client acting on its own behalf, whose client_id is a
+// user's subject, has a limit of its own: it cannot use up the user's.
+func TestRateLimitClientApartFromUser(t *testing.T) {
+	h := RateLimit(RateLimitConfig{Limit: rate.Every(time.Hour), Burst: 1})(tools.HandlerFunc(
+		func(context.Context, *tools.Request) (*tools.Result, error) { return tools.TextResult("ran"), nil }))
+	call := func(id *tools.Identity) bool {
+		res, err := h.Handle(context.Background(), &tools.Request{Identity: id})
+		return err == nil && !res.IsError
+	}
+	client := &tools.Identity{Subject: "alice", Claims: map[string][]string{"client_id": {"alice"}}}
+	user := &tools.Identity{Subject: "alice", Claims: map[string][]string{"sub": {"alice"}, "client_id": {"web-app"}}}
+	if !call(client) || call(client) {
+		t.Fatal("the client's own limit")
+	}
+	if !call(user) {
+		t.Error("the client used up the user's limit")
+	}
+}
