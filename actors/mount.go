@@ -114,7 +114,7 @@ type supervisedActors struct {
 }
 
 // SpawnSupervised spawns an actor from props as a child of the engine's supervisor, with an id
-// that starts with prefix, and returns it. The supervisor restarts it, with its mailbox kept,
+// that starts with prefix, and returns it; its mailbox runs on the engine's dispatcher. The supervisor restarts it, with its mailbox kept,
 // when it panics (props may produce the same instance again, to keep its state), and stops it
 // when the engine shuts down, after the connections. Call it from outside any actor; it fails
 // once the engine is closed.
@@ -122,6 +122,8 @@ func (e *Engine) SpawnSupervised(props *actor.Props, prefix string) (*actor.PID,
 	if e.Closed() {
 		return nil, ErrClosed
 	}
+	// Its mailbox runs on the engine's warm workers, as the engine's own actors' do.
+	props = props.Configure(actor.WithDispatcher(e.dispatcher))
 	res, err := e.system.Root.RequestFuture(e.supervisor, &spawnSupervised{props: props, prefix: prefix}, defaultActorReplyTimeout).Result()
 	if err != nil {
 		return nil, fmt.Errorf("actors: spawn %s: %w", prefix, err)

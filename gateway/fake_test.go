@@ -89,6 +89,9 @@ func runFake() {
 		map[string]any{"name": "log", "description": "logs", "inputSchema": schema},
 		map[string]any{"name": "elicit", "description": "asks the user", "inputSchema": schema},
 	}
+	if os.Getenv("FAKE_ONE_TOOL") != "" {
+		toolList = toolList[:1]
+	}
 	call := func(m msg, stop chan struct{}) {
 		var p struct {
 			Name string `json:"name"`

@@ -280,7 +280,6 @@ func (g *Gateway) prepare(m Mount) (*mount, error) {
 		g: g, name: m.Name, prefix: c.prefix, sep: c.sep,
 		filter: filter{include: m.Include, exclude: m.Exclude}, transforms: m.Tools,
 		timeout: m.Timeout, log: g.log.With(zap.String("upstream", m.Name)), netAttrs: networkAttrs(m.Source),
-		wake: make(chan struct{}, 1), done: make(chan struct{}),
 	}
 	mt.cfg = upstream.Config{
 		Name: m.Name, Transport: tr, Protocol: c.proto, MaxInFlight: m.MaxCallsInFlight,

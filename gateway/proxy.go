@@ -350,6 +350,9 @@ func stripMeta(meta json.RawMessage) json.RawMessage {
 	if len(meta) == 0 || !bytes.Contains(meta, []byte("io.modelcontextprotocol/")) {
 		return meta
 	}
+	if onlyReserved(meta) {
+		return nil // the common case, a modern result's serverInfo alone: nothing to decode
+	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(meta, &m) != nil {
 		return nil
@@ -462,4 +465,46 @@ func (m *mount) completer(ref protocol.CompleteReference, arg string) func(ctx c
 		}
 		return res.Completion.Values, nil
 	}
+}
+
+// onlyReserved reports whether every member of the JSON object obj (valid JSON) is named with the
+// io.modelcontextprotocol/ prefix, reading the member names only.
+func onlyReserved(obj []byte) bool {
+	const prefix = `"io.modelcontextprotocol/`
+	depth, i := 0, 0
+	expectKey := false
+	for i < len(obj) {
+		switch c := obj[i]; c {
+		case '{':
+			depth++
+			expectKey = depth == 1
+			i++
+		case '[':
+			depth++
+			i++
+		case '}', ']':
+			depth--
+			i++
+		case ',':
+			expectKey = depth == 1
+			i++
+		case '"':
+			if expectKey && !bytes.HasPrefix(obj[i:], []byte(prefix)) {
+				return false
+			}
+			expectKey = false
+			// Skip the string.
+			i++
+			for i < len(obj) && obj[i] != '"' {
+				if obj[i] == '\\' {
+					i++
+				}
+				i++
+			}
+			i++
+		default:
+			i++
+		}
+	}
+	return true
 }

@@ -34,15 +34,14 @@ type mount struct {
 	netAttrs   []attribute.KeyValue // the network attributes of its requests' spans
 
 	// What the registrar is to apply next: the latest listing, or nil after Down; set says
-	// there is something. Guarded by mu; wake tells the registrar.
+	// there is something; running that the registrar's goroutine runs. Guarded by mu.
 	mu      sync.Mutex
 	next    *upstream.Lists
 	set     bool
+	running bool
 	closing bool
-	state   served // what is served now, for Status; guarded by mu
-	wake    chan struct{}
-	done    chan struct{} // closed when the registrar has returned
-	stop    chan struct{}
+	state   served         // what is served now, for Status; guarded by mu
+	regs    sync.WaitGroup // the registrar's goroutine
 
 	// The registrar's own.
 	reg registered
@@ -62,15 +61,12 @@ type registered struct {
 }
 
 func (m *mount) start() error {
-	m.stop = make(chan struct{})
 	eng := m.g.engine()
 	up, err := upstream.Start(eng.System().Root, eng.SpawnSupervised, m.cfg)
 	if err != nil {
 		return err
 	}
 	m.up = up
-	// Owned by the mount: it ends when close stops it.
-	go m.registrar()
 	return nil
 }
 
@@ -90,36 +86,35 @@ func (m *mount) ResourceUpdated(uri string) {
 
 func (m *mount) post(l *upstream.Lists) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.closing {
-		m.mu.Unlock()
 		return
 	}
 	m.next, m.set = l, true
-	m.mu.Unlock()
-	select {
-	case m.wake <- struct{}{}:
-	default:
+	if !m.running {
+		m.running = true
+		m.regs.Add(1)
+		// Owned by the mount: it ends when nothing is left to apply; close waits for it.
+		go m.registrar()
 	}
 }
 
 // registrar applies the upstream's listings to the server, one at a time, the latest first:
 // compiling schemas and publishing lists happen here, never on the upstream's actor.
 func (m *mount) registrar() {
-	defer close(m.done)
+	defer m.regs.Done()
 	for {
-		select {
-		case <-m.stop:
-			return
-		case <-m.wake:
-		}
 		m.mu.Lock()
 		l, ok := m.next, m.set
 		m.next, m.set = nil, false
-		m.mu.Unlock()
-		if ok {
-			m.apply(l)
-			m.g.changedNow()
+		if !ok || m.closing {
+			m.running = false
+			m.mu.Unlock()
+			return
 		}
+		m.mu.Unlock()
+		m.apply(l)
+		m.g.changedNow()
 	}
 }
 
@@ -128,8 +123,7 @@ func (m *mount) close() {
 	m.mu.Lock()
 	m.closing = true
 	m.mu.Unlock()
-	close(m.stop)
-	<-m.done
+	m.regs.Wait()
 	m.apply(nil)
 	m.up.Close()
 	m.g.changedNow()

@@ -18,8 +18,8 @@ import (
 // before it is killed.
 const DefaultKillGrace = 2 * time.Second
 
-// exitDrain is how long the readers of a process that exited get to reach the end of its
-// output (a child of it may hold the pipe open) before the pipes are closed under them.
+// exitDrain is how long the reader of the standard error of a process that exited gets to reach
+// its end (a child of it may hold the pipe open) before the pipe is closed under it.
 const exitDrain = time.Second
 
 // Stdio is the transport to a command the gateway starts: newline-delimited JSON-RPC on its
@@ -86,97 +86,77 @@ func (s Stdio) Open(_ context.Context, h Handler, wg *sync.WaitGroup) (Conn, err
 	if grace <= 0 {
 		grace = DefaultKillGrace
 	}
-	c := &stdioConn{
-		cmd: cmd, stdin: stdin, h: h, grace: grace,
-		exited: make(chan struct{}), closing: make(chan struct{}),
-	}
-	c.w = protocol.NewStreamWriter(stdin, nil)
-	var readers sync.WaitGroup
-	readers.Add(2)
-	wg.Add(4)
-	// The four goroutines of a process: they end when it has exited and its pipes are closed,
+	c := &stdioConn{cmd: cmd, stdin: stdin, h: h, grace: grace, exited: make(chan struct{})}
+	c.w = newLineWriter(stdin, wg)
+	stderrDone := make(chan struct{})
+	wg.Add(2)
+	// The two goroutines of a process: they end when it has exited and its pipes are closed,
 	// which Close brings about (the end of its input, then a kill after the grace).
-	go func() { // its output
-		defer wg.Done()
-		defer readers.Done()
-		c.read(stdout, max)
-	}()
 	go func() { // its standard error
 		defer wg.Done()
-		defer readers.Done()
+		defer close(stderrDone)
 		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 4096), 64<<10)
+		sc.Buffer(make([]byte, 512), 64<<10)
 		for sc.Scan() {
 			if s.Stderr != nil {
 				s.Stderr(sc.Text())
 			}
 		}
 	}()
-	go func() { // its exit
+	go func() { // its output, then its exit
 		defer wg.Done()
+		c.read(stdout, max)
+		// The output ended: the process exited, or closed it (a process it started may
+		// still hold it: the kill of Close reaches the whole group).
 		state, err := cmd.Process.Wait()
-		c.state, c.waitErr = state, err
-		close(c.exited)
-		// A child of the process may keep its output open: the readers get a moment to
-		// finish, then the pipes are closed under them.
-		done := make(chan struct{})
-		go func() { readers.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(exitDrain):
-			_ = stdout.Close()
-			_ = stderr.Close()
-			<-done
+		c.mu.Lock()
+		c.state = state
+		if c.kill != nil {
+			c.kill.Stop()
 		}
+		c.mu.Unlock()
+		close(c.exited)
+		select {
+		case <-stderrDone:
+		case <-time.After(exitDrain):
+			_ = stderr.Close() // held open by a process it started
+			<-stderrDone
+		}
+		_ = stdout.Close()
 		_ = stdin.Close()
-		_ = c.w.Close()
+		c.w.close()
+		<-c.w.done
 		if err == nil {
 			err = &ExitError{Command: s.Command, State: state}
 		}
 		h.Closed(err)
 	}()
-	go func() { // the kill: after Close and the grace, or never once the process exited
-		defer wg.Done()
-		select {
-		case <-c.exited:
-			return
-		case <-c.closing:
-		}
-		_ = stdin.Close() // the end of its input: the process's signal to exit
-		t := time.NewTimer(grace)
-		defer t.Stop()
-		select {
-		case <-c.exited:
-		case <-t.C:
-			killProcessGroup(cmd)
-		}
-	}()
 	return c, nil
 }
 
 type stdioConn struct {
-	cmd     *exec.Cmd
-	stdin   io.WriteCloser
-	w       *protocol.StreamWriter
-	h       Handler
-	grace   time.Duration
-	once    sync.Once
-	closing chan struct{}
-	exited  chan struct{}
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	w      *lineWriter
+	h      Handler
+	grace  time.Duration
+	exited chan struct{}
+
+	mu      sync.Mutex
+	closing bool
+	kill    *time.Timer // the kill after the grace, once Close has ended the input
 	state   *os.ProcessState
-	waitErr error
 }
 
 // read decodes the process's output, one message per line, until it ends.
 func (c *stdioConn) read(r io.Reader, max int) {
-	lr := protocol.NewLineReader(r, max)
+	lr := newLineReader(r, max)
 	for {
-		line, err := lr.Next()
+		line, err := lr.next()
+		if errors.Is(err, errLineTooLong) {
+			continue // skipped; the stream goes on
+		}
 		if err != nil {
-			var tooLarge *protocol.MessageTooLargeError
-			if errors.As(err, &tooLarge) {
-				continue // skipped by the reader; the stream goes on
-			}
 			return
 		}
 		m, werr := protocol.Decode(line)
@@ -187,8 +167,27 @@ func (c *stdioConn) read(r io.Reader, max int) {
 	}
 }
 
-func (c *stdioConn) Send(out *Outgoing)    { c.w.Send(out.Frame) }
+func (c *stdioConn) Send(out *Outgoing)    { c.w.send(out.Frame) }
 func (c *stdioConn) PID() int              { return c.cmd.Process.Pid }
 func (c *stdioConn) EndStream(protocol.ID) {}
 func (c *stdioConn) SetSession(string)     {}
-func (c *stdioConn) Close()                { c.once.Do(func() { close(c.closing) }) }
+
+// Close ends the process's input, its signal to exit, and kills its process group if it has
+// not exited after the grace.
+func (c *stdioConn) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing || c.state != nil {
+		return
+	}
+	c.closing = true
+	c.w.close()
+	_ = c.stdin.Close()
+	c.kill = time.AfterFunc(c.grace, func() {
+		select {
+		case <-c.exited:
+		default:
+			killProcessGroup(c.cmd)
+		}
+	})
+}

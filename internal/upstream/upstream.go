@@ -286,6 +286,10 @@ type upstreamActor struct {
 	listing  *listJob
 	relist   bool
 	listenID protocol.ID
+
+	infoJSON     []byte                       // the gateway's clientInfo, encoded
+	lastCaps     *protocol.ClientCapabilities // the last capabilities encoded, and their JSON
+	lastCapsJSON []byte
 }
 
 func (a *upstreamActor) Receive(ctx actor.Context) {
@@ -743,9 +747,11 @@ func (a *upstreamActor) params(params, meta json.RawMessage, id protocol.ID, pro
 	}
 	if modern {
 		member(protocol.MetaProtocolVersion, []byte(`"`+protocol.ModernVersion+`"`))
-		member(protocol.MetaClientCapabilities, capsJSON(caps))
-		info, _ := json.Marshal(a.u.cfg.ClientInfo)
-		member(protocol.MetaClientInfo, info)
+		member(protocol.MetaClientCapabilities, a.capsJSON(caps))
+		if a.infoJSON == nil {
+			a.infoJSON, _ = json.Marshal(a.u.cfg.ClientInfo)
+		}
+		member(protocol.MetaClientInfo, a.infoJSON)
 		if level != "" {
 			lv, _ := json.Marshal(level)
 			member(protocol.MetaLogLevel, lv)
@@ -781,15 +787,19 @@ func trimObject(raw json.RawMessage) []byte {
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // capsJSON is the part of a client's capabilities a modern upstream is told: what it may ask of
-// the client.
-func capsJSON(c *protocol.ClientCapabilities) []byte {
+// the client. The last one is kept: the calls of one client share their capabilities.
+func (a *upstreamActor) capsJSON(c *protocol.ClientCapabilities) []byte {
 	if c == nil || (len(c.Roots) == 0 && len(c.Sampling) == 0 && len(c.Elicitation) == 0) {
 		return []byte(`{}`)
+	}
+	if c == a.lastCaps {
+		return a.lastCapsJSON
 	}
 	raw, err := json.Marshal(&protocol.ClientCapabilities{Roots: c.Roots, Sampling: c.Sampling, Elicitation: c.Elicitation})
 	if err != nil {
 		return []byte(`{}`)
 	}
+	a.lastCaps, a.lastCapsJSON = c, raw
 	return raw
 }
 
