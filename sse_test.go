@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -472,4 +473,93 @@ func TestSSEModernGetStill405(t *testing.T) {
 	if r.status != http.StatusMethodNotAllowed {
 		t.Errorf("modern GET: %d %s", r.status, r.body)
 	}
+}
+
+// initializeAt runs the handshake at version and checks that it was negotiated.
+func (c *sseClient) initializeAt(version string) {
+	c.t.Helper()
+	c.accepted(initRequestAt(version, `{}`))
+	if got := c.message(); !strings.Contains(got, `"protocolVersion":"`+version+`"`) {
+		c.t.Fatalf("initialize at %s: %s", version, got)
+	}
+	c.accepted(initializedNotif)
+}
+
+// TestSSEBatch: a 2025-03-26 session of the old transport takes JSON-RPC batches in its POSTs
+// as Streamable HTTP and stdio do: 202, and the array of the responses on the stream, after
+// what the calls send first.
+func TestSSEBatch(t *testing.T) {
+	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
+	c := e.openSSE("/sse")
+	c.initializeAt("2025-03-26")
+
+	c.accepted(batch(`{"jsonrpc":"2.0","id":1,"method":"ping"}`, call("2", "echo", `{"text":"a"}`)))
+	if got := batchResponses(t, c.message()); !slices.Equal(got, []string{
+		`{"jsonrpc":"2.0","id":1,"result":{}}`, `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"a"}]}}`,
+	}) {
+		t.Errorf("batch answered %q", got)
+	}
+	// Notifications and responses alone: 202 and nothing on the stream.
+	c.accepted(batch(initializedNotif, `{"jsonrpc":"2.0","id":99,"result":{}}`))
+	// Progress goes out at once, the array last; an element that is not a message gets its
+	// error in the array.
+	c.accepted(batch(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":150},"_meta":{"progressToken":"p"}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"ping"}`, `{"jsonrpc":"2.0","id":5}`))
+	for {
+		data := c.message()
+		if strings.Contains(data, `"notifications/progress"`) {
+			continue
+		}
+		if got := batchResponses(t, data); !slices.Equal(got, []string{
+			`{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"slept"}]}}`,
+			`{"jsonrpc":"2.0","id":4,"result":{}}`,
+			`{"jsonrpc":"2.0","id":5,"error":{"code":-32600,"message":"Invalid Request: message has no method, result or error"}}`,
+		}) {
+			t.Errorf("batch with progress answered %q", got)
+		}
+		break
+	}
+	// A cancelled element has no place in the array.
+	c.accepted(batch(call("6", "sleep", `{"ms":600000}`), `{"jsonrpc":"2.0","id":7,"method":"ping"}`))
+	c.accepted(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":6}}`)
+	if got := c.message(); got != `[{"jsonrpc":"2.0","id":7,"result":{}}]` {
+		t.Errorf("batch with a cancelled element answered %s", got)
+	}
+	// Refused whole, as over Streamable HTTP: an empty batch, one over the limit.
+	assertReply(t, "empty batch", c.send(`[]`), http.StatusBadRequest, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: empty batch"}}`)
+	assertReply(t, "batch over the limit", c.send(tooLongBatch()), http.StatusBadRequest, tooLongAnswer)
+	// The session goes on; the refusals sent nothing on the stream.
+	c.expect(pingRequest, pingResult)
+}
+
+// TestSSEBatchRefused: anywhere but a 2025-03-26 session a batch is refused whole, with 400 and
+// -32600, as Streamable HTTP refuses it; nothing of it runs or reaches the stream.
+func TestSSEBatchRefused(t *testing.T) {
+	const refused = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: batches are not supported"}}`
+	for _, version := range []string{"", "2024-11-05", "2025-06-18", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
+			c := e.openSSE("/sse")
+			if version != "" {
+				c.initializeAt(version)
+			}
+			assertReply(t, "batch", c.send(batch(call("1", "echo", `{"text":"x"}`))), http.StatusBadRequest, refused)
+			assertReply(t, "empty batch", c.send(`[]`), http.StatusBadRequest, refused)
+			if version != "" {
+				c.expect(pingRequest, pingResult)
+			}
+		})
+	}
+	t.Run("modern header", func(t *testing.T) {
+		e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
+		c := e.openSSE("/sse")
+		c.initializeAt("2025-03-26")
+		assertReply(t, "batch", c.send(batch(pingRequest), "MCP-Protocol-Version", "2026-07-28"), http.StatusBadRequest, refused)
+		c.expect(pingRequest, pingResult)
+	})
+	t.Run("unknown session", func(t *testing.T) {
+		e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
+		c := &sseClient{t: t, e: e}
+		assertReply(t, "batch", c.sendTo(e.ts.URL+"/messages?sessionId=no-such-session", batch(pingRequest)), http.StatusBadRequest, refused)
+	})
 }

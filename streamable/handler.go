@@ -204,7 +204,8 @@ type Options struct {
 //     names the URL to POST to, with the session in its sessionId query parameter
 //     ([Config].MessagesPath for a stream opened at [Config].SSEPath, else the GET's own path).
 //     A POST naming its session so, without Mcp-Session-Id, gets 202 Accepted and no body; its
-//     answer goes on the stream. The session is a legacy session under the same limits, auth
+//     answer goes on the stream (a 2025-03-26 session's batch too: the array of its responses;
+//     a batch elsewhere gets 400 and -32600 as above). The session is a legacy session under the same limits, auth
 //     and checks; the stream's close ends it, cancelling its calls. Mount the handler at the
 //     SSE and messages paths too for clients configured with them.
 //
@@ -424,7 +425,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, id *tools.Identit
 // error rather than the whole POST with 403.
 func (h *Handler) postBatch(w http.ResponseWriter, r *http.Request, items []protocol.BatchItem, id *tools.Identity) {
 	sid := r.Header.Get(protocol.HeaderSessionID)
-	if sid == "" || protocol.IsModernVersion(r.Header.Get(protocol.HeaderProtocolVersion)) || !h.servesBatches(sid, id) {
+	if sid == "" || protocol.IsModernVersion(r.Header.Get(protocol.HeaderProtocolVersion)) || !h.servesBatches(sid, id, false) {
 		writeFrame(w, http.StatusBadRequest, protocol.EncodeError(protocol.ID{}, protocol.ErrBatchUnsupported()))
 		return
 	}
@@ -459,13 +460,13 @@ func (h *Handler) postBatch(w http.ResponseWriter, r *http.Request, items []prot
 	h.relay(w, r, st, s, nil)
 }
 
-// servesBatches reports whether sid names a live session of the identity's subject whose
-// revision has JSON-RPC batches.
-func (h *Handler) servesBatches(sid string, id *tools.Identity) bool {
+// servesBatches reports whether sid names a live session of the identity's subject and of the
+// transport (sse: HTTP+SSE) whose revision has JSON-RPC batches.
+func (h *Handler) servesBatches(sid string, id *tools.Identity, sse bool) bool {
 	h.mu.Lock()
 	s := h.sessions[sid]
 	h.mu.Unlock()
-	return s != nil && s.subject == subjectOf(id) && s.conn.Revision().Has(protocol.FeatureBatches)
+	return s != nil && s.subject == subjectOf(id) && s.sse == sse && s.conn.Revision().Has(protocol.FeatureBatches)
 }
 
 // initialize opens a session for an initialize request. The session is entered in the table,

@@ -177,13 +177,17 @@ func (h *Handler) ssePost(w http.ResponseWriter, r *http.Request, id *tools.Iden
 	if !ok {
 		return
 	}
-	msg, werr := protocol.Decode(body)
+	msg, batch, werr := protocol.DecodeInput(body)
 	if werr != nil {
 		var mid protocol.ID
 		if msg != nil {
 			mid = msg.ID
 		}
 		writeFrame(w, http.StatusBadRequest, protocol.EncodeError(mid, werr))
+		return
+	}
+	if batch != nil {
+		h.ssePostBatch(w, r, batch, id, sid)
 		return
 	}
 	if !checkVersion(w, r) {
@@ -203,6 +207,45 @@ func (h *Handler) ssePost(w http.ResponseWriter, r *http.Request, id *tools.Iden
 		s.conn.DeliverWith(r.Context(), msg, &sseCall{s: s}, id)
 	} else {
 		s.conn.DeliverWith(r.Context(), msg, discardStream{}, id)
+		s.release()
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// ssePostBatch serves a POST of an HTTP+SSE session whose body is a JSON-RPC batch, as
+// [Handler.postBatch] does one of Streamable HTTP: in a session that negotiated 2025-03-26 it
+// gets 202 Accepted and the array of its responses goes on the stream once every request of it
+// has answered (what its calls send first, at once); anywhere else it is refused whole with 400
+// and -32600, and so is an empty one or one of more than protocol.MaxBatchLength elements.
+func (h *Handler) ssePostBatch(w http.ResponseWriter, r *http.Request, items []protocol.BatchItem, id *tools.Identity, sid string) {
+	if protocol.IsModernVersion(r.Header.Get(protocol.HeaderProtocolVersion)) || !h.servesBatches(sid, id, true) {
+		writeFrame(w, http.StatusBadRequest, protocol.EncodeError(protocol.ID{}, protocol.ErrBatchUnsupported()))
+		return
+	}
+	switch {
+	case len(items) == 0:
+		writeFrame(w, http.StatusBadRequest, protocol.EncodeError(protocol.ID{}, protocol.ErrEmptyBatch()))
+		return
+	case len(items) > protocol.MaxBatchLength:
+		writeFrame(w, http.StatusBadRequest, protocol.EncodeError(protocol.ID{}, protocol.ErrBatchTooLong()))
+		return
+	}
+	if !checkVersion(w, r) {
+		return
+	}
+	s := h.acquire(w, sid, id, true)
+	if s == nil {
+		return
+	}
+	answered := false
+	for _, it := range items {
+		answered = answered || it.Err != nil || it.Msg.IsRequest()
+	}
+	if answered {
+		// The batch holds the session until its array is out, as a request does.
+		s.conn.DeliverBatch(r.Context(), items, &sseCall{s: s}, id)
+	} else {
+		s.conn.DeliverBatch(r.Context(), items, discardStream{}, id)
 		s.release()
 	}
 	w.WriteHeader(http.StatusAccepted)
