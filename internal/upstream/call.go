@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/toolgrain/toolgrain/protocol"
 )
@@ -47,6 +48,7 @@ type Call struct {
 	OnLog      func(params json.RawMessage)
 
 	reply    chan callReply    // size 1
+	asked    atomic.Bool       // the upstream made requests to the client of the call
 	requests chan *Request     // the upstream's requests to the client of the call
 	abandon  chan struct{}     // closed by Do when it stops waiting
 	id       protocol.ID       // actor: the id on the wire, once sent
@@ -102,7 +104,9 @@ func (u *Upstream) Do(ctx context.Context, c *Call, serve func(r *Request)) (jso
 	if serve != nil {
 		c.requests = make(chan *Request, 8)
 	}
-	u.send(c)
+	if !u.trySend(c) {
+		u.send(c) // the actor sends it, or queues it
+	}
 	var served sync.WaitGroup
 	defer served.Wait()
 	for {

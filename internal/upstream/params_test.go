@@ -10,7 +10,8 @@ import (
 // The params of a request to the upstream: the caller's members, then _meta with the progress
 // token, the caller's _meta members and, in the modern era, the envelope.
 func TestParams(t *testing.T) {
-	a := &upstreamActor{u: &Upstream{cfg: Config{ClientInfo: protocol.Implementation{Name: "gw", Version: "1"}}}}
+	u := &Upstream{cfg: Config{ClientInfo: protocol.Implementation{Name: "gw", Version: "1"}}}
+	u.info, _ = json.Marshal(u.cfg.ClientInfo)
 	id := protocol.NewIntID(7)
 	for _, c := range []struct {
 		name         string
@@ -30,7 +31,6 @@ func TestParams(t *testing.T) {
 		{name: "modern, nothing", modern: true,
 			want: `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"gw","version":"1"}}}`},
 	} {
-		a.modern = c.modern
 		var params, meta json.RawMessage
 		if c.params != "" {
 			params = json.RawMessage(c.params)
@@ -38,7 +38,7 @@ func TestParams(t *testing.T) {
 		if c.meta != "" {
 			meta = json.RawMessage(c.meta)
 		}
-		got := string(a.params(params, meta, id, c.progress, c.caps, c.level))
+		got := string(u.params(params, meta, id, c.progress, c.caps, c.level, c.modern))
 		if got != c.want {
 			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
 		}

@@ -102,6 +102,27 @@ func (w *lineWriter) send(frame []byte) {
 	}
 }
 
+// write writes frame on the caller's goroutine when nothing else is being written, which spares
+// the writer's goroutine a wake-up; otherwise it queues frame as send does. It blocks while the
+// pipe is full: callers that must not block (an actor) use send.
+func (w *lineWriter) write(frame []byte) {
+	w.mu.Lock()
+	if w.closing || w.failed {
+		w.mu.Unlock()
+		return
+	}
+	if w.running || len(w.queue) > 0 {
+		w.mu.Unlock()
+		w.send(frame)
+		return
+	}
+	w.running = true
+	w.queue = append(w.queue, frame)
+	w.wg.Add(1)
+	w.mu.Unlock()
+	w.run() // writes frame, and whatever was queued meanwhile, then stops
+}
+
 // close drops what is still queued once written, and closes done when the writer is idle.
 func (w *lineWriter) close() {
 	w.mu.Lock()

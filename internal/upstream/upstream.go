@@ -134,6 +134,14 @@ type Stats struct {
 }
 
 // Upstream is the handle of one upstream's actor.
+//
+// The actor owns the connection: it opens it, speaks the handshake, lists, routes what the
+// upstream sends beside answers (progress, log messages, its requests to clients, list changes),
+// cancels, and fails what is in flight when the connection is lost. The hot path of a call does
+// not go through its mailbox: while the connection is up and has a free slot, the caller puts
+// the call in the table of calls in flight and sends it itself, and the connection's reader
+// hands the answer straight to its caller. The table, guarded by its mutex, is shared by the
+// actor, the callers and the reader.
 type Upstream struct {
 	cfg    Config
 	root   *actor.RootContext
@@ -142,6 +150,25 @@ type Upstream struct {
 	status atomic.Pointer[Status]
 	stats  Stats
 	log    *zap.Logger
+	ids    atomic.Int64 // the ids of requests on the wire
+	info   []byte       // the gateway's clientInfo, encoded
+
+	t table
+
+	capsMu       sync.Mutex // the last client capabilities encoded, and their JSON
+	lastCaps     *protocol.ClientCapabilities
+	lastCapsJSON []byte
+}
+
+// table is the calls in flight on the connection, and what a caller needs to send one.
+type table struct {
+	mu      sync.Mutex
+	conn    Conn // the connection while it is up; nil otherwise
+	gen     uint64
+	modern  bool
+	version string
+	queued  int              // calls waiting in the actor's queue: new ones queue behind them
+	active  map[string]*Call // the callers' requests in flight, by id key
 }
 
 // Start spawns the upstream's actor with spawn (the engine's supervisor) on the actor system
@@ -168,7 +195,9 @@ func Start(root *actor.RootContext, spawn func(*actor.Props, string) (*actor.PID
 	}
 	u := &Upstream{cfg: cfg, root: root, log: log.With(zap.String("upstream", cfg.Name), zap.String("transport", cfg.Transport.Kind()))}
 	u.status.Store(&Status{State: StateConnecting, Since: time.Now()})
-	a := &upstreamActor{u: u, pending: map[string]*pending{}, active: map[string]*Call{}, requests: map[string]*Request{}}
+	u.info, _ = json.Marshal(cfg.ClientInfo)
+	u.t.active = map[string]*Call{}
+	a := &upstreamActor{u: u, pending: map[string]*pending{}, requests: map[string]*Request{}}
 	// The producer gives the same instance after a restart: the actor then drops the
 	// connection and everything in flight on it, and connects afresh (see Started).
 	pid, err := spawn(actor.PropsFromProducer(func() actor.Actor { return a }), "upstream")
@@ -219,6 +248,11 @@ type (
 		gen  uint64
 		kind int
 	}
+	// callOver: reader → actor. A call was answered on the fast path: its requests to the
+	// client end.
+	callOver struct{ call *Call }
+	// slotFree: reader → actor. A slot freed while calls wait in the queue.
+	slotFree struct{}
 )
 
 const (
@@ -234,7 +268,127 @@ type handler struct {
 }
 
 func (h handler) Message(m *protocol.Message, related protocol.ID) {
+	switch {
+	case m.IsResponse() && !m.ID.IsZero() && h.u.answered(h.gen, m):
+		return
+	case m.Method == protocol.MethodProgress:
+		// Here, not on the actor: a call's progress and log messages must reach its caller
+		// before its answer, which the reader hands over itself.
+		h.u.progress(h.gen, m)
+		return
+	case m.Method == protocol.MethodLogMessage:
+		h.u.logMessage(h.gen, m, related)
+		return
+	}
 	h.u.send(&inbound{gen: h.gen, msg: m, related: related})
+}
+
+// progress relays a progress notification to the caller of the call whose token it carries
+// (the call's id).
+func (u *Upstream) progress(gen uint64, m *protocol.Message) {
+	var p protocol.ProgressParams
+	if json.Unmarshal(m.Params, &p) != nil || len(p.ProgressToken) == 0 {
+		return
+	}
+	tok, err := protocol.ParseID(p.ProgressToken)
+	if err != nil {
+		return
+	}
+	u.t.mu.Lock()
+	c, ok := u.t.active[tok.Key()]
+	u.t.mu.Unlock()
+	if !ok || c.gen != gen || c.over() {
+		u.stats.Late.Add(1)
+		return
+	}
+	if c.OnProgress != nil {
+		c.OnProgress(&p)
+	}
+}
+
+// logMessage relays a log message to the caller of the call it belongs to (see route).
+func (u *Upstream) logMessage(gen uint64, m *protocol.Message, related protocol.ID) {
+	c, n := u.route(related)
+	if c == nil || c.gen != gen || c.over() {
+		if related.IsZero() && n == 0 {
+			u.log.Debug("upstream log message outside any call: dropped")
+		} else {
+			u.stats.Late.Add(1)
+		}
+		return
+	}
+	if c.OnLog != nil {
+		c.OnLog(m.Params)
+	}
+}
+
+// answered hands the answer m to the caller of the call it answers, when that call is in
+// flight on connection gen, and reports whether it did; anything else goes to the actor.
+func (u *Upstream) answered(gen uint64, m *protocol.Message) bool {
+	key := m.ID.Key()
+	u.t.mu.Lock()
+	c, ok := u.t.active[key]
+	if !ok || c.gen != gen {
+		u.t.mu.Unlock()
+		return false
+	}
+	delete(u.t.active, key)
+	u.stats.InFlight.Store(int64(len(u.t.active)))
+	queued := u.t.queued > 0
+	u.t.mu.Unlock()
+	if c.asked.Load() {
+		u.send(&callOver{call: c}) // its requests to the client end with it
+	}
+	if queued {
+		u.send(&slotFree{})
+	}
+	if c.over() {
+		u.stats.Late.Add(1)
+	} else if m.Error != nil {
+		c.finish(nil, u.fail(c, m.Error))
+	} else {
+		c.finish(m.Result, nil)
+	}
+	return true
+}
+
+// trySend sends c on the connection without the actor, when it is up, has a free slot and no
+// call waits before c; it reports whether it did.
+func (u *Upstream) trySend(c *Call) bool {
+	u.t.mu.Lock()
+	if u.t.conn == nil || u.t.queued > 0 || len(u.t.active) >= u.cfg.MaxInFlight {
+		u.t.mu.Unlock()
+		return false
+	}
+	conn, modern, version := u.t.conn, u.t.modern, u.t.version
+	c.id = protocol.NewIntID(u.ids.Add(1))
+	c.gen = u.t.gen
+	key := c.id.Key()
+	u.t.active[key] = c
+	u.stats.InFlight.Store(int64(len(u.t.active)))
+	u.t.mu.Unlock()
+	frame, err := protocol.EncodeRequest(c.id, c.Method, json.RawMessage(u.params(c.Params, c.Meta, c.id, c.Progress, c.Caps, c.LogLevel, modern)))
+	if err != nil {
+		u.t.mu.Lock()
+		delete(u.t.active, key)
+		u.stats.InFlight.Store(int64(len(u.t.active)))
+		u.t.mu.Unlock()
+		c.finish(nil, u.fail(c, err))
+		return true
+	}
+	u.stats.Calls.Add(1)
+	out := &Outgoing{Frame: frame, ID: c.id, Method: c.Method, Name: c.Name, Modern: modern, Version: version}
+	if w, ok := conn.(interface{ Write(*Outgoing) }); ok {
+		w.Write(out) // on the caller's goroutine, which may block
+	} else {
+		conn.Send(out)
+	}
+	return true
+}
+
+// fail wraps err with the upstream's name and what the call asked.
+func (u *Upstream) fail(c *Call, err error) error {
+	return &Error{Upstream: u.cfg.Name, Method: c.Method, Name: c.Name, Err: err}
 }
 
 func (h handler) Closed(err error) { h.u.send(&connClosed{gen: h.gen, err: err}) }
@@ -251,9 +405,8 @@ const (
 	phaseStopped
 )
 
-// pending is a request in flight: a caller's, or one of the actor's own (handshake, lists).
+// pending is one of the actor's own requests in flight (handshake, lists, listen).
 type pending struct {
-	call     *Call
 	internal func(result json.RawMessage, werr *protocol.WireError)
 }
 
@@ -268,10 +421,8 @@ type upstreamActor struct {
 	version  string
 	caps     protocol.ServerCapabilities
 	info     protocol.Implementation
-	probed   bool // an automatic probe went unanswered on an earlier connection: initialize at once
-	nextID   int64
-	pending  map[string]*pending // by id key
-	active   map[string]*Call    // the callers' requests in flight, by id key
+	probed   bool                // an automatic probe went unanswered on an earlier connection: initialize at once
+	pending  map[string]*pending // the actor's own requests in flight, by id key
 	requests map[string]*Request // the upstream's requests to clients, by its id key
 	queue    []*Call
 	upSince  time.Time
@@ -286,10 +437,6 @@ type upstreamActor struct {
 	listing  *listJob
 	relist   bool
 	listenID protocol.ID
-
-	infoJSON     []byte                       // the gateway's clientInfo, encoded
-	lastCaps     *protocol.ClientCapabilities // the last capabilities encoded, and their JSON
-	lastCapsJSON []byte
 }
 
 func (a *upstreamActor) Receive(ctx actor.Context) {
@@ -323,6 +470,20 @@ func (a *upstreamActor) Receive(ctx actor.Context) {
 		}
 	case *timerFired:
 		a.timerFired(m)
+	case *callOver:
+		a.endRequests(m.call)
+	case *slotFree:
+		a.drain()
+	}
+}
+
+// endRequests ends the upstream's requests to the client of call c, which is over.
+func (a *upstreamActor) endRequests(c *Call) {
+	for rk, r := range a.requests {
+		if r.call == c {
+			delete(a.requests, rk)
+			r.stop()
+		}
 	}
 }
 
@@ -479,6 +640,9 @@ func (a *upstreamActor) ready() {
 		pid = p.PID()
 	}
 	a.u.setStatus(Status{State: StateUp, Since: a.upSince, Version: a.version, Connections: a.conns, PID: pid})
+	a.u.t.mu.Lock()
+	a.u.t.conn, a.u.t.gen, a.u.t.modern, a.u.t.version = a.conn, a.gen, a.modern, a.version
+	a.u.t.mu.Unlock()
 	era := "legacy"
 	if a.modern {
 		era = "modern"
@@ -519,7 +683,7 @@ func (a *upstreamActor) attemptFailed(err error) {
 	for _, c := range a.queue {
 		c.finish(nil, a.fail(c, fmt.Errorf("%w: %v", ErrDown, err)))
 	}
-	a.queue = nil
+	a.setQueue(nil)
 	a.phase = phaseBackoff
 	gen := a.gen
 	a.timer = time.AfterFunc(delay, func() { a.u.send(&timerFired{gen: gen, kind: timerReopen}) })
@@ -557,8 +721,12 @@ func (a *upstreamActor) lost(err error) {
 // calls stay queued.
 func (a *upstreamActor) dropConnection(err error) {
 	a.closeConn()
-	for key, c := range a.active {
-		delete(a.active, key)
+	a.u.t.mu.Lock()
+	lost := a.u.t.active
+	a.u.t.active = map[string]*Call{}
+	a.u.t.conn = nil
+	a.u.t.mu.Unlock()
+	for _, c := range lost {
 		c.finish(nil, a.fail(c, err))
 	}
 	a.u.stats.InFlight.Store(0)
@@ -575,6 +743,11 @@ func (a *upstreamActor) dropConnection(err error) {
 
 func (a *upstreamActor) closeConn() {
 	if a.conn != nil {
+		a.u.t.mu.Lock()
+		if a.u.t.conn == a.conn {
+			a.u.t.conn = nil
+		}
+		a.u.t.mu.Unlock()
 		a.conn.Close()
 		a.conn = nil
 	}
@@ -610,7 +783,7 @@ func (a *upstreamActor) stop() {
 	for _, c := range a.queue {
 		c.finish(nil, a.fail(c, ErrClosed))
 	}
-	a.queue = nil
+	a.setQueue(nil)
 	a.phase = phaseStopped
 	if a.timer != nil {
 		a.timer.Stop()
@@ -618,9 +791,21 @@ func (a *upstreamActor) stop() {
 	a.u.setStatus(Status{State: StateClosed, Since: time.Now(), Connections: a.conns})
 }
 
-// fail wraps err with the upstream's name and what the call asked.
-func (a *upstreamActor) fail(c *Call, err error) error {
-	return &Error{Upstream: a.u.cfg.Name, Method: c.Method, Name: c.Name, Err: err}
+func (a *upstreamActor) fail(c *Call, err error) error { return a.u.fail(c, err) }
+
+// inFlight is the number of the callers' calls in flight.
+func (a *upstreamActor) inFlight() int {
+	a.u.t.mu.Lock()
+	defer a.u.t.mu.Unlock()
+	return len(a.u.t.active)
+}
+
+// setQueue sets the queue, and tells the table how many calls wait in it.
+func (a *upstreamActor) setQueue(q []*Call) {
+	a.queue = q
+	a.u.t.mu.Lock()
+	a.u.t.queued = len(q)
+	a.u.t.mu.Unlock()
 }
 
 // take accepts a caller's request: sent now, or queued until the connection is up or a slot
@@ -632,52 +817,52 @@ func (a *upstreamActor) take(c *Call) {
 		c.finish(nil, a.fail(c, ErrClosed))
 	case a.phase == phaseBackoff:
 		c.finish(nil, a.fail(c, ErrDown))
-	case a.phase == phaseReady && len(a.active) < a.u.cfg.MaxInFlight:
+	case a.phase == phaseReady && len(a.queue) == 0 && a.inFlight() < a.u.cfg.MaxInFlight:
 		a.sendCall(c)
 	default:
-		a.queue = append(a.queue, c)
+		a.setQueue(append(a.queue, c))
 	}
 }
 
 // drain sends queued calls while there are slots.
 func (a *upstreamActor) drain() {
-	for len(a.queue) > 0 && a.phase == phaseReady && len(a.active) < a.u.cfg.MaxInFlight {
-		c := a.queue[0]
-		a.queue[0] = nil
-		a.queue = a.queue[1:]
+	q := a.queue
+	for len(q) > 0 && a.phase == phaseReady && a.inFlight() < a.u.cfg.MaxInFlight {
+		c := q[0]
+		q[0] = nil
+		q = q[1:]
 		if !c.over() {
 			a.sendCall(c)
 		}
 	}
-	if len(a.queue) == 0 {
-		a.queue = nil
+	if len(q) == 0 {
+		q = nil
 	}
+	a.setQueue(q)
 }
 
 func (a *upstreamActor) sendCall(c *Call) {
-	a.nextID++
-	c.id = protocol.NewIntID(a.nextID)
+	c.id = protocol.NewIntID(a.u.ids.Add(1))
 	c.gen = a.gen
-	frame, err := protocol.EncodeRequest(c.id, c.Method, json.RawMessage(a.params(c.Params, c.Meta, c.id, c.Progress, c.Caps, c.LogLevel)))
+	frame, err := protocol.EncodeRequest(c.id, c.Method, json.RawMessage(a.u.params(c.Params, c.Meta, c.id, c.Progress, c.Caps, c.LogLevel, a.modern)))
 	if err != nil {
 		c.finish(nil, a.fail(c, err))
 		return
 	}
-	key := c.id.Key()
-	a.active[key] = c
-	a.u.stats.InFlight.Store(int64(len(a.active)))
-	a.pending[key] = &pending{call: c}
+	a.u.t.mu.Lock()
+	a.u.t.active[c.id.Key()] = c
+	a.u.stats.InFlight.Store(int64(len(a.u.t.active)))
+	a.u.t.mu.Unlock()
 	a.u.stats.Calls.Add(1)
 	a.conn.Send(&Outgoing{Frame: frame, ID: c.id, Method: c.Method, Name: c.Name, Modern: a.modern, Version: a.version})
 }
 
 // request sends one of the actor's own requests.
 func (a *upstreamActor) request(method string, params json.RawMessage, modern bool, done func(json.RawMessage, *protocol.WireError)) protocol.ID {
-	a.nextID++
-	id := protocol.NewIntID(a.nextID)
+	id := protocol.NewIntID(a.u.ids.Add(1))
 	var p json.RawMessage
 	if modern {
-		p = a.params(params, nil, id, false, nil, "")
+		p = a.u.params(params, nil, id, false, nil, "", true)
 	} else if params != nil {
 		p = params
 	}
@@ -708,8 +893,7 @@ func (a *upstreamActor) notify(method string, params any) {
 
 // params returns a request's params: the caller's members, and _meta with the progress token,
 // the caller's _meta members and, in the modern era, the envelope.
-func (a *upstreamActor) params(params, meta json.RawMessage, id protocol.ID, progress bool, caps *protocol.ClientCapabilities, level string) json.RawMessage {
-	modern := a.modern || a.phase == phaseProbing
+func (u *Upstream) params(params, meta json.RawMessage, id protocol.ID, progress bool, caps *protocol.ClientCapabilities, level string, modern bool) json.RawMessage {
 	if !progress && !modern && len(meta) == 0 {
 		if len(params) == 0 {
 			return nil
@@ -747,11 +931,8 @@ func (a *upstreamActor) params(params, meta json.RawMessage, id protocol.ID, pro
 	}
 	if modern {
 		member(protocol.MetaProtocolVersion, []byte(`"`+protocol.ModernVersion+`"`))
-		member(protocol.MetaClientCapabilities, a.capsJSON(caps))
-		if a.infoJSON == nil {
-			a.infoJSON, _ = json.Marshal(a.u.cfg.ClientInfo)
-		}
-		member(protocol.MetaClientInfo, a.infoJSON)
+		member(protocol.MetaClientCapabilities, u.capsJSON(caps))
+		member(protocol.MetaClientInfo, u.info)
 		if level != "" {
 			lv, _ := json.Marshal(level)
 			member(protocol.MetaLogLevel, lv)
@@ -788,18 +969,20 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\
 
 // capsJSON is the part of a client's capabilities a modern upstream is told: what it may ask of
 // the client. The last one is kept: the calls of one client share their capabilities.
-func (a *upstreamActor) capsJSON(c *protocol.ClientCapabilities) []byte {
+func (u *Upstream) capsJSON(c *protocol.ClientCapabilities) []byte {
 	if c == nil || (len(c.Roots) == 0 && len(c.Sampling) == 0 && len(c.Elicitation) == 0) {
 		return []byte(`{}`)
 	}
-	if c == a.lastCaps {
-		return a.lastCapsJSON
+	u.capsMu.Lock()
+	defer u.capsMu.Unlock()
+	if c == u.lastCaps {
+		return u.lastCapsJSON
 	}
 	raw, err := json.Marshal(&protocol.ClientCapabilities{Roots: c.Roots, Sampling: c.Sampling, Elicitation: c.Elicitation})
 	if err != nil {
 		return []byte(`{}`)
 	}
-	a.lastCaps, a.lastCapsJSON = c, raw
+	u.lastCaps, u.lastCapsJSON = c, raw
 	return raw
 }
 
@@ -807,24 +990,24 @@ func (a *upstreamActor) capsJSON(c *protocol.ClientCapabilities) []byte {
 func (a *upstreamActor) abandon(m *abandonCall) {
 	c := m.call
 	key := c.id.Key()
-	if c.id.IsZero() || a.active[key] != c {
+	a.u.t.mu.Lock()
+	active := !c.id.IsZero() && a.u.t.active[key] == c
+	if active {
+		delete(a.u.t.active, key)
+		a.u.stats.InFlight.Store(int64(len(a.u.t.active)))
+	}
+	a.u.t.mu.Unlock()
+	if !active {
 		for i, q := range a.queue {
 			if q == c {
-				a.queue = append(a.queue[:i], a.queue[i+1:]...)
+				a.setQueue(append(a.queue[:i], a.queue[i+1:]...))
 				break
 			}
 		}
+		a.endRequests(c)
 		return
 	}
-	delete(a.active, key)
-	a.u.stats.InFlight.Store(int64(len(a.active)))
-	delete(a.pending, key)
-	for rk, r := range a.requests {
-		if r.call == c {
-			delete(a.requests, rk)
-			r.stop()
-		}
-	}
+	a.endRequests(c)
 	if a.conn != nil && c.gen == a.gen {
 		if !(a.modern && a.u.cfg.Transport.Kind() == "http") {
 			// Over HTTP the modern era cancels by closing the stream alone.
@@ -889,80 +1072,35 @@ func (a *upstreamActor) response(m *protocol.Message) {
 	key := m.ID.Key()
 	p, ok := a.pending[key]
 	if !ok {
-		a.u.stats.Late.Add(1) // an answer to a call given up (or never made): dropped
+		// Not one of the actor's own: an answer to a call given up (or never made), or one
+		// the reader could not hand over (sent on an earlier connection): dropped.
+		a.u.stats.Late.Add(1)
 		return
 	}
 	delete(a.pending, key)
-	if p.internal != nil {
-		p.internal(m.Result, m.Error)
-		return
-	}
-	c := p.call
-	delete(a.active, key)
-	a.u.stats.InFlight.Store(int64(len(a.active)))
-	for rk, r := range a.requests {
-		if r.call == c {
-			delete(a.requests, rk)
-			r.stop()
-		}
-	}
-	if c.over() {
-		a.u.stats.Late.Add(1)
-	} else if m.Error != nil {
-		c.finish(nil, a.fail(c, m.Error))
-	} else {
-		c.finish(m.Result, nil)
-	}
-	a.drain()
+	p.internal(m.Result, m.Error)
 }
 
 // route finds the call a message of the upstream belongs to: the request whose stream carried
 // it when the transport knows it, else the only call in flight. With several calls in flight
 // on a transport that does not relate messages (stdio), nothing can be told: nil.
-func (a *upstreamActor) route(related protocol.ID) *Call {
+func (u *Upstream) route(related protocol.ID) (*Call, int) {
+	u.t.mu.Lock()
+	defer u.t.mu.Unlock()
+	n := len(u.t.active)
 	if !related.IsZero() {
-		return a.active[related.Key()]
+		return u.t.active[related.Key()], n
 	}
-	if len(a.active) == 1 {
-		for _, c := range a.active {
-			return c
+	if n == 1 {
+		for _, c := range u.t.active {
+			return c, n
 		}
 	}
-	return nil
+	return nil, n
 }
 
 func (a *upstreamActor) notification(m *protocol.Message, related protocol.ID) {
 	switch m.Method {
-	case protocol.MethodProgress:
-		var p protocol.ProgressParams
-		if json.Unmarshal(m.Params, &p) != nil || len(p.ProgressToken) == 0 {
-			return
-		}
-		tok, err := protocol.ParseID(p.ProgressToken)
-		if err != nil {
-			return
-		}
-		c, ok := a.active[tok.Key()]
-		if !ok || c.over() {
-			a.u.stats.Late.Add(1)
-			return
-		}
-		if c.OnProgress != nil {
-			c.OnProgress(&p)
-		}
-	case protocol.MethodLogMessage:
-		c := a.route(related)
-		if c == nil || c.over() {
-			if related.IsZero() && len(a.active) == 0 {
-				a.u.log.Debug("upstream log message outside any call: dropped")
-			} else {
-				a.u.stats.Late.Add(1)
-			}
-			return
-		}
-		if c.OnLog != nil {
-			c.OnLog(m.Params)
-		}
 	case protocol.MethodToolsListChanged, protocol.MethodResourcesListChanged, protocol.MethodPromptsListChanged:
 		a.list()
 	case protocol.MethodResourcesUpdated:
@@ -999,9 +1137,9 @@ func (a *upstreamActor) upstreamRequest(m *protocol.Message, related protocol.ID
 		refuse(protocol.ErrMethodNotFound(m.Method))
 		return
 	}
-	c := a.route(related)
+	c, n := a.u.route(related)
 	switch {
-	case c == nil && related.IsZero() && len(a.active) > 1:
+	case c == nil && related.IsZero() && n > 1:
 		a.u.log.Warn("upstream request to the client while several calls are in flight on a transport that does not say which one it belongs to: refused",
 			zap.String("method", m.Method))
 		refuse(protocol.NewError(protocol.CodeInternalError, "%s refused: the gateway cannot tell which of several calls in flight this request belongs to", m.Method))
@@ -1021,6 +1159,7 @@ func (a *upstreamActor) upstreamRequest(m *protocol.Message, related protocol.ID
 	select {
 	case c.requests <- r:
 		a.requests[m.ID.Key()] = r
+		c.asked.Store(true)
 	default:
 		stop()
 		refuse(protocol.NewError(protocol.CodeInternalError, "%s refused: too many requests to the client at once", m.Method))
