@@ -162,15 +162,15 @@ type binary struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout *bufio.Reader
-	out    io.Closer // the read end of stdout
-	stderr *bytes.Buffer
+	out    io.Closer   // the read end of stdout
+	stderr *syncBuffer // written by exec's copier while a failing test may read it
 	diag   string
 	done   chan error
 }
 
 func startBinary(t *testing.T, bin string, args ...string) *binary {
 	t.Helper()
-	s := &binary{t: t, diag: filepath.Join(t.TempDir(), "diag.jsonl"), stderr: new(bytes.Buffer), done: make(chan error, 1)}
+	s := &binary{t: t, diag: filepath.Join(t.TempDir(), "diag.jsonl"), stderr: new(syncBuffer), done: make(chan error, 1)}
 	s.cmd = exec.Command(bin, append([]string{"--diagnostics-file", s.diag}, args...)...)
 	s.cmd.Stderr = s.stderr
 	var err error
