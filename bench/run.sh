@@ -48,6 +48,11 @@
 #                     (npm ci there the first time; versions pinned in its
 #                     package-lock.json) and are driven through mcpbench's
 #                     --tool, --slow-tool and --cpu-tool flags
+#   GATEWAY=no        yes: every target is measured also behind this engine, as
+#                     gw-TARGET: our server mounting TARGET over stdio (its tools
+#                     under their own names, none of its own), in the same runs,
+#                     over the same transports and eras; mcpbench measures the
+#                     gateway's process (the upstream's CPU is its own)
 #   HTTP=auto         our server over HTTP: auto (use it if it serves HTTP),
 #                     yes (fail if it does not), no (stdio only)
 #   PPROF=yes         throughput runs start each server with --pprof and
@@ -93,6 +98,12 @@ SCENARIOS=${SCENARIOS:-"throughput cancel cancel-cpu mixed errors clients"}
 TRANSPORTS=${TRANSPORTS:-"stdio http"}
 ERAS=${ERAS:-"legacy modern"}
 TARGETS=${TARGETS:-"toolgrain go-sdk mcp-go ts-sdk fastmcp stdlib"}
+GATEWAY=${GATEWAY:-no}
+if [ "$GATEWAY" = yes ]; then
+	with=""
+	for t in $TARGETS; do with="$with $t gw-$t"; done
+	TARGETS=${with# }
+fi
 HTTP=${HTTP:-auto}
 PPROF=${PPROF:-yes}
 BASELINE=${BASELINE:-${TARGETS%% *}}
@@ -107,7 +118,7 @@ die() { say "run.sh: $*"; exit 1; }
 
 # --- build ---------------------------------------------------------------
 mkdir -p bin "$OUT"
-case " $TARGETS " in *" toolgrain "*)
+case " $TARGETS " in *" toolgrain "* | *" gw-"*)
 	[ -f cmd/server/main.go ] || die "./cmd/server does not exist yet: there is no server of ours to measure (set TARGETS=\"go-sdk mcp-go\" to measure the peers alone)"
 	say "building bin/toolgrain-server"
 	go build -o bin/toolgrain-server ./cmd/server || die "building ./cmd/server failed"
@@ -118,7 +129,7 @@ go build -o bin/mcpbench ./bench/cmd/mcpbench || die "building mcpbench failed"
 	go build -o ../../bin/peer-stdlib ./stdlib) ||
 	die "building the peers failed (they need the Go module proxy once, for their SDKs)"
 node=bench/peers/ts/node_modules/.bin/node
-case " $TARGETS " in *" ts-sdk "* | *" fastmcp "*)
+case " $TARGETS " in *" ts-sdk "* | *" fastmcp "* | *" gw-ts-sdk "* | *" gw-fastmcp "*)
 	# A fresh install unless node_modules already matches the lock file.
 	if ! cmp -s bench/peers/ts/package-lock.json bench/peers/ts/node_modules/.toolgrain-lock 2>/dev/null; then
 		say "installing the TypeScript peers' packages and Node 22 (bench/peers/ts, npm ci)"
@@ -129,10 +140,33 @@ case " $TARGETS " in *" ts-sdk "* | *" fastmcp "*)
 	say "TypeScript peers on node $($node --version)"
 esac
 
+# json_words WORDS... prints the words as a JSON array of strings.
+json_words() {
+	local w out="" sep=""
+	for w in "$@"; do
+		w=${w//\\/\\\\}
+		w=${w//\"/\\\"}
+		out="$out$sep\"$w\""
+		sep=,
+	done
+	printf '[%s]' "$out"
+}
+
 # server_cmd TARGET ERA TRANSPORT prints the command that starts TARGET
 # (without transport flags).
 server_cmd() {
 	case $1 in
+	gw-*)
+		# The target behind this engine: its stdio command in a --mount file.
+		local inner mount words
+		inner=$(server_cmd "${1#gw-}" "$2" stdio)
+		mount="$OUT/mount-${1#gw-}.json"
+		# shellcheck disable=SC2206 # the command is split into words on purpose
+		words=($inner --transport stdio)
+		printf '{"mcpServers": {"up": {"command": "%s", "args": %s, "noPrefix": true}}}\n' \
+			"${words[0]}" "$(json_words "${words[@]:1}")" >"$mount"
+		echo "bin/toolgrain-server --mount $mount --demo-tools=false --log-level error ${TOOLGRAIN_FLAGS:-}"
+		;;
 	toolgrain) echo "bin/toolgrain-server ${TOOLGRAIN_FLAGS:-}" ;;
 	go-sdk)
 		local extra=""
@@ -157,7 +191,7 @@ server_cmd() {
 # tools/list shows, as any server without the demonstration tools would be.
 # The echo text is -payload's 32 bytes.
 tool_flags() {
-	case $1 in
+	case ${1#gw-} in
 	ts-sdk | fastmcp)
 		local text
 		text=$(printf 'x%.0s' $(seq 32))

@@ -89,11 +89,12 @@ func (c *stdioClient) read(b *testing.B, sub string) string {
 	}
 }
 
-// echoServer returns a server for the echo benchmarks: the demonstration tools, or none of its
-// own and the server binary mounted.
-func echoServer(b *testing.B, proxied bool) *toolgrain.Server {
+// echoServer returns a server for the echo benchmarks: the demonstration tools ("direct"), or
+// none of its own and the server binary mounted, spoken to in the era the probe finds (the
+// 2026-07-28 one: "proxied") or in the initialize era ("proxied-legacy").
+func echoServer(b *testing.B, variant string) *toolgrain.Server {
 	b.Helper()
-	if !proxied {
+	if variant == "direct" {
 		srv, err := toolgrain.NewServer(toolgrain.Config{Tools: demo.Tools()})
 		if err != nil {
 			b.Fatal(err)
@@ -114,7 +115,11 @@ func echoServer(b *testing.B, proxied bool) *toolgrain.Server {
 		_ = gw.Close()
 		_ = srv.Close()
 	})
-	if err := gw.Mount(gateway.Mount{Name: "up", NoPrefix: true, Source: gateway.Stdio{Command: bin, Args: []string{"--log-level", "error"}}}); err != nil {
+	proto := ""
+	if variant == "proxied-legacy" {
+		proto = "legacy"
+	}
+	if err := gw.Mount(gateway.Mount{Name: "up", NoPrefix: true, Protocol: proto, Source: gateway.Stdio{Command: bin, Args: []string{"--log-level", "error"}}}); err != nil {
 		b.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // the upstream starts in well under a second
@@ -135,13 +140,9 @@ const echoCall = `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name
 
 // BenchmarkEchoLatency: one call at a time; p50-µs is the median call.
 func BenchmarkEchoLatency(b *testing.B) {
-	for _, proxied := range []bool{false, true} {
-		name := "direct"
-		if proxied {
-			name = "proxied"
-		}
+	for _, name := range []string{"direct", "proxied", "proxied-legacy"} {
 		b.Run(name, func(b *testing.B) {
-			c := serveOverPipes(b, echoServer(b, proxied))
+			c := serveOverPipes(b, echoServer(b, name))
 			for i := range 200 { // warm up
 				c.send(fmt.Sprintf(echoCall, i))
 				c.read(b, fmt.Sprintf(`"id":%d,`, i))
@@ -166,13 +167,9 @@ func BenchmarkEchoLatency(b *testing.B) {
 // BenchmarkEchoCPU: sixteen calls in flight; cpu-µs/op is the CPU per call.
 func BenchmarkEchoCPU(b *testing.B) {
 	const inFlight = 16
-	for _, proxied := range []bool{false, true} {
-		name := "direct"
-		if proxied {
-			name = "proxied"
-		}
+	for _, name := range []string{"direct", "proxied", "proxied-legacy"} {
 		b.Run(name, func(b *testing.B) {
-			c := serveOverPipes(b, echoServer(b, proxied))
+			c := serveOverPipes(b, echoServer(b, name))
 			run := func(n, base int) {
 				// A window of inFlight calls: each answer lets the next call go.
 				sent := 0

@@ -86,7 +86,7 @@ func (h *toolHandler) Handle(ctx context.Context, req *tools.Request) (*tools.Re
 			return nil, err
 		}
 		var res callResult
-		if err := json.Unmarshal(raw, &res); err != nil {
+		if err := decodeResult(raw, &res); err != nil {
 			return nil, h.m.errorf(protocol.MethodToolsCall, h.name, fmt.Errorf("malformed result: %w", err))
 		}
 		if res.ResultType == "input_required" {

@@ -47,20 +47,27 @@ type Call struct {
 	OnProgress func(p *protocol.ProgressParams)
 	OnLog      func(params json.RawMessage)
 
-	reply    chan callReply    // size 1
+	events   chan callEvent    // the answer (once), and the upstream's requests to the client
 	asked    atomic.Bool       // the upstream made requests to the client of the call
-	requests chan *Request     // the upstream's requests to the client of the call
-	abandon  chan struct{}     // closed by Do when it stops waiting
+	serves   bool              // the caller serves the upstream's requests to the client
+	done     atomic.Bool       // set by Do when it stops waiting
 	id       protocol.ID       // actor: the id on the wire, once sent
 	gen      uint64            // actor: the connection it was sent on
 	stream   bool              // actor: the transport gives it a stream of its own
 	answered map[string]string // actor: the upstream's requests to it, by id key → method
 }
 
-type callReply struct {
+// callEvent is what a caller's Do receives: the answer (req nil), or a request of the upstream
+// to the client.
+type callEvent struct {
 	result json.RawMessage
 	err    error
+	req    *Request
 }
+
+// callEvents is the room of a call's channel: its answer and a few requests to the client at
+// once; more are refused.
+const callEvents = 8
 
 // Request is a request of the upstream to the client of a call (sampling, elicitation,
 // roots), to be answered with [Request.Answer].
@@ -99,11 +106,8 @@ func (u *Upstream) Do(ctx context.Context, c *Call, serve func(r *Request)) (jso
 	if err := ctx.Err(); err != nil {
 		return nil, context.Cause(ctx)
 	}
-	c.reply = make(chan callReply, 1)
-	c.abandon = make(chan struct{})
-	if serve != nil {
-		c.requests = make(chan *Request, 8)
-	}
+	c.events = make(chan callEvent, callEvents)
+	c.serves = serve != nil
 	if !u.trySend(c) {
 		u.send(c) // the actor sends it, or queues it
 	}
@@ -111,10 +115,12 @@ func (u *Upstream) Do(ctx context.Context, c *Call, serve func(r *Request)) (jso
 	defer served.Wait()
 	for {
 		select {
-		case r := <-c.reply:
-			close(c.abandon)
-			return r.result, r.err
-		case req := <-c.requests:
+		case e := <-c.events:
+			if e.req == nil {
+				c.done.Store(true)
+				return e.result, e.err
+			}
+			req := e.req
 			served.Add(1)
 			// Owned by Do: it ends when serve returns, which the request's context bounds;
 			// Do waits for it before returning.
@@ -124,7 +130,7 @@ func (u *Upstream) Do(ctx context.Context, c *Call, serve func(r *Request)) (jso
 				serve(req)
 			}()
 		case <-ctx.Done():
-			close(c.abandon)
+			c.done.Store(true)
 			u.send(&abandonCall{call: c, cause: context.Cause(ctx)})
 			return nil, context.Cause(ctx)
 		}
@@ -145,23 +151,32 @@ type answerRequest struct {
 	err    error
 }
 
-// finish delivers the call's outcome, once.
+// finish delivers the call's outcome. It is called once: by whoever takes the call out of the
+// table of calls in flight, or out of the queue. It never blocks: the channel keeps a place for
+// the answer (requests beyond callEvents-1 are refused, see offer).
 func (c *Call) finish(result json.RawMessage, err error) {
 	select {
-	case c.reply <- callReply{result: result, err: err}:
+	case c.events <- callEvent{result: result, err: err}:
 	default:
 	}
 }
 
-// over reports whether the caller stopped waiting.
-func (c *Call) over() bool {
+// offer hands the caller a request of the upstream, unless the channel is nearly full (the
+// answer's place is kept); it reports whether it did.
+func (c *Call) offer(r *Request) bool {
+	if len(c.events) >= callEvents-1 {
+		return false
+	}
 	select {
-	case <-c.abandon:
+	case c.events <- callEvent{req: r}:
 		return true
 	default:
 		return false
 	}
 }
+
+// over reports whether the caller stopped waiting.
+func (c *Call) over() bool { return c.done.Load() }
 
 // Error wraps the failure of a call with the upstream's name, for the operator.
 type Error struct {

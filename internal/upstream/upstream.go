@@ -1150,17 +1150,16 @@ func (a *upstreamActor) upstreamRequest(m *protocol.Message, related protocol.ID
 	case c.over():
 		a.u.stats.Late.Add(1)
 		return
-	case c.requests == nil:
+	case !c.serves:
 		refuse(protocol.NewError(protocol.CodeMethodNotFound, "%s refused: the client of this call cannot be asked", m.Method))
 		return
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	r := &Request{Method: m.Method, Params: m.Params, up: a.u, call: c, id: m.ID, ctx: ctx, stop: stop}
-	select {
-	case c.requests <- r:
+	if c.offer(r) {
 		a.requests[m.ID.Key()] = r
 		c.asked.Store(true)
-	default:
+	} else {
 		stop()
 		refuse(protocol.NewError(protocol.CodeInternalError, "%s refused: too many requests to the client at once", m.Method))
 	}
