@@ -609,3 +609,63 @@ func waitFor(t testing.TB, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// heldStore is a task store whose writes of final records wait to be let through: held gets
+// each such record when its Put starts, and the Put goes on once it receives from release.
+type heldStore struct {
+	*taskstore.Memory
+	held    chan *taskstore.Record
+	release chan struct{}
+}
+
+func newHeldStore() *heldStore {
+	return &heldStore{Memory: taskstore.NewMemory(), held: make(chan *taskstore.Record, 16), release: make(chan struct{})}
+}
+
+func (s *heldStore) Put(ctx context.Context, rec *taskstore.Record) error {
+	if rec.Status.Terminal() {
+		s.held <- rec
+		<-s.release
+	}
+	return s.Memory.Put(ctx, rec)
+}
+
+// TestTaskEndSeenOnceStored: a task's final status (completed, failed, cancelled) reaches a
+// client only once the store holds it, so that a crash cannot take back a status a client
+// has seen; until then tasks/get answers the task's last stored state.
+func TestTaskEndSeenOnceStored(t *testing.T) {
+	var store *heldStore
+	cfg := func() toolgrain.Config {
+		store = newHeldStore()
+		return toolgrain.Config{Tools: []tools.Tool{waitTool("wait", tools.TaskOptional, nil)},
+			Tasks: toolgrain.TaskConfig{Store: store}}
+	}
+	onBoth(t, cfg, func(t *testing.T, c *taskConn) {
+		for _, end := range []struct{ status, args string }{
+			{"completed", `{"ms":0}`},
+			{"cancelled", `{"ms":600000}`},
+		} {
+			id := c.start("wait", end.args)
+			if end.status == "cancelled" {
+				c.request("tasks/cancel", `"taskId":"`+id+`"`, tasksCaps)
+			}
+			var rec *taskstore.Record
+			select {
+			case rec = <-store.held:
+			case <-time.After(watchdog):
+				t.Fatalf("the task's final record was not written")
+			}
+			if rec.ID != id || string(rec.Status) != end.status {
+				t.Fatalf("the final record written: %+v", rec)
+			}
+			// The final write is under way: the task's actor holds its end, the store does not.
+			if got := c.get(id); got.Result["status"] != "working" || got.Result["result"] != nil {
+				t.Errorf("tasks/get while its %s record is being written: %s", end.status, got.raw)
+			}
+			store.release <- struct{}{}
+			if got := c.await(id); got.Result["status"] != end.status {
+				t.Errorf("tasks/get once its %s record is stored: %s", end.status, got.raw)
+			}
+		}
+	})
+}

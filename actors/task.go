@@ -88,7 +88,7 @@ type (
 	taskFinished struct{ pid *actor.PID }
 	// taskGet: registry → task (tasks/get, routed). Reply with the task's current record if
 	// it is the asker's: a running task's latest state is the actor's, which its store may
-	// not have yet.
+	// not have yet (but a final state is answered only once stored).
 	taskGet struct {
 		asker
 		reply chan taskReply // size 1
@@ -145,6 +145,7 @@ type taskActor struct {
 	span     trace.Span // the run's span, from the handler's start to the task's end; nil untraced
 
 	rec       *taskstore.Record // the latest state
+	shown     *taskstore.Record // the state tasks/get answers: rec, but a final one only once stored
 	writing   bool              // a write is in flight
 	dirty     bool              // rec changed since the write in flight started
 	retries   int
@@ -202,7 +203,7 @@ func (t *taskActor) Receive(ctx actor.Context) {
 			msg.reply <- taskReply{kind: taskNotFound}
 			return
 		}
-		msg.reply <- taskReply{kind: taskDone, rec: t.rec} // records are replaced, never changed
+		msg.reply <- taskReply{kind: taskDone, rec: t.shown} // records are replaced, never changed
 	case *taskCancel:
 		if !msg.has(t.eng, t.owner, t.tool.Name()) {
 			msg.reply <- taskReply{kind: taskNotFound}
@@ -259,6 +260,9 @@ func (t *taskActor) stored(ctx actor.Context, msg *taskStored) {
 		}
 	case msg.err == nil && !created:
 		t.retries = 0
+		if msg.rec.Status.Terminal() {
+			t.shown = msg.rec
+		}
 		t.eng.notifyTask(msg.rec)
 	case msg.err == nil:
 		// No one follows the first record: its id is only known from the answer just sent, and
@@ -274,8 +278,14 @@ func (t *taskActor) stored(ctx actor.Context, msg *taskStored) {
 }
 
 // store makes rec the task's state and writes it, after the write in flight if there is one.
+// A state on the way (working, input_required) is shown to tasks/get at once, so that a client
+// reads its own tasks/update; a final one only once the store holds it (stored): a client that
+// has seen a task completed, failed or cancelled must not find it otherwise after a crash.
 func (t *taskActor) store(ctx actor.Context, rec *taskstore.Record) {
 	t.rec = rec
+	if !rec.Status.Terminal() {
+		t.shown = rec
+	}
 	if t.abandoned {
 		return
 	}
