@@ -399,3 +399,31 @@ func TestBatchInMemory(t *testing.T) {
 		t.Errorf("batch: %s %v", got, err)
 	}
 }
+
+// TestRevisionElicitationShape: an elicitation sent to a 2025-06-18 session has the members of
+// that revision's elicitation/create only: a handler's explicit form mode is left out, as
+// 2025-06-18 has no mode; a 2025-11-25 session gets it as the handler set it.
+func TestRevisionElicitationShape(t *testing.T) {
+	form := json.RawMessage(`{"type":"object","properties":{"ok":{"type":"boolean"}}}`)
+	ask := tools.Tool{Name: "ask", Description: "Asks the user.", Handler: tools.HandlerFunc(func(ctx context.Context, req *tools.Request) (*tools.Result, error) {
+		res, err := client.Elicit(ctx, &protocol.ElicitParams{Mode: protocol.ElicitModeForm, Message: "ok?", RequestedSchema: form})
+		if err != nil {
+			return nil, err
+		}
+		return tools.TextResult(res.Action), nil
+	})}
+	tests := []struct{ version, caps, params string }{
+		{"2025-06-18", `{"elicitation":{}}`, `{"message":"ok?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}}}}`},
+		{"2025-11-25", `{"elicitation":{"form":{}}}`, `{"mode":"form","message":"ok?","requestedSchema":{"type":"object","properties":{"ok":{"type":"boolean"}}}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.version, func(t *testing.T) {
+			c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{ask}})
+			c.initializeAt(tt.version, tt.caps)
+			c.send(call("1", "ask", `{}`))
+			c.recvExact(`{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":` + tt.params + `}`)
+			c.send(`{"jsonrpc":"2.0","id":1,"result":{"action":"decline"}}`)
+			c.recvExact(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"decline"}]}}`)
+		})
+	}
+}

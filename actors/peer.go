@@ -266,6 +266,9 @@ func (p *callPeer) send(ctx context.Context, keys []string, reqs map[string]clie
 			if err != nil {
 				return nil, fmt.Errorf("client: %s params: %w", r.Method, err)
 			}
+			if b, err = p.rev.ShapeRequest(r.Method, b); err != nil {
+				return nil, &unsupportedError{err: err}
+			}
 			params[i] = b
 		}
 	}
@@ -303,6 +306,15 @@ func (p *callPeer) send(ctx context.Context, keys []string, reqs map[string]clie
 	}
 	return res, nil
 }
+
+// unsupportedError refuses a request to the client that the session's revision cannot carry
+// (protocol.Revision.ShapeRequest): like an undeclared capability, it wraps
+// client.ErrUnsupported, and nothing is sent.
+type unsupportedError struct{ err error }
+
+func (e *unsupportedError) Error() string { return "client: " + e.err.Error() }
+
+func (e *unsupportedError) Unwrap() error { return client.ErrUnsupported }
 
 // progressBurst is how many progress notifications of one call may go out back to back before
 // the interval applies.

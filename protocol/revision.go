@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
 )
 
@@ -12,7 +13,8 @@ import (
 //
 // A legacy session is answered in the shape of its own revision: [Revision.Shape] leaves out of
 // a result the members that revision does not define and converts or leaves out the content it
-// does not know. The shape of each revision, and where it comes from, is in docs/eras.md.
+// does not know, and [Revision.ShapeRequest] does the same for the requests the server sends
+// the client. The shape of each revision, and where it comes from, is in docs/eras.md.
 type Revision uint8
 
 // The revisions the engine serves, oldest first.
@@ -337,6 +339,92 @@ func withoutLastModified(raw json.RawMessage) json.RawMessage {
 		return raw
 	}
 	return out
+}
+
+// ShapeRequest returns the params of a request the server sends a client of r
+// (elicitation/create) as r defines them, or an error that says what of
+// them r cannot carry, when shaping cannot make them fit without changing what is asked. params
+// is the request's encoded params; they are returned as they are for 2025-11-25 and later, for
+// other methods, and where nothing needs to change.
+//
+// The rules, each from the schema of the revision:
+//
+//   - elicitation/create has a mode (and the url and elicitationId of URL mode) from
+//     2025-11-25: before, the members are left out of a form-mode request, and a URL-mode one is
+//     refused.
+func (r Revision) ShapeRequest(method string, params json.RawMessage) (json.RawMessage, error) {
+	if !r.shapesResults() || len(params) == 0 {
+		return params, nil
+	}
+	switch method {
+	case MethodElicitationCreate:
+		if r.Has(FeatureURLElicitation) {
+			return params, nil
+		}
+		var p struct {
+			Mode string `json:"mode"`
+		}
+		if json.Unmarshal(params, &p) != nil {
+			return params, nil
+		}
+		if p.Mode != "" && p.Mode != ElicitModeForm {
+			return nil, fmt.Errorf("%s: %s-mode elicitation, which MCP %s, the session's revision, does not have", method, p.Mode, r)
+		}
+		return withoutMembers(params, "mode", "url", "elicitationId"), nil
+	}
+	return params, nil
+}
+
+// withoutMembers returns the JSON object obj without its top-level members names, the others in
+// their order; obj itself when it has none of them or is not an object.
+func withoutMembers(obj json.RawMessage, names ...string) json.RawMessage {
+	o := trimSpace(obj)
+	if len(o) == 0 || o[0] != '{' || !json.Valid(o) {
+		return obj
+	}
+	found := false
+	for _, name := range names {
+		if s, _ := findMember(o, name); s >= 0 {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return obj
+	}
+	out := make([]byte, 0, len(o))
+	out = append(out, '{')
+	n := len(o)
+	i := skipSpace(o, 1)
+	for i < n && o[i] == '"' {
+		ks := i
+		i = skipString(o, i)
+		key := o[ks:i]
+		i = skipSpace(o, i)
+		i = skipSpace(o, i+1) // ':'
+		vs := i
+		i = skipValue(o, i)
+		drop := false
+		for _, name := range names {
+			if string(key[1:len(key)-1]) == name || escapedEquals(key, name) {
+				drop = true
+				break
+			}
+		}
+		if !drop {
+			if len(out) > 1 {
+				out = append(out, ',')
+			}
+			out = append(out, key...)
+			out = append(out, ':')
+			out = append(out, o[vs:i]...)
+		}
+		i = skipSpace(o, i)
+		if i < n && o[i] == ',' {
+			i = skipSpace(o, i+1)
+		}
+	}
+	return append(out, '}')
 }
 
 // ClientCapabilities returns caps as a client of r can declare them: what r does not define is

@@ -185,3 +185,36 @@ func TestDecodeInput(t *testing.T) {
 		t.Errorf("EncodeBatch = %s, want %s", got, want)
 	}
 }
+
+func TestShapeRequestElicitation(t *testing.T) {
+	tests := []struct {
+		version, give, want, err string
+	}{
+		// 2025-06-18 has no mode, nor URL mode's members; the others keep their order and spelling.
+		{"2025-06-18", `{"mode":"form","message":"ok?","requestedSchema":{"type":"object"}}`, `{"message":"ok?","requestedSchema":{"type":"object"}}`, ""},
+		{"2025-06-18", `{ "message" : "ok?", "\u006dode":"form", "_meta":{"mode":1} }`, `{"message":"ok?","_meta":{"mode":1}}`, ""},
+		{"2025-06-18", `{"message":"ok?","requestedSchema":{"type":"object"}}`, `{"message":"ok?","requestedSchema":{"type":"object"}}`, ""},
+		{"2025-06-18", `{"mode":"url","message":"Sign in","url":"https://example.com","elicitationId":"e1"}`, "",
+			"elicitation/create: url-mode elicitation, which MCP 2025-06-18, the session's revision, does not have"},
+		{"2024-11-05", `{"mode":"form","message":"ok?"}`, `{"message":"ok?"}`, ""},
+		// From 2025-11-25 the request is sent as it is.
+		{"2025-11-25", `{"mode":"form","message":"ok?"}`, `{"mode":"form","message":"ok?"}`, ""},
+		{"2026-07-28", `{"mode":"url","message":"Sign in","url":"https://example.com","elicitationId":"e1"}`, `{"mode":"url","message":"Sign in","url":"https://example.com","elicitationId":"e1"}`, ""},
+	}
+	for _, tt := range tests {
+		got, err := protocol.RevisionOf(tt.version).ShapeRequest(protocol.MethodElicitationCreate, json.RawMessage(tt.give))
+		switch {
+		case tt.err != "":
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("%s %s: %s, %v; want the error %q", tt.version, tt.give, got, err, tt.err)
+			}
+		case err != nil || string(got) != tt.want:
+			t.Errorf("%s %s:\n got %s, %v\nwant %s", tt.version, tt.give, got, err, tt.want)
+		}
+	}
+	// Other methods are not touched.
+	const roots = `{"mode":"form"}`
+	if got, err := protocol.RevisionOf("2025-06-18").ShapeRequest(protocol.MethodRootsList, json.RawMessage(roots)); err != nil || string(got) != roots {
+		t.Errorf("roots/list: %s, %v", got, err)
+	}
+}
