@@ -3,6 +3,7 @@ package toolgrain_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -426,4 +427,53 @@ func TestRevisionElicitationShape(t *testing.T) {
 			c.recvExact(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"decline"}]}}`)
 		})
 	}
+}
+
+// TestRevisionSamplingContent: a sampling request whose messages hold content the session's
+// revision does not have (audio before 2025-03-26) is refused before anything is sent, with an
+// error wrapping client.ErrUnsupported that says why; from 2025-03-26 it is sent as it is.
+func TestRevisionSamplingContent(t *testing.T) {
+	listen := func(errs chan<- error) tools.Tool {
+		return tools.Tool{Name: "listen", Description: "Asks the client's model about a sound.", Handler: tools.HandlerFunc(func(ctx context.Context, req *tools.Request) (*tools.Result, error) {
+			res, err := client.CreateMessage(ctx, &protocol.CreateMessageParams{MaxTokens: 10, Messages: []protocol.SamplingMessage{
+				{Role: protocol.RoleUser, Content: protocol.TextContent("What is this?")},
+				{Role: protocol.RoleUser, Content: protocol.Content{Type: protocol.ContentAudio, Data: "UklGRg==", MimeType: "audio/wav"}},
+			}})
+			errs <- err
+			if err != nil {
+				return nil, err
+			}
+			return tools.TextResult(res.Text()), nil
+		})}
+	}
+
+	t.Run("2024-11-05", func(t *testing.T) {
+		errs := make(chan error, 1)
+		c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{listen(errs)}})
+		c.initializeAt("2024-11-05", `{"sampling":{}}`)
+		// No request reaches the client: the next line is the call's result, the error model's.
+		c.expect(call("1", "listen", `{}`), `{"jsonrpc":"2.0","id":1,"result":`+failedResult+`}`)
+		var err error
+		select {
+		case err = <-errs:
+		case <-time.After(watchdog):
+			t.Fatal("the handler's CreateMessage did not return")
+		}
+		if !errors.Is(err, client.ErrUnsupported) ||
+			err.Error() != "client: sampling/createMessage: messages[1] has audio content, which MCP 2024-11-05, the session's revision, does not have" {
+			t.Errorf("CreateMessage: %v, want ErrUnsupported naming the audio and the revision", err)
+		}
+	})
+	t.Run("2025-03-26", func(t *testing.T) {
+		errs := make(chan error, 1)
+		c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{listen(errs)}})
+		c.initializeAt("2025-03-26", `{"sampling":{}}`)
+		c.send(call("1", "listen", `{}`))
+		c.recvExact(`{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"What is this?"}},{"role":"user","content":{"type":"audio","data":"UklGRg==","mimeType":"audio/wav"}}],"maxTokens":10}}`)
+		c.send(`{"jsonrpc":"2.0","id":1,"result":{"role":"assistant","content":{"type":"text","text":"a bell"},"model":"m"}}`)
+		c.recvExact(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a bell"}]}}`)
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	})
 }

@@ -43,7 +43,9 @@ var (
 	// engine.
 	ErrNoClient = errors.New("client: no client in the context")
 	// ErrUnsupported is wrapped by the error returned when the client did not declare the
-	// capability a request needs (sampling, sampling.tools, elicitation form or url mode, roots).
+	// capability a request needs (sampling, sampling.tools, elicitation form or url mode, roots),
+	// and when the revision of the client's session cannot carry the request (audio in a
+	// sampling message of a 2024-11-05 session); nothing is sent then.
 	ErrUnsupported = errors.New("client: capability not declared by the client")
 	// ErrCallFinished is returned when the call is over (answered, cancelled or its connection
 	// closed): nothing more may be sent for it.
@@ -163,7 +165,9 @@ func Log(ctx context.Context, level, logger string, data any) error {
 
 // CreateMessage asks the client to sample its LLM (sampling/createMessage) and returns the
 // result. The client must have declared sampling, and sampling.tools when params carries tools
-// or toolChoice; see the package doc for cancellation and errors.
+// or toolChoice; a session whose revision has no way to carry a message's content (audio before
+// MCP 2025-03-26) refuses the request with an error wrapping [ErrUnsupported], nothing sent. See
+// the package doc for cancellation and errors.
 func CreateMessage(ctx context.Context, params *protocol.CreateMessageParams) (*protocol.CreateMessageResult, error) {
 	if params == nil {
 		return nil, errors.New("client: nil CreateMessageParams")

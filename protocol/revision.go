@@ -342,7 +342,7 @@ func withoutLastModified(raw json.RawMessage) json.RawMessage {
 }
 
 // ShapeRequest returns the params of a request the server sends a client of r
-// (elicitation/create) as r defines them, or an error that says what of
+// (elicitation/create, sampling/createMessage) as r defines them, or an error that says what of
 // them r cannot carry, when shaping cannot make them fit without changing what is asked. params
 // is the request's encoded params; they are returned as they are for 2025-11-25 and later, for
 // other methods, and where nothing needs to change.
@@ -351,7 +351,11 @@ func withoutLastModified(raw json.RawMessage) json.RawMessage {
 //
 //   - elicitation/create has a mode (and the url and elicitationId of URL mode) from
 //     2025-11-25: before, the members are left out of a form-mode request, and a URL-mode one is
-//     refused.
+//     refused;
+//   - the content of a sampling message is one text or image block in 2024-11-05, or an audio
+//     block from 2025-03-26; an array of blocks, and tool_use and tool_result blocks, come with
+//     tools in 2025-11-25: a request with content its revision does not have is refused, since
+//     leaving it out would change the question the model is asked.
 func (r Revision) ShapeRequest(method string, params json.RawMessage) (json.RawMessage, error) {
 	if !r.shapesResults() || len(params) == 0 {
 		return params, nil
@@ -371,8 +375,47 @@ func (r Revision) ShapeRequest(method string, params json.RawMessage) (json.RawM
 			return nil, fmt.Errorf("%s: %s-mode elicitation, which MCP %s, the session's revision, does not have", method, p.Mode, r)
 		}
 		return withoutMembers(params, "mode", "url", "elicitationId"), nil
+	case MethodSamplingCreateMessage:
+		return params, r.checkSampling(method, params)
 	}
 	return params, nil
+}
+
+// checkSampling returns an error naming the first message of a sampling request whose content
+// r does not have.
+func (r Revision) checkSampling(method string, params json.RawMessage) error {
+	var p struct {
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return nil // not for the revision to judge
+	}
+	type block struct {
+		Type string `json:"type"`
+	}
+	for i, m := range p.Messages {
+		var blocks []block
+		if c := trimSpace(m.Content); len(c) > 0 && c[0] == '[' {
+			if !r.Has(FeatureSamplingTools) {
+				return fmt.Errorf("%s: messages[%d] has an array of content blocks, which MCP %s, the session's revision, does not have", method, i, r)
+			}
+			_ = json.Unmarshal(c, &blocks)
+		} else {
+			var b block
+			_ = json.Unmarshal(c, &b)
+			blocks = []block{b}
+		}
+		for _, b := range blocks {
+			switch {
+			case b.Type == ContentAudio && !r.Has(FeatureAudio),
+				(b.Type == "tool_use" || b.Type == "tool_result") && !r.Has(FeatureSamplingTools):
+				return fmt.Errorf("%s: messages[%d] has %s content, which MCP %s, the session's revision, does not have", method, i, b.Type, r)
+			}
+		}
+	}
+	return nil
 }
 
 // withoutMembers returns the JSON object obj without its top-level members names, the others in

@@ -218,3 +218,47 @@ func TestShapeRequestElicitation(t *testing.T) {
 		t.Errorf("roots/list: %s, %v", got, err)
 	}
 }
+
+func TestShapeRequestSampling(t *testing.T) {
+	const (
+		text  = `{"role":"user","content":{"type":"text","text":"hi"}}`
+		audio = `{"role":"user","content":{"type":"audio","data":"UklGRg==","mimeType":"audio/wav"}}`
+		array = `{"role":"user","content":[{"type":"text","text":"hi"}]}`
+		use   = `{"role":"assistant","content":{"type":"tool_use","id":"u1","name":"f","input":{}}}`
+	)
+	params := func(msgs ...string) string {
+		out := `{"messages":[`
+		for i, m := range msgs {
+			if i > 0 {
+				out += ","
+			}
+			out += m
+		}
+		return out + `],"maxTokens":10}`
+	}
+	refused := func(i int, what, version string) string {
+		return "sampling/createMessage: messages[" + string(rune('0'+i)) + "] has " + what + ", which MCP " + version + ", the session's revision, does not have"
+	}
+	tests := []struct {
+		version, give, err string
+	}{
+		{"2024-11-05", params(text), ""},
+		{"2024-11-05", params(text, audio), refused(1, "audio content", "2024-11-05")},
+		{"2025-03-26", params(text, audio), ""},
+		{"2025-06-18", params(array), refused(0, "an array of content blocks", "2025-06-18")},
+		{"2025-06-18", params(text, use), refused(1, "tool_use content", "2025-06-18")},
+		{"2025-11-25", params(audio, array, use), ""},
+		{"2026-07-28", params(audio, array, use), ""},
+	}
+	for _, tt := range tests {
+		got, err := protocol.RevisionOf(tt.version).ShapeRequest(protocol.MethodSamplingCreateMessage, json.RawMessage(tt.give))
+		switch {
+		case tt.err != "":
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("%s %s: %v, want the error %q", tt.version, tt.give, err, tt.err)
+			}
+		case err != nil || string(got) != tt.give:
+			t.Errorf("%s %s: %s, %v; want it as it is", tt.version, tt.give, got, err)
+		}
+	}
+}
