@@ -160,7 +160,7 @@ server_cmd() {
 		# The target behind this engine: its stdio command in a --mount file.
 		local inner mount words
 		inner=$(server_cmd "${1#gw-}" "$2" stdio)
-		mount="$OUT/mount-${1#gw-}.json"
+		mount="${OUT#"$root"/}/mount-${1#gw-}.json" # relative, when under the checkout
 		# shellcheck disable=SC2206 # the command is split into words on purpose
 		words=($inner --transport stdio)
 		printf '{"mcpServers": {"up": {"command": "%s", "args": %s, "noPrefix": true}}}\n' \

@@ -153,6 +153,12 @@ type Mount struct {
 // upstream's components appear (with list_changed to every client) once it has answered. A
 // bad m is an error naming what is wrong; so is a name already mounted.
 func (g *Gateway) Mount(m Mount) error {
+	g.mu.Lock()
+	_, dup := g.mounts[m.Name]
+	g.mu.Unlock()
+	if dup {
+		return fmt.Errorf("gateway: mount %q: already mounted", m.Name)
+	}
 	mt, err := g.prepare(m)
 	if err != nil {
 		return err
@@ -164,6 +170,7 @@ func (g *Gateway) Mount(m Mount) error {
 	}
 	if _, dup := g.mounts[m.Name]; dup {
 		g.mu.Unlock()
+		mt.closeOwned()
 		return fmt.Errorf("gateway: mount %q: already mounted", m.Name)
 	}
 	g.mounts[m.Name] = mt
@@ -174,6 +181,7 @@ func (g *Gateway) Mount(m Mount) error {
 		delete(g.mounts, m.Name)
 		g.order = removeString(g.order, m.Name)
 		g.mu.Unlock()
+		mt.closeOwned()
 		return fmt.Errorf("gateway: mount %q: %w", m.Name, err)
 	}
 	return nil
@@ -272,12 +280,25 @@ func (g *Gateway) prepare(m Mount) (*mount, error) {
 	if err != nil {
 		return fail(err)
 	}
+	var owned *toolgrain.Server
+	if ip, ok := m.Source.(InProcess); ok && ip.Server == nil {
+		// A tool set: a server of the gateway's own serves it, closed with the mount.
+		srv, err := toolgrain.NewServer(toolgrain.Config{Name: m.Name, Tools: ip.Tools, Logger: g.log})
+		if err != nil {
+			return fail(fmt.Errorf("in-process source: %w", err))
+		}
+		owned, m.Source = srv, InProcess{Server: srv}
+	}
 	tr, err := m.Source.transport(g, m.Name)
 	if err != nil {
+		if owned != nil {
+			_ = owned.Close()
+		}
 		return fail(fmt.Errorf("%s source: %w", sourceKind(m.Source), err))
 	}
 	mt := &mount{
-		g: g, name: m.Name, prefix: c.prefix, sep: c.sep,
+		owned: owned,
+		g:     g, name: m.Name, prefix: c.prefix, sep: c.sep,
 		filter: filter{include: m.Include, exclude: m.Exclude}, transforms: m.Tools,
 		timeout: m.Timeout, log: g.log.With(zap.String("upstream", m.Name)), netAttrs: networkAttrs(m.Source),
 	}

@@ -211,3 +211,18 @@ func TestInProcessCancellation(t *testing.T) {
 		t.Errorf("reports: %v", f.reps.errs)
 	}
 }
+
+// A tool set mounted in the same process: the gateway serves it through a server of its own,
+// closed with the gateway.
+func TestInProcessToolSet(t *testing.T) {
+	f := newFront(t, toolgrain.Config{}, gateway.Mount{Name: "set", Source: gateway.InProcess{Tools: demo.Tools()}})
+	if got := text(f.call(t, "set_echo", `{"text":"from a set"}`)); got != "from a set" {
+		t.Errorf("echo: %q", got)
+	}
+	if err := f.gw.Mount(gateway.Mount{Name: "set", Source: gateway.InProcess{Tools: demo.Tools()}}); err == nil {
+		t.Error("a second mount of the name was accepted")
+	}
+	if err := f.gw.Mount(gateway.Mount{Name: "none", Source: gateway.InProcess{}}); err == nil || !strings.Contains(err.Error(), "no server and no tools") {
+		t.Errorf("an empty source: %v", err)
+	}
+}

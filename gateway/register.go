@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 
+	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/internal/upstream"
 	"github.com/toolgrain/toolgrain/prompts"
 	"github.com/toolgrain/toolgrain/protocol"
@@ -32,6 +33,7 @@ type mount struct {
 	cfg        upstream.Config
 	up         *upstream.Upstream
 	netAttrs   []attribute.KeyValue // the network attributes of its requests' spans
+	owned      *toolgrain.Server    // the server the gateway made of a tool set, closed with the mount
 
 	// What the registrar is to apply next: the latest listing, or nil after Down; set says
 	// there is something; running that the registrar's goroutine runs. Guarded by mu.
@@ -58,6 +60,13 @@ type served struct {
 type registered struct {
 	tools, resources, prompts   []string // names, URIs and URI templates as served
 	toolsFrom, resFrom, prmFrom []byte   // the listing they were made from
+}
+
+// closeOwned closes the server the gateway made for the mount, if any.
+func (m *mount) closeOwned() {
+	if m.owned != nil {
+		_ = m.owned.Close()
+	}
 }
 
 func (m *mount) start() error {
@@ -126,6 +135,7 @@ func (m *mount) close() {
 	m.regs.Wait()
 	m.apply(nil)
 	m.up.Close()
+	m.closeOwned()
 	m.g.changedNow()
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/internal/enginehook"
 	"github.com/toolgrain/toolgrain/internal/upstream"
+	"github.com/toolgrain/toolgrain/tools"
 )
 
 // Source is where a mounted server is: [Stdio], [InProcess], [HTTP] or [SSE].
@@ -74,11 +75,21 @@ func (s Stdio) transport(g *Gateway, name string) (upstream.Transport, error) {
 // encoding beyond the messages themselves, no I/O, and every message related to the call it
 // belongs to. Changes to its tools, resources and prompts show at once (it announces them).
 // The mounted server is the caller's: the gateway neither starts nor closes it.
+//
+// A tool set (Tools, with Server nil) is served so too: the gateway makes a server of the
+// tools, named after the mount, when the mount is made, and closes it with the mount.
 type InProcess struct {
 	Server *toolgrain.Server
+	Tools  []tools.Tool
 }
 
 func (s InProcess) check() error {
+	if s.Server == nil {
+		if len(s.Tools) == 0 {
+			return errors.New("no server and no tools")
+		}
+		return nil
+	}
 	if _, ok := enginehook.Of(s.Server); !ok {
 		return errors.New("no server")
 	}
