@@ -8,6 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,25 +60,45 @@ var (
 )
 
 // testPorts returns n distinct free ports on 127.0.0.1 that no other test of this process got.
+// They are drawn below the kernel's ephemeral range: a port it gave out and took back could be
+// given again, as the local port of any process's next outgoing connection, before the child
+// process that is to listen on it binds it (seen: "address already in use").
 func testPorts(t testing.TB, n int) []int {
 	t.Helper()
 	portsMu.Lock()
 	defer portsMu.Unlock()
+	low, high := 10000, ephemeralStart()
 	var ports []int
 	for tries := 0; len(ports) < n; tries++ {
 		if tries > 100*n {
 			t.Fatalf("found %d free ports of %d", len(ports), n)
 		}
-		got, err := freePorts(1)
+		port := low + rand.IntN(high-low)
+		if portsTaken[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
-			t.Fatal(err)
+			continue // in use
 		}
-		if !portsTaken[got[0]] {
-			portsTaken[got[0]] = true
-			ports = append(ports, got[0])
-		}
+		_ = l.Close()
+		portsTaken[port] = true
+		ports = append(ports, port)
 	}
 	return ports
+}
+
+// ephemeralStart is the first port of the kernel's ephemeral range (Linux), or 32768.
+func ephemeralStart() int {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	var first int
+	if _, err := fmt.Sscan(string(data), &first); err != nil || first <= 11000 {
+		return 32768
+	}
+	return first
 }
 
 var (
