@@ -461,11 +461,13 @@ func NewServer(cfg Config) (*Server, error) {
 		cfg.MaxOutputBacklog = DefaultMaxOutputBacklog
 	}
 	var relay func(method, uri string)
+	var tagSync actors.TagSync
 	if cfg.Cluster != nil {
 		if cfg.ActorSystem == nil {
 			cfg.ActorSystem = cfg.Cluster.System()
 		}
 		relay = cfg.Cluster.Relay
+		tagSync = actors.TagSync{Origin: cfg.Cluster.Address(), Relay: cfg.Cluster.RelayTags}
 		cfg.HTTP.NewSessionID = cfg.Cluster.NewSessionID
 	}
 	tasksCfg := engineTasks(&cfg)
@@ -487,6 +489,7 @@ func NewServer(cfg Config) (*Server, error) {
 		PageSize:           cfg.PageSize,
 		HideForbiddenTools: cfg.HideForbiddenTools,
 		Visibility:         cfg.Visibility,
+		TagSync:            tagSync,
 		DiagnosticsQueue:   cfg.DiagnosticsQueue,
 		CallbackTimeout:    cfg.CallbackTimeout,
 		CloseGrace:         cfg.ShutdownGrace,
@@ -535,6 +538,7 @@ func NewServer(cfg Config) (*Server, error) {
 			return nil, err
 		}
 		cfg.Cluster.SetDeliver(eng.Deliver)
+		cfg.Cluster.SetTagSync(eng.MergeTags, eng.TagState)
 		srv.handler = cfg.Cluster.Wrap(h, cfg.MaxMessageSize)
 	}
 	return srv, nil

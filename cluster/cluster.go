@@ -13,7 +13,9 @@
 //   - A home that is gone (left the member list, or its remote connection terminated) makes
 //     its sessions answer 404 Not Found at once, the signal for a client to initialize again.
 //     A legacy session does not survive its home.
-//   - A list change or resource update on one member reaches the clients of every member.
+//   - A list change or resource update on one member reaches the clients of every member, and
+//     so does a change of the tags (which components each caller sees): members exchange their
+//     settings, and each tells its own clients whose view changed.
 //   - A task (the tasks extension) lives on the member that made it; its id names that member,
 //     signed as session ids are. tasks/get, tasks/update and tasks/cancel are forwarded to the
 //     home from any member; a task whose home is gone is answered failed (tasks/get) or with
@@ -125,6 +127,7 @@ type Node struct {
 	// taskHomes maps the reference (the home of task and session ids) of every member ever
 	// seen, this one included, to its address.
 	taskHomes map[string]string
+	tags      tagSync // how the engine takes the others' tag entries (tags.go)
 	closed    bool
 
 	// homes counts the goroutines serving forwarded requests on this member; Close waits.
@@ -275,8 +278,8 @@ func (n *Node) start() error {
 		n.system.EventStream.Unsubscribe(n.sub)
 		return errors.New("cluster: the actor system has no remote address (start the cluster member first)")
 	}
-	n.addr, n.ref = addr, taskHome(n.key, addr)
 	n.mu.Lock()
+	n.addr, n.ref = addr, taskHome(n.key, addr) // under mu: onEvent reads addr as the first topologies arrive
 	n.seenLocked(addr)
 	n.mu.Unlock()
 	tunnel, err := n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &tunnelActor{node: n} }), tunnelName)
@@ -366,15 +369,7 @@ func (n *Node) SetDeliver(fn func(method, uri string)) { n.deliver.Store(&fn) }
 // at the pinned protoactor-go version (a data race with every topology update).
 func (n *Node) Relay(method, uri string) {
 	msg := &wire.Envelope{Kind: wire.Kind_KIND_NOTIFY, Text: method, Uri: uri}
-	n.mu.Lock()
-	to := make([]string, 0, len(n.members))
-	for a := range n.members {
-		if a != n.addr && !n.unreachable(a) {
-			to = append(to, a)
-		}
-	}
-	n.mu.Unlock()
-	for _, a := range to {
+	for _, a := range n.others() {
 		n.system.Root.Send(actor.NewPID(a, "eventstream"), msg)
 	}
 }
@@ -426,11 +421,16 @@ func (n *Node) onEvent(ev any) {
 			n.members[m.Address()] = true
 			n.seenLocked(m.Address())
 		}
+		var joined []string
 		for _, m := range e.Joined {
 			delete(n.dead, m.Address())
+			if m.Address() != n.addr {
+				joined = append(joined, m.Address())
+			}
 		}
 		n.mu.Unlock()
 		n.log.Info("topology", zap.Int("members", len(e.Members)), zap.Int("joined", len(e.Joined)), zap.Int("left", len(e.Left)))
+		n.sendTagState(joined)
 	case *remote.EndpointTerminatedEvent:
 		// This member's own address is never looked up: its sessions are served locally.
 		n.mu.Lock()
@@ -442,10 +442,13 @@ func (n *Node) onEvent(ev any) {
 		delete(n.dead, e.Address)
 		n.mu.Unlock()
 	case *wire.Envelope:
-		if e.Kind == wire.Kind_KIND_NOTIFY {
+		switch e.Kind {
+		case wire.Kind_KIND_NOTIFY:
 			if fn := n.deliver.Load(); fn != nil {
 				(*fn)(e.Text, e.Uri)
 			}
+		case wire.Kind_KIND_TAGS:
+			n.receiveTags(e.Body)
 		}
 	}
 }

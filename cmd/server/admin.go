@@ -24,6 +24,7 @@ import (
 //	/metrics       Prometheus: the metrics/prom collector, the Go runtime and the process, and
 //	               OpenTelemetry's metrics when OTEL_METRICS_EXPORTER lists prometheus
 //	/debug/pprof/  the runtime profiles, as --pprof serves them
+//	/tags/...      POST: enable, disable or reset tags while the server runs (visibility.go)
 
 // liveTimeout bounds one liveness probe.
 const liveTimeout = time.Second
@@ -43,6 +44,7 @@ func serveAdmin(addr string, srv *toolgrain.Server, ready func() error, node *cl
 	if node != nil {
 		mux.HandleFunc("/cluster", func(w http.ResponseWriter, _ *http.Request) { clusterView(w, srv, node) })
 	}
+	mux.HandleFunc("/tags/", func(w http.ResponseWriter, r *http.Request) { changeTags(w, r, srv) })
 	handlePprof(mux)
 	return serveSide("admin", addr, mux, log)
 }

@@ -3,9 +3,11 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
+	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/tools"
 	"github.com/toolgrain/toolgrain/visibility"
 )
@@ -14,9 +16,11 @@ import (
 type visibilityOptions struct {
 	toolTags  listFlag
 	tagScopes listFlag
+	disabled  listFlag
 }
 
 func (o *visibilityOptions) register(fs *flag.FlagSet) {
+	fs.Var(&o.disabled, "disable-tag", "disable a `TAG` for everyone at start (repeatable): its components are invisible until it is enabled, with POST /tags/enable?tag=TAG on the admin listener (--admin-addr)")
 	fs.Var(&o.toolTags, "tool-tag", "give a tool tags, `TOOL=TAG[,TAG...]` (repeatable), for --tag-scope and for the toolsets a client narrows its view to over HTTP: the X-MCP-Toolsets header, or the endpoint /mcp/t/TAG[,TAG...]")
 	fs.Var(&o.tagScopes, "tag-scope", "make the components tagged TAG visible only to tokens with every SCOPE, `TAG=SCOPE[,SCOPE...]` (repeatable): to the others they do not exist, lists leave them out and a call of one is answered as a call of an unknown tool (a stdio client, which has no token, sees none of them)")
 }
@@ -61,6 +65,7 @@ func (o *visibilityOptions) config() (visibility.Config, error) {
 		}
 		cfg.Rules = append(cfg.Rules, visibility.Rule{Tags: []string{tag}, Scopes: scopes})
 	}
+	cfg.Disabled = o.disabled
 	if err := cfg.Check(); err != nil {
 		return cfg, err
 	}
@@ -82,4 +87,52 @@ func (o *visibilityOptions) applyToolTags(list []tools.Tool) ([]tools.Tool, erro
 		list[i].Tags = append(slices.Clip(list[i].Tags), tags...)
 	}
 	return list, nil
+}
+
+// changeTags answers the admin listener's /tags/enable, /tags/disable and /tags/reset: POST with
+// the tags in tag parameters (repeatable, or comma-separated) and, for one subject alone (a
+// token's is token-N), subject; reset needs a subject. It answers 204 once this server's clients
+// were told (and, on a cluster, the change was sent to the other members), 400 for a bad
+// request.
+func changeTags(w http.ResponseWriter, r *http.Request, srv *toolgrain.Server) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		return
+	}
+	var list []string
+	for _, v := range r.URL.Query()["tag"] {
+		tags, err := visibility.ParseTags(v)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		list = append(list, tags...)
+	}
+	if len(list) == 0 {
+		http.Error(w, "no tag: give tag=TAG", http.StatusBadRequest)
+		return
+	}
+	subject := r.URL.Query().Get("subject")
+	var err error
+	switch action := strings.TrimPrefix(r.URL.Path, "/tags/"); {
+	case action == "enable" && subject == "":
+		err = srv.EnableTags(list...)
+	case action == "enable":
+		err = srv.EnableTagsFor(subject, list...)
+	case action == "disable" && subject == "":
+		err = srv.DisableTags(list...)
+	case action == "disable":
+		err = srv.DisableTagsFor(subject, list...)
+	case action == "reset":
+		err = srv.ResetTagsFor(subject, list...)
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

@@ -56,6 +56,10 @@ const (
 	Kind_KIND_TOOL_PROGRESS Kind = 9
 	// TOOL_CANCEL: request actor -> tool actor; the call's id in call_id, the cause in text.
 	Kind_KIND_TOOL_CANCEL Kind = 10
+	// TAGS: member -> every other member's event stream. Settings of the tags (which components
+	// each caller sees), as the engine encodes them, in body: those of a change, or the sender's
+	// whole state for a member that joined.
+	Kind_KIND_TAGS Kind = 11
 )
 
 // Enum value maps for Kind.
@@ -72,6 +76,7 @@ var (
 		8:  "KIND_TOOL_ERROR",
 		9:  "KIND_TOOL_PROGRESS",
 		10: "KIND_TOOL_CANCEL",
+		11: "KIND_TAGS",
 	}
 	Kind_value = map[string]int32{
 		"KIND_UNSPECIFIED":   0,
@@ -85,6 +90,7 @@ var (
 		"KIND_TOOL_ERROR":    8,
 		"KIND_TOOL_PROGRESS": 9,
 		"KIND_TOOL_CANCEL":   10,
+		"KIND_TAGS":          11,
 	}
 )
 
@@ -511,7 +517,7 @@ const file_envelope_proto_rawDesc = "" +
 	"\bprogress\x18\x1d \x01(\x01R\bprogress\x12\x1b\n" +
 	"\thas_total\x18\x1e \x01(\bR\bhasTotal\x12%\n" +
 	"\x0eprogress_total\x18\x1f \x01(\x01R\rprogressTotal\x12\x16\n" +
-	"\x06scheme\x18  \x01(\tR\x06scheme*\xd8\x01\n" +
+	"\x06scheme\x18  \x01(\tR\x06scheme*\xe7\x01\n" +
 	"\x04Kind\x12\x14\n" +
 	"\x10KIND_UNSPECIFIED\x10\x00\x12\x10\n" +
 	"\fKIND_REQUEST\x10\x01\x12\r\n" +
@@ -524,7 +530,8 @@ const file_envelope_proto_rawDesc = "" +
 	"\x0fKIND_TOOL_ERROR\x10\b\x12\x16\n" +
 	"\x12KIND_TOOL_PROGRESS\x10\t\x12\x14\n" +
 	"\x10KIND_TOOL_CANCEL\x10\n" +
-	"B.Z,github.com/toolgrain/toolgrain/internal/wireb\x06proto3"
+	"\x12\r\n" +
+	"\tKIND_TAGS\x10\vB.Z,github.com/toolgrain/toolgrain/internal/wireb\x06proto3"
 
 var (
 	file_envelope_proto_rawDescOnce sync.Once
