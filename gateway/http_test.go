@@ -16,6 +16,7 @@ import (
 	"github.com/toolgrain/toolgrain/gateway"
 	"github.com/toolgrain/toolgrain/metrics"
 	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/tools"
 )
 
 // headerLog records the Authorization header of every request an upstream gets.
@@ -169,6 +170,32 @@ func TestHTTPTokenNeverForwarded(t *testing.T) {
 	for _, h := range got {
 		if h != "Bearer upstream-secret" {
 			t.Errorf("the upstream got Authorization %q", h)
+		}
+	}
+}
+
+// A 2026-07-28 upstream over HTTP whose tool mirrors an argument into a header
+// (x-mcp-header): the gateway sends the Mcp-Param-* header the upstream checks.
+func TestHTTPHeaderArguments(t *testing.T) {
+	up, err := toolgrain.NewServer(toolgrain.Config{Tools: []tools.Tool{{
+		Name: "weather", Description: "Weather by region.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"days":{"type":"integer","x-mcp-header":"Days"}},"required":["region"]}`),
+		Handler: tools.HandlerFunc(func(_ context.Context, req *tools.Request) (*tools.Result, error) {
+			return tools.TextResult(string(req.Arguments)), nil
+		}),
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer up.Close()
+	ts, _ := httpUpstream(t, up)
+	f := newFront(t, toolgrain.Config{}, gateway.Mount{Name: "w", Source: gateway.HTTP{URL: ts.URL + "/mcp"}})
+	if st := f.gw.Status()[0]; st.ProtocolVersion != protocol.ModernVersion {
+		t.Fatalf("status: %+v", st)
+	}
+	for _, args := range []string{`{"region":"eu-west"}`, `{"region":"Zürich ","days":3}`} {
+		if r := f.call(t, "w_weather", args); r.IsError || text(r) != args {
+			t.Errorf("%s: %+v (reports %q)", args, r, f.reps.errs)
 		}
 	}
 }

@@ -26,15 +26,65 @@ type toolHandler struct {
 	served    string // the name the server serves it under
 	plan      *argPlan
 	hasOutput bool
-	head      []byte // {"name":"<name>","arguments":
+	head      []byte            // {"name":"<name>","arguments":
+	headers   map[string]string // the arguments its input schema annotates with x-mcp-header, to their header's Name
 }
 
-func newToolHandler(m *mount, name, served string, plan *argPlan, hasOutput bool) *toolHandler {
+func newToolHandler(m *mount, name, served string, plan *argPlan, hasOutput bool, headers map[string]string) *toolHandler {
 	head := []byte(`{"name":`)
 	q, _ := json.Marshal(name)
 	head = append(head, q...)
 	head = append(head, `,"arguments":`...)
-	return &toolHandler{m: m, name: name, served: served, plan: plan, hasOutput: hasOutput, head: head}
+	return &toolHandler{m: m, name: name, served: served, plan: plan, hasOutput: hasOutput, head: head, headers: headers}
+}
+
+// headerParams returns the Mcp-Param-{Name} values of args (MCP 2026-07-28 over HTTP): the
+// annotated arguments present and not null, strings in the header value encoding, integers and
+// booleans as their JSON text.
+func (h *toolHandler) headerParams(args json.RawMessage) map[string]string {
+	if len(h.headers) == 0 {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(args, &m) != nil {
+		return nil
+	}
+	out := make(map[string]string, len(h.headers))
+	for arg, header := range h.headers {
+		v, ok := m[arg]
+		if !ok || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+			continue
+		}
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			out[header] = protocol.EncodeHeaderValue(s)
+		} else {
+			out[header] = string(bytes.TrimSpace(v))
+		}
+	}
+	return out
+}
+
+// headerArgs reads the x-mcp-header annotations of an input schema's top-level properties.
+func headerArgs(schema json.RawMessage) map[string]string {
+	if !bytes.Contains(schema, []byte(`"x-mcp-header"`)) {
+		return nil
+	}
+	var s struct {
+		Properties map[string]struct {
+			Header string `json:"x-mcp-header"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for arg, p := range s.Properties {
+		if p.Header != "" {
+			out[arg] = p.Header
+		}
+	}
+	return out
 }
 
 // callResult is a tools/call result as an upstream sends it, in either era.
@@ -81,7 +131,7 @@ func (h *toolHandler) Handle(ctx context.Context, req *tools.Request) (*tools.Re
 	}
 	for {
 		params := h.params(args, responses, state)
-		raw, err := h.m.do(ctx, &upstream.Call{Method: protocol.MethodToolsCall, Params: params, Name: h.name}, req.Meta)
+		raw, err := h.m.do(ctx, &upstream.Call{Method: protocol.MethodToolsCall, Params: params, Name: h.name, HeaderParams: h.headerParams(args)}, req.Meta)
 		if err != nil {
 			return nil, err
 		}

@@ -445,7 +445,7 @@ func (m *mount) toolDefs(l *upstream.Lists) []tools.Tool {
 		defs = append(defs, tools.Tool{
 			Name: name, Title: t.Title, Description: t.Description, Scopes: scopes,
 			InputSchema: schema, OutputSchema: out, Annotations: t.Annotations,
-			Handler: newToolHandler(m, t.Name, name, plan, len(out) > 0),
+			Handler: newToolHandler(m, t.Name, name, plan, len(out) > 0, headerArgs(t.InputSchema)),
 		})
 	}
 	for name := range m.transforms {

@@ -34,6 +34,9 @@ type Call struct {
 	// Name is params.name (tools/call, prompts/get) or params.uri (resources/read), for the
 	// Mcp-Name header of a modern HTTP request.
 	Name string
+	// HeaderParams are the values of the Mcp-Param-{Name} headers of a modern HTTP tools/call,
+	// by Name, encoded; nil for none.
+	HeaderParams map[string]string
 	// Progress asks the upstream for progress notifications, which go to OnProgress.
 	Progress bool
 	// Caps are the capabilities of the caller's client, declared to a modern upstream for

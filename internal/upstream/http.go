@@ -253,6 +253,9 @@ func (c *httpConn) post(ctx context.Context, out *Outgoing) error {
 		if out.Name != "" {
 			req.Header.Set(protocol.HeaderName, protocol.EncodeHeaderValue(out.Name))
 		}
+		for name, v := range out.Params {
+			req.Header.Set(protocol.HeaderParamPrefix+name, v)
+		}
 	} else if out.Method == protocol.MethodInitialize {
 		session, version = "", ""
 	}

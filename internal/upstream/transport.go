@@ -35,6 +35,9 @@ type Outgoing struct {
 	Modern bool
 	// Version is the protocol version of the connection, for the MCP-Protocol-Version header.
 	Version string
+	// Params are the Mcp-Param-{Name} headers of a modern HTTP tools/call, by Name: the
+	// arguments its tool's input schema annotates with x-mcp-header.
+	Params map[string]string
 }
 
 // Conn is one open connection to an upstream server. Its methods never block.

@@ -377,7 +377,7 @@ func (u *Upstream) trySend(c *Call) bool {
 		return true
 	}
 	u.stats.Calls.Add(1)
-	out := &Outgoing{Frame: frame, ID: c.id, Method: c.Method, Name: c.Name, Modern: modern, Version: version}
+	out := &Outgoing{Frame: frame, ID: c.id, Method: c.Method, Name: c.Name, Modern: modern, Version: version, Params: c.HeaderParams}
 	if w, ok := conn.(interface{ Write(*Outgoing) }); ok {
 		w.Write(out) // on the caller's goroutine, which may block
 	} else {
@@ -854,7 +854,7 @@ func (a *upstreamActor) sendCall(c *Call) {
 	a.u.stats.InFlight.Store(int64(len(a.u.t.active)))
 	a.u.t.mu.Unlock()
 	a.u.stats.Calls.Add(1)
-	a.conn.Send(&Outgoing{Frame: frame, ID: c.id, Method: c.Method, Name: c.Name, Modern: a.modern, Version: a.version})
+	a.conn.Send(&Outgoing{Frame: frame, ID: c.id, Method: c.Method, Name: c.Name, Modern: a.modern, Version: a.version, Params: c.HeaderParams})
 }
 
 // request sends one of the actor's own requests.
