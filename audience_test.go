@@ -160,3 +160,65 @@ func TestAudienceBeyondLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestSSEAudience: every request of an HTTP+SSE session is checked for one audience, the URL the
+// client connected to: a stream opened at /sse has the resource of /sse (the scheme and host of
+// Resource, or of the request when Resource is a path or empty), on its GET and on every POST to
+// /messages, and its challenges name the metadata of /sse, whose document says so, as the
+// TypeScript SDK's SSEClientTransport expects (it asks for a token for its URL, and refuses
+// metadata whose resource is not that URL or a prefix of it). A stream opened on the MCP
+// endpoint, a client falling back, has the endpoint's resource throughout.
+func TestSSEAudience(t *testing.T) {
+	for _, resource := range []string{"", "/mcp", "https://mcp.example.com/mcp"} {
+		t.Run("Resource "+resource, func(t *testing.T) {
+			e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), HTTP: toolgrain.HTTPConfig{AllowedHosts: []string{"127.0.0.1"},
+				Auth: &toolgrain.AuthConfig{Verifier: audienceVerifier, Resource: resource}}})
+			origin := e.ts.URL
+			if strings.HasPrefix(resource, "https:") {
+				origin = "https://mcp.example.com"
+			}
+			endpoint := origin + "/mcp" // Resource's, or with none the request's own path
+			for _, tc := range []struct{ path, aud, other string }{
+				{"/sse", origin + "/sse", endpoint},
+				{"/mcp", endpoint, origin + "/sse"},
+			} {
+				// The challenges of the GET and of a POST of the session name the same metadata.
+				metadata := origin + "/.well-known/oauth-protected-resource" + strings.TrimPrefix(tc.aud, origin)
+				_, resp := e.getSSE(tc.path)
+				if h := resp.Header.Get("WWW-Authenticate"); resp.StatusCode != http.StatusUnauthorized || !strings.Contains(h, `resource_metadata="`+metadata+`"`) {
+					t.Errorf("GET %s without a token: %d %s, want 401 naming %s", tc.path, resp.StatusCode, h, metadata)
+				}
+				if _, resp := e.getSSE(tc.path, "Authorization", "Bearer aud:"+tc.other); resp.StatusCode != http.StatusUnauthorized {
+					t.Errorf("GET %s with a token for %s: %d, want 401", tc.path, tc.other, resp.StatusCode)
+				}
+				c := e.openSSE(tc.path, "Authorization", "Bearer aud:"+tc.aud)
+				c.initialize()
+				c.expect(pingRequest, pingResult)
+				r := c.send(pingRequest, "Authorization", "")
+				if h := r.header.Get("WWW-Authenticate"); r.status != http.StatusUnauthorized || !strings.Contains(h, `resource_metadata="`+metadata+`"`) {
+					t.Errorf("POST %s without a token: %d %s, want 401 naming %s", c.post, r.status, h, metadata)
+				}
+				if r := c.send(pingRequest, "Authorization", "Bearer aud:"+tc.other); r.status != http.StatusUnauthorized {
+					t.Errorf("POST %s with a token for %s: %d %s, want 401", c.post, tc.other, r.status, r.body)
+				}
+				c.expect(pingRequest, pingResult)
+
+				// The metadata the challenges name says the resource the tokens are checked for.
+				req, _ := http.NewRequest(http.MethodGet, e.ts.URL+strings.TrimPrefix(metadata, origin), nil)
+				mresp, err := e.hc.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, _ := io.ReadAll(mresp.Body)
+				mresp.Body.Close()
+				if want := `"resource":"` + tc.aud + `"`; !strings.Contains(string(b), want) {
+					t.Errorf("metadata %s: %s, want %s", metadata, b, want)
+				}
+			}
+			// Streamable HTTP is checked for the endpoint's resource, as before.
+			s := e.client()
+			s.token = "aud:" + endpoint
+			s.initialize()
+		})
+	}
+}

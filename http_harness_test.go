@@ -38,6 +38,7 @@ func startHTTP(t testing.TB, cfg toolgrain.Config) *httpEnv {
 	mux.Handle("/messages", srv.Handler())
 	mux.Handle("/.well-known/oauth-protected-resource", srv.ResourceMetadataHandler())
 	mux.Handle("/.well-known/oauth-protected-resource/mcp", srv.ResourceMetadataHandler())
+	mux.Handle("/.well-known/oauth-protected-resource/sse", srv.ResourceMetadataHandler())
 	ts := httptest.NewServer(mux)
 	e := &httpEnv{t: t, srv: srv, ts: ts, url: ts.URL + "/mcp", hc: &http.Client{Timeout: watchdog}}
 	t.Cleanup(func() {

@@ -385,7 +385,8 @@ func TestSSEShutdownEndsStreams(t *testing.T) {
 func TestSSEAuth(t *testing.T) {
 	rec := newRecorder()
 	e := startHTTP(t, authConfig(rec, nil))
-	challenge := `Bearer resource_metadata="` + e.ts.URL + `/.well-known/oauth-protected-resource/mcp", scope="tools:call"`
+	// The stream's path is the resource of the GET and of the POSTs alike (TestSSEAudience).
+	challenge := `Bearer resource_metadata="` + e.ts.URL + `/.well-known/oauth-protected-resource/sse", scope="tools:call"`
 	unauthorized := `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Unauthorized: authentication required"}}`
 
 	_, resp := e.getSSE("/sse")

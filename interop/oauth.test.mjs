@@ -2,7 +2,8 @@
 // real authorization server (oidc-provider, interop/oidc, under its pinned Node 22): from the 401
 // challenge to the protected-resource metadata, the authorization server's metadata, a token by
 // the client credentials grant for the server's resource, and the call; then the 403 step-up
-// challenge of a tool that needs one more scope, answered by a new token and a retry.
+// challenge of a tool that needs one more scope, answered by a new token and a retry. Over the
+// HTTP+SSE transport too, where the resource is the URL of /sse.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
@@ -14,6 +15,7 @@ import { after, before, test } from 'node:test';
 
 import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   Client as Client24,
@@ -134,6 +136,38 @@ test('SDK 1.32.2: discovery from the 401, a token for the resource, the call; th
     assert.deepEqual(await c2.callTool({ name: 'fail', arguments: { mode: 'result' } }), publicFailure);
   } finally {
     await c2.close();
+  }
+});
+
+// SSEClientTransport takes the URL it connects to, /sse, as the resource: it reads the metadata
+// the GET's challenge names, checks that its resource is that URL (or a prefix of it), asks for
+// a token for it, and sends that token on the GET and on every POST to /messages, which the
+// server checks for the same audience.
+test('SDK 1.32.2 over HTTP+SSE: discovery from the GET\'s 401, a token for /sse, the calls on the stream', async () => {
+  const { sent, fetchFn } = recorder();
+  const provider = new ClientCredentialsProvider({ clientId: 'mcp-client', clientSecret: 'mcp-secret', expectedIssuer: as.issuer, scope: 'tools:call' });
+  const sse = new URL('/sse', server.url);
+  const transport = new SSEClientTransport(sse, { authProvider: provider, fetch: fetchFn });
+  const client = new Client({ name: 'toolgrain-oauth-sse', version: '1.0.0' });
+  try {
+    await withWatchdog(client.connect(transport), 'connect over HTTP+SSE with OAuth');
+    const steps = sent.map((r) => r.step);
+    const all = steps.join('\n');
+    assert.equal(steps[0], 'GET mcp/sse 401', all);
+    assert.equal(sent[0].challenge, `Bearer resource_metadata="${new URL('/.well-known/oauth-protected-resource/sse', server.url)}", scope="tools:call"`);
+    assert.ok(steps.includes('GET mcp/.well-known/oauth-protected-resource/sse 200'), all);
+    const tokens = sent.filter((r) => r.path === '/token');
+    assert.equal(tokens.length, 1, all);
+    assert.equal(tokens[0].resource, sse.href);
+    assert.equal(tokens[0].status, 200);
+    assert.ok(steps.includes('GET mcp/sse 200'), all);
+    assert.ok(steps.some((s) => s === 'POST mcp/messages 202'), all);
+    assert.deepEqual(await withWatchdog(client.callTool({ name: 'echo', arguments: { text: 'authorized' } }), 'echo'), echoed);
+    assert.deepEqual(await withWatchdog(client.callTool({ name: 'echo', arguments: { text: 5 } }), 'echo, invalid'),
+      { content: [{ type: 'text', text: 'invalid arguments: text: must be string, got number' }], isError: true });
+    assert.ok(sent.filter((r) => r.path === '/messages').every((r) => r.status === 202), sent.map((r) => r.step).join('\n'));
+  } finally {
+    await client.close();
   }
 });
 

@@ -60,8 +60,9 @@ type TokenVerifier interface {
 type resourceKey struct{}
 
 // ResourceFromContext returns the canonical URI of the MCP endpoint ([AuthConfig].Resource,
-// completed from the request when it is a path or empty) that the request being authenticated
-// was sent to: the audience its token must have been issued for. The transport sets it on the
+// completed from the request when it is a path or empty; for the HTTP+SSE transport's paths,
+// that of its stream path) that the request being authenticated was sent to: the audience its
+// token must have been issued for. The transport sets it on the
 // context it passes to [TokenVerifier].VerifyToken; any other context gives "".
 func ResourceFromContext(ctx context.Context) string {
 	s, _ := ctx.Value(resourceKey{}).(string)
@@ -107,6 +108,12 @@ type AuthConfig struct {
 	// AllowedHosts to list at least one name ([New] refuses it otherwise: the handler does not
 	// know its listener before its first request); a server reached beyond loopback, or behind
 	// a reverse proxy, sets it to the public URL.
+	//
+	// The HTTP+SSE transport's stream path ([Config].SSEPath) is a resource of its own, the URL
+	// its clients connect to and ask a token for: its GET and the POSTs to [Config].MessagesPath
+	// are checked for this resource with the SSE path as its path, their challenges name the
+	// metadata of that path, and the metadata handler serves it there; unless
+	// ResourceMetadataURL is set, which gives every request this resource.
 	Resource string
 
 	// ResourceMetadataURL is the URL of the protected-resource metadata document, given to clients
@@ -158,6 +165,10 @@ type authenticator struct {
 	report  func(error)
 	timeout time.Duration
 	hosts   []string // Config.AllowedHosts: the names a Resource that is a path may take
+	// ssePath and messagesPath are the HTTP+SSE transport's paths, whose requests have the
+	// resource of the SSE stream (sseResource); "" when the transport is off or the metadata
+	// is not the handler's to serve (ResourceMetadataURL set).
+	ssePath, messagesPath string
 }
 
 func newAuthenticator(cfg *AuthConfig, report func(error)) (*authenticator, error) {
@@ -191,7 +202,7 @@ func (a *authenticator) authenticate(w http.ResponseWriter, r *http.Request) (*t
 		a.challenge(w, r, http.StatusUnauthorized, "", "authentication required")
 		return nil, false
 	}
-	resource, ok := a.resource(r, endpointPath(r.URL.Path))
+	resource, ok := a.resourceOf(r, endpointPath(r.URL.Path))
 	if !ok {
 		writeError(w, http.StatusForbidden, protocol.ErrTransport("Forbidden", "host not allowed"))
 		return nil, false
@@ -352,12 +363,41 @@ func (a *authenticator) endpointHost(r *http.Request, scheme string) (string, bo
 	return "", false
 }
 
+// resourceOf is the resource of request r to path: the SSE stream's (sseResource) on the paths
+// of the HTTP+SSE transport, the endpoint's ([authenticator.resource]) on every other.
+func (a *authenticator) resourceOf(r *http.Request, path string) (string, bool) {
+	if a.ssePath == "" || (path != a.ssePath && path != a.messagesPath) {
+		return a.resource(r, path)
+	}
+	return a.sseResource(r)
+}
+
+// sseResource is the resource of the HTTP+SSE transport's stream path, which its GET and the
+// POSTs of its sessions to the messages path are checked for: the URL its clients connect to,
+// whose metadata they read and for which they ask a token (the TypeScript SDK's
+// SSEClientTransport takes the URL it was given as the resource, and refuses metadata whose
+// resource is neither that URL nor a prefix of it). It is the endpoint's resource with the SSE
+// path as its path: the scheme and host of Resource when it is an absolute URL, else those
+// [authenticator.resource] takes from the request.
+func (a *authenticator) sseResource(r *http.Request) (string, bool) {
+	res, ok := a.resource(r, a.ssePath)
+	if !ok || a.cfg.Resource == "" {
+		return res, ok // the request's own host with the SSE path already
+	}
+	u, err := url.Parse(res)
+	if err != nil {
+		return res, ok // not reached: Resource is checked by checkResource
+	}
+	u.Path, u.RawPath, u.RawQuery, u.Fragment = a.ssePath, "", "", ""
+	return u.String(), true
+}
+
 // metadataURL is the resource_metadata of challenges to requests on the endpoint.
 func (a *authenticator) metadataURL(r *http.Request) string {
 	if a.cfg.ResourceMetadataURL != "" {
 		return a.cfg.ResourceMetadataURL
 	}
-	res, _ := a.resource(r, endpointPath(r.URL.Path)) // checked by authenticate before any challenge
+	res, _ := a.resourceOf(r, endpointPath(r.URL.Path)) // checked by authenticate before any challenge
 	u, err := url.Parse(res)
 	if err != nil {
 		return res
@@ -380,7 +420,8 @@ type resourceMetadata struct {
 }
 
 // serveMetadata answers GET (and HEAD) of the metadata document. The resource is the configured
-// one or, when that is empty, the path that follows the well-known prefix.
+// one or, when that is empty, the path that follows the well-known prefix; for the paths of the
+// HTTP+SSE transport it is the SSE stream's (sseResource).
 func (a *authenticator) serveMetadata(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
@@ -391,7 +432,7 @@ func (a *authenticator) serveMetadata(w http.ResponseWriter, r *http.Request) {
 	if suffix == "" {
 		suffix = "/"
 	}
-	resource, ok := a.resource(r, suffix)
+	resource, ok := a.resourceOf(r, suffix)
 	if !ok {
 		writeError(w, http.StatusForbidden, protocol.ErrTransport("Forbidden", "host not allowed"))
 		return

@@ -275,6 +275,9 @@ func New(eng *actors.Engine, cfg Config, opts Options) (*Handler, error) {
 	}
 	if h.auth != nil {
 		h.auth.hosts = cfg.AllowedHosts
+		if !cfg.DisableSSE && cfg.Auth.ResourceMetadataURL == "" {
+			h.auth.ssePath, h.auth.messagesPath = h.ssePath(), h.messagesPath()
+		}
 		if err := h.auth.checkResource(); err != nil {
 			return nil, err
 		}

@@ -38,7 +38,8 @@ func httpSpanName(_ string, r *http.Request) string {
 		return "HTTP"
 	}
 	switch p := r.URL.Path; p {
-	case endpoint, ssePath, messagesPath, "/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource" + endpoint:
+	case endpoint, ssePath, messagesPath, "/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource" + endpoint,
+		"/.well-known/oauth-protected-resource" + ssePath:
 		return method + " " + p
 	}
 	return method
@@ -85,7 +86,7 @@ func (o *httpOptions) register(fs *flag.FlagSet) {
 	fs.Var(&o.tokens, "auth-token", "HTTP: accept the bearer `TOKEN[:SCOPE,...]` (repeatable; turns auth on). A token without a scope list has every --auth-scope; auth-outage makes the verifier fail unexpectedly")
 	fs.Var(&o.scopes, "auth-scope", "HTTP with auth: a `scope` every request needs (repeatable); tokens without it get 403 insufficient_scope")
 	fs.StringVar(&o.issuer, "auth-issuer", "", "HTTP: accept JWT access tokens of the issuer `URL` (RFC 8414 or OpenID metadata, its JWKS); turns auth on and is listed in the protected-resource metadata")
-	fs.StringVar(&o.audience, "auth-audience", "", "HTTP with --auth-issuer or --auth-introspection-url: the audience `URL` tokens must be issued for (default: --resource, else the endpoint URL of each request)")
+	fs.StringVar(&o.audience, "auth-audience", "", "HTTP with --auth-issuer or --auth-introspection-url: the audience `URL` tokens must be issued for (default: the resource of each request: --resource, else the endpoint URL; the URL of /sse for /sse and /messages)")
 	fs.StringVar(&o.introspectionURL, "auth-introspection-url", "", "HTTP: accept opaque tokens the introspection endpoint `URL` (RFC 7662) says are active; turns auth on (with --auth-issuer too, JWTs go to the JWT verifier)")
 	fs.StringVar(&o.clientID, "auth-client-id", "", "HTTP with --auth-introspection-url: this server's client `ID` at the authorization server")
 	fs.BoolVar(&o.allowBound, "auth-allow-sender-constrained", false, "HTTP with --auth-issuer or --auth-introspection-url: accept sender-constrained tokens (a cnf claim: DPoP, mutual TLS) as bearer tokens, only behind a gateway that checks their proof of possession (default: 401)")
@@ -248,10 +249,9 @@ func (o *httpOptions) verifier() (toolgrain.TokenVerifier, error) {
 	if len(o.tokens) > 0 {
 		return newStaticVerifier(o.tokens, o.scopes), nil
 	}
+	// "" leaves it to the resource of each request: --resource (or the endpoint URL), and for
+	// the HTTP+SSE transport's requests the URL of /sse.
 	audience := o.audience
-	if audience == "" && !strings.HasPrefix(o.resource, "/") {
-		audience = o.resource // "" leaves it to each request's endpoint URL
-	}
 	var jwtV, introV toolgrain.TokenVerifier
 	if o.issuer != "" {
 		v, err := auth.NewJWTVerifier(auth.JWTConfig{Issuer: o.issuer, Audience: audience, Logger: o.log,
@@ -342,6 +342,10 @@ func serveHTTP(ctx context.Context, srv *toolgrain.Server, o *options, tel *tele
 	meta := srv.ResourceMetadataHandler()
 	mux.Handle("/.well-known/oauth-protected-resource", meta)
 	mux.Handle("/.well-known/oauth-protected-resource"+endpoint, meta)
+	if o.http.sse {
+		// The old transport's stream path is a resource of its own: its challenges name this.
+		mux.Handle("/.well-known/oauth-protected-resource"+ssePath, meta)
+	}
 
 	ln, err := net.Listen("tcp", o.http.addr)
 	if err != nil {
