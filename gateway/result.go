@@ -31,11 +31,11 @@ func fastResult(raw []byte, res *callResult) bool {
 		return true
 	}
 	for {
-		key, ok := s.plainString()
+		key, ok := s.plainBytes()
 		if !ok || !s.byte(':') {
 			return false
 		}
-		switch key {
+		switch string(key) {
 		case "content":
 			if !s.contents(&res.Content) {
 				return false
@@ -101,8 +101,14 @@ func (s *scan) literal(lit string) bool {
 
 // plainString reads a string without escapes or control characters, as valid UTF-8.
 func (s *scan) plainString() (string, bool) {
+	b, ok := s.plainBytes()
+	return string(b), ok
+}
+
+// plainBytes is plainString's text, in raw.
+func (s *scan) plainBytes() ([]byte, bool) {
 	if !s.byte('"') {
-		return "", false
+		return nil, false
 	}
 	start := s.i
 	for s.i < len(s.b) {
@@ -111,18 +117,19 @@ func (s *scan) plainString() (string, bool) {
 			str := s.b[start:s.i]
 			s.i++
 			if !utf8.Valid(str) {
-				return "", false
+				return nil, false
 			}
-			return string(str), true
+			return str, true
 		case c == '\\' || c < 0x20:
-			return "", false
+			return nil, false
 		}
 		s.i++
 	}
-	return "", false
+	return nil, false
 }
 
-// value returns the next value as it is (a copy), skipping it.
+// value returns the next value as it is, skipping it: a slice of raw, which is the message's own
+// copy.
 func (s *scan) value() json.RawMessage {
 	s.skipSpace()
 	start := s.i
@@ -139,7 +146,7 @@ func (s *scan) value() json.RawMessage {
 			}
 			s.i++
 			if depth == 0 {
-				return bytes.Clone(s.b[start:s.i])
+				return json.RawMessage(s.b[start:s.i:s.i])
 			}
 			continue
 		case '{', '[':
@@ -148,19 +155,19 @@ func (s *scan) value() json.RawMessage {
 			depth--
 			if depth == 0 {
 				s.i++
-				return bytes.Clone(s.b[start:s.i])
+				return json.RawMessage(s.b[start:s.i:s.i])
 			}
 			if depth < 0 {
 				return nil
 			}
 		case ',':
 			if depth == 0 {
-				return bytes.Clone(s.b[start:s.i])
+				return json.RawMessage(s.b[start:s.i:s.i])
 			}
 		}
 		s.i++
 	}
-	return bytes.Clone(s.b[start:s.i])
+	return json.RawMessage(s.b[start:s.i:s.i])
 }
 
 // contents reads an array of text blocks, each {"type":"text","text":"..."} in any order.
@@ -177,22 +184,22 @@ func (s *scan) contents(out *[]protocol.Content) bool {
 		if !s.byte('{') {
 			return false
 		}
-		var typ, text string
-		seenText := false
+		isText, seenText := false, false
+		var text string
 		for {
-			key, ok := s.plainString()
+			key, ok := s.plainBytes()
 			if !ok || !s.byte(':') {
 				return false
 			}
-			v, ok := s.plainString()
+			v, ok := s.plainBytes()
 			if !ok {
 				return false
 			}
-			switch key {
+			switch string(key) {
 			case "type":
-				typ = v
+				isText = string(v) == protocol.ContentText
 			case "text":
-				text, seenText = v, true
+				text, seenText = string(v), true
 			default:
 				return false
 			}
@@ -204,7 +211,7 @@ func (s *scan) contents(out *[]protocol.Content) bool {
 			}
 			break
 		}
-		if typ != protocol.ContentText || !seenText {
+		if !isText || !seenText {
 			return false
 		}
 		list = append(list, protocol.TextContent(text))
