@@ -291,7 +291,8 @@ func (d *viewChanges) of(v *viewer) viewChange {
 	return ch
 }
 
-// viewsOrAll returns v's views, or every component when nothing narrows v's view.
+// viewsOrAll returns v's views, or every component when nothing narrows v's view: the lists of
+// the index's snapshots, made once for every request that lists them. Neither may be modified.
 func (x *visIndex) viewsOrAll(v *viewer) *views {
 	if !x.open(v) {
 		return x.viewsFor(v)

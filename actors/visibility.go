@@ -461,37 +461,25 @@ func (e *Engine) lookupTool(snap *toolSnapshot, name string, v *viewer) (*tools.
 // visibleTools returns the tools served now that v sees.
 func (e *Engine) visibleTools(v *viewer) []*tools.Compiled {
 	x := e.visIndex()
-	if x.open(v) {
-		return x.tools.set.List()
-	}
-	return x.viewsFor(v).tools
+	return x.viewsOrAll(v).tools
 }
 
 // visibleResources returns the fixed resources served now that v sees.
 func (e *Engine) visibleResources(v *viewer) []*resources.CompiledResource {
 	x := e.visIndex()
-	if x.open(v) {
-		return x.res.Resources()
-	}
-	return x.viewsFor(v).resources
+	return x.viewsOrAll(v).resources
 }
 
 // visibleTemplates returns the resource templates served now that v sees.
 func (e *Engine) visibleTemplates(v *viewer) []*resources.CompiledTemplate {
 	x := e.visIndex()
-	if x.open(v) {
-		return x.res.Templates()
-	}
-	return x.viewsFor(v).templates
+	return x.viewsOrAll(v).templates
 }
 
 // visiblePrompts returns the prompts served now that v sees.
 func (e *Engine) visiblePrompts(v *viewer) []*prompts.Compiled {
 	x := e.visIndex()
-	if x.open(v) {
-		return x.prm.List()
-	}
-	return x.viewsFor(v).prompts
+	return x.viewsOrAll(v).prompts
 }
 
 // resolveResource finds what serves uri among the resources and templates v sees: the fixed
