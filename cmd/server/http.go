@@ -45,6 +45,13 @@ func httpSpanName(_ string, r *http.Request) string {
 	return method
 }
 
+// maxHeaderBytes bounds the request line and header of every request to the binary's
+// listeners (net/http's default is 1 MiB; it reads up to 4 KiB more before it answers 431).
+// The largest header of a real MCP request is its bearer token, which the transport refuses
+// past 16 KiB; 64 KiB leaves room beside it for Mcp-Param-* headers (a 2026-07-28 call's
+// annotated arguments), tracing and a proxy's own headers.
+const maxHeaderBytes = 64 << 10
+
 // endpoint is the path of the MCP endpoint.
 const endpoint = "/mcp"
 
@@ -369,7 +376,7 @@ func serveHTTP(ctx context.Context, srv *toolgrain.Server, o *options, tel *tele
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          zap.NewStdLog(log.Named("http")),
 	}
 	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && !o.http.authOn() {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -35,7 +36,10 @@ func serveSide(name, addr string, h http.Handler, log *zap.Logger) (string, func
 	if err != nil {
 		return "", nil, fmt.Errorf("%s: %w", name, err)
 	}
-	srv := &http.Server{Handler: h, ErrorLog: zap.NewStdLog(log.Named(name))}
+	// Bounded as the MCP endpoint's listener is: a side channel is no reason to take a 1 MiB
+	// header, or to wait forever for one.
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: maxHeaderBytes,
+		ErrorLog: zap.NewStdLog(log.Named(name))}
 	log.Info(name, zap.String("addr", ln.Addr().String()))
 	served := make(chan struct{})
 	// Owned by serveSide's caller: the returned function closes the server and waits for it.
