@@ -148,7 +148,21 @@ func testBrokenStdout(t *testing.T, bin string) {
 	s.exchange(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":600000}}}`)
 	_ = s.out.Close()
-	s.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`) // its answer meets the closed pipe
+	// The answers to pings meet the closed pipe. Not necessarily the first: a process that this
+	// test binary forks meanwhile (other tests start binaries in parallel) holds a copy of the
+	// pipe's read end from its fork until its exec, and a write in that window succeeds, after
+	// which the server would wait out the 600 s sleep for its next write. So ping every 50 ms
+	// until the server exits (30 s at most, as wait); the writes to its stdin fail harmlessly
+	// once it has.
+	for id, deadline := 2, time.Now().Add(30*time.Second); time.Now().Before(deadline); id++ {
+		_, _ = fmt.Fprintf(s.stdin, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`+"\n", id)
+		select {
+		case err := <-s.done:
+			s.done <- err // for wait
+			deadline = time.Time{}
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 	s.wait(1)
 	lines := s.diagnostics()
 	if len(lines) != 1 || !strings.Contains(lines[0], "stdio: write") || !strings.Contains(lines[0], "broken pipe") || strings.Contains(lines[0], `"tool"`) {
