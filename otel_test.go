@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -440,11 +441,48 @@ func TestTraceHandlerContext(t *testing.T) {
 	}
 }
 
+// endOrder is a span processor that keeps the order in which spans end.
+type endOrder struct {
+	mu    sync.Mutex
+	ended []sdktrace.ReadOnlySpan
+}
+
+func (o *endOrder) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (o *endOrder) Shutdown(context.Context) error                  { return nil }
+func (o *endOrder) ForceFlush(context.Context) error                { return nil }
+func (o *endOrder) OnEnd(s sdktrace.ReadOnlySpan) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.ended = append(o.ended, s)
+}
+
+// endedBefore returns the names of the children of sp that ended before it, sorted.
+func (o *endOrder) endedBefore(sp sdktrace.ReadOnlySpan) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var names []string
+	for _, s := range o.ended {
+		if s.SpanContext().SpanID() == sp.SpanContext().SpanID() {
+			break
+		}
+		if s.Parent().SpanID() == sp.SpanContext().SpanID() {
+			names = append(names, s.Name())
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
 // traceparentActor answers every call with the traceparent of the message's header.
 type traceparentActor struct{}
 
+// A call with the argument "stop" stops it instead.
 func (traceparentActor) Receive(ctx actor.Context) {
-	if _, ok := ctx.Message().(*tools.ActorCall); ok {
+	if call, ok := ctx.Message().(*tools.ActorCall); ok {
+		if strings.Contains(string(call.Arguments), `"stop"`) {
+			ctx.Stop(ctx.Self())
+			return
+		}
 		ctx.Respond(&tools.ActorResult{Result: tools.TextResult(ctx.MessageHeader().Get("traceparent"))})
 	}
 }
@@ -455,6 +493,8 @@ func TestTraceActorTool(t *testing.T) {
 	tr := newSpans(t)
 	tool := tools.Tool{Name: "actor", InputSchema: []byte(`{"type":"object"}`),
 		Handler: tools.NewActorPropsHandler(actor.PropsFromProducer(func() actor.Actor { return traceparentActor{} }))}
+	order := &endOrder{}
+	tr.tp.RegisterSpanProcessor(order)
 	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{tool}, TracerProvider: tr.tp})
 	c.initialize()
 	c.send(stdioCall(1, "actor", `{}`))
@@ -463,10 +503,23 @@ func TestTraceActorTool(t *testing.T) {
 	if names := tr.children(sp); !slices.Equal(names, []string{"toolgrain.actor_call", "toolgrain.validate"}) {
 		t.Errorf("child spans %v", names)
 	}
+	// The actor's call is over once its reply is in: its span ends before the request's, which
+	// ends as the answer is queued.
+	if names := order.endedBefore(sp); !slices.Equal(names, []string{"toolgrain.actor_call", "toolgrain.validate"}) {
+		t.Errorf("child spans ended before the request's span: %v", names)
+	}
 	call := tr.child(sp, "toolgrain.actor_call").SpanContext()
 	want := fmt.Sprintf("00-%s-%s-01", call.TraceID(), call.SpanID())
 	if !strings.Contains(got, `"text":"`+want+`"`) {
 		t.Errorf("the actor saw traceparent %s, want %s", got, want)
+	}
+	// So for a call that fails: the actor stops instead of replying.
+	c.send(stdioCall(2, "actor", `{"stop":true}`))
+	if got := c.recv(); !strings.Contains(got, `"isError":true`) {
+		t.Errorf("a call whose actor stopped: %s", got)
+	}
+	if names := order.endedBefore(tr.served(2)); !slices.Equal(names, []string{"toolgrain.actor_call", "toolgrain.validate"}) {
+		t.Errorf("child spans ended before the failed request's span: %v", names)
 	}
 }
 

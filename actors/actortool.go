@@ -300,9 +300,9 @@ func (r *requestActor) askedActor(ctx actor.Context, msg *actorCallAsked) {
 
 // deliver ends the wait for the actor's reply: the outcome goes to the middleware's next.
 func (r *requestActor) deliver(ctx actor.Context, res *tools.Result, err error) {
+	r.unwatch(ctx) // the call's span ends before its outcome goes on
 	r.bridgeReply <- actorOutcome{result: res, err: err}
 	r.bridgeReply = nil
-	r.unwatch(ctx)
 	r.target = nil
 }
 
@@ -347,14 +347,19 @@ func (r *requestActor) receiveFromActor(ctx actor.Context) bool {
 	if r.bridged {
 		return r.receiveBridged(ctx, name)
 	}
+	// Every case that ends the call first stops watching the actor (unwatch), which ends the
+	// call's span: the call is over once its reply (or its failure) is in, and the span must
+	// have ended before the request's, which ends as the answer is queued.
 	switch msg := ctx.Message().(type) {
 	case *actor.Started, *actor.Stopped, *actor.Restarting:
 		return false
 	case *cancelCall:
 		// The call is silenced already: nothing will be sent. Stop waiting, and tell the actor.
+		r.unwatch(ctx)
 		r.settle(metrics.Cancelled)
 		r.cancelActor(ctx, r.call.Cause())
 	case *callTimedOut:
+		r.unwatch(ctx)
 		err := fmt.Errorf("tool %q: %w after %s", name, ErrTimeout, r.actorTimeout)
 		if r.stray != "" {
 			err = fmt.Errorf("%w; the actor sent %s, which is not a reply of the contract", err, r.stray)
@@ -366,10 +371,13 @@ func (r *requestActor) receiveFromActor(ctx actor.Context) bool {
 			return false
 		}
 		r.watching = false
+		r.unwatch(ctx)
 		r.fail(&tools.ActorStoppedError{Tool: name, PID: r.target, Reason: terminatedReason(msg.Why)})
 	case *actor.DeadLetterResponse:
+		r.unwatch(ctx)
 		r.fail(&tools.ActorStoppedError{Tool: name, PID: r.target, Reason: "dead letter"})
 	case *actorCrashed:
+		r.unwatch(ctx)
 		r.fail(&tools.ActorPanicError{Tool: name, PID: msg.pid, Value: msg.reason})
 	case *tools.ActorProgress:
 		if r.progress != nil {
@@ -379,6 +387,7 @@ func (r *requestActor) receiveFromActor(ctx actor.Context) bool {
 		}
 		return true // the call goes on
 	case *tools.ActorResult, *tools.ActorError, error:
+		r.unwatch(ctx)
 		res, err := tools.ReadActorReply(name, msg)
 		var out *protocol.CallToolResult
 		if err == nil {
@@ -391,7 +400,6 @@ func (r *requestActor) receiveFromActor(ctx actor.Context) bool {
 			zap.String("tool", name), zap.String("type", r.stray))
 		return false
 	}
-	r.unwatch(ctx)
 	r.finish(ctx)
 	return true
 }
