@@ -86,7 +86,8 @@ type Config struct {
 	// automanaged provider: a fixed fleet. Ignored when Provider is set.
 	Members []string
 	// HealthPort is the port of this member's automanaged health endpoint (GET /_health, served
-	// by the provider on every interface, unauthenticated). Ignored when Provider is set.
+	// by the provider on every interface, unauthenticated); Start fails when it is in use.
+	// Ignored when Provider is set.
 	HealthPort int
 	// Refresh is the automanaged provider's poll interval; 0 means DefaultRefresh.
 	Refresh time.Duration
@@ -162,6 +163,13 @@ func Start(cfg Config) (*Node, error) {
 		if len(cfg.Members) == 0 || cfg.HealthPort <= 0 {
 			return nil, errors.New("cluster: the automanaged provider needs Members and HealthPort")
 		}
+		// The provider serves the health endpoint on a goroutine of its own and only logs a
+		// failure to listen: the member would run, outside the cluster, for good.
+		l, err := net.Listen("tcp", net.JoinHostPort("0.0.0.0", strconv.Itoa(cfg.HealthPort)))
+		if err != nil {
+			return nil, fmt.Errorf("cluster: health endpoint: %w", err)
+		}
+		_ = l.Close()
 	}
 	log := cfg.Logger
 	if log == nil {

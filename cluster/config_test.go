@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"bytes"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -24,6 +26,19 @@ func TestStartRefusesBadConfig(t *testing.T) {
 		{"beyond_loopback_named", auto(Config{Addr: "node1.example.com:7001", Secret: secret}), "beyond loopback"},
 		{"automanaged_without_members", Config{Addr: "127.0.0.1:7001", Secret: secret}, "needs Members and HealthPort"},
 	}
+	// A health port in use: the provider would only log that it cannot listen.
+	busy, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	port := busy.Addr().(*net.TCPAddr).Port
+	tests = append(tests, struct {
+		name string
+		give Config
+		want string
+	}{"health_port_in_use", Config{Addr: "127.0.0.1:7001", Secret: secret, Members: []string{"127.0.0.1:" + strconv.Itoa(port)}, HealthPort: port},
+		"cluster: health endpoint: listen tcp 0.0.0.0:" + strconv.Itoa(port) + ": bind: address already in use"})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			n, err := Start(tt.give)
