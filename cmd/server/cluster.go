@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -272,24 +273,46 @@ func runLocalCluster(ctx context.Context, o *options, args []string, stderr io.W
 	return failed
 }
 
-// freePorts returns n distinct TCP ports free on loopback now.
+// freePorts returns n distinct TCP ports free now on every interface, drawn between 10000 and
+// the start of the kernel's ephemeral range. A port from the ephemeral range (what listening on
+// port 0 gives) is no good here: once released for the member to bind, the kernel may give it
+// again, as the local port of any process's next outgoing connection, before the member has bound
+// it, and protoactor's health endpoint then fails to listen (it only logs that) and the member
+// never joins the cluster.
 func freePorts(n int) ([]int, error) {
-	var lns []net.Listener
-	defer func() {
-		for _, l := range lns {
-			_ = l.Close()
-		}
-	}()
+	low, high := 10000, ephemeralStart()
+	taken := make(map[int]bool, n)
 	var ports []int
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("cluster: free port: %w", err)
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 100*n {
+			return nil, fmt.Errorf("cluster: found %d free ports of %d between %d and %d", len(ports), n, low, high)
 		}
-		lns = append(lns, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		port := low + mrand.IntN(high-low)
+		if taken[port] {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("0.0.0.0", strconv.Itoa(port)))
+		if err != nil {
+			continue // in use
+		}
+		_ = l.Close()
+		taken[port] = true
+		ports = append(ports, port)
 	}
 	return ports, nil
+}
+
+// ephemeralStart is the first port of the kernel's ephemeral range (Linux), or 32768.
+func ephemeralStart() int {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	var first int
+	if _, err := fmt.Sscan(string(data), &first); err != nil || first <= 11000 {
+		return 32768
+	}
+	return first
 }
 
 // withoutFlags returns args without the named flags and their values (-name v, --name v,

@@ -67,13 +67,15 @@ func TestClusterMemberRefusesPlainTextBeyondLoopback(t *testing.T) {
 	}
 }
 
-// consecutivePorts returns the first of n consecutive loopback ports free now.
+// consecutivePorts returns the first of n consecutive loopback ports free now, below the
+// kernel's ephemeral range (see testPorts).
 func consecutivePorts(t *testing.T, n int) int {
 	t.Helper()
 	portsMu.Lock()
 	defer portsMu.Unlock()
+	low, high := 10000, ephemeralStart()-n
 	for try := 0; try < 50; try++ {
-		base := 20000 + rand.IntN(20000)
+		base := low + rand.IntN(high-low)
 		var lns []net.Listener
 		ok := true
 		for i := 0; i < n; i++ {

@@ -88,19 +88,6 @@ func testPorts(t testing.TB, n int) []int {
 	return ports
 }
 
-// ephemeralStart is the first port of the kernel's ephemeral range (Linux), or 32768.
-func ephemeralStart() int {
-	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 32768
-	}
-	var first int
-	if _, err := fmt.Sscan(string(data), &first); err != nil || first <= 11000 {
-		return 32768
-	}
-	return first
-}
-
 var (
 	buildOnce sync.Once
 	buildOut  []byte
