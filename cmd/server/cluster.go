@@ -237,6 +237,7 @@ func runLocalCluster(ctx context.Context, o *options, args []string, stderr io.W
 		)
 		cmd := exec.Command(self, margs...)
 		cmd.Stdout, cmd.Stderr = stderr, stderr
+		cmd.SysProcAttr = memberProcAttr()
 		if err := cmd.Start(); err != nil {
 			for _, c := range cmds {
 				_ = c.Process.Kill()

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -225,4 +226,72 @@ func TestOurRaces(t *testing.T) {
 	if got := ourRaces("log\n" + ours + theirs); !strings.Contains(got, "(*Node).forward") || strings.Contains(got, "IsBlocked") {
 		t.Errorf("want only the race with an access in Toolgrain's code, got:\n%s", got)
 	}
+}
+
+// TestClusterLocalMembersEndWithTheirParent: the members of --cluster-local end when the
+// process that started them is killed outright (SIGKILL gives it no chance to stop them), on
+// Linux, instead of serving on, orphaned. Before, both members were still running a minute on.
+func TestClusterLocalMembersEndWithTheirParent(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds the binary and runs two members")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("members are tied to their parent on Linux only")
+	}
+	bin := buildServer(t)
+	port := consecutivePorts(t, 2)
+	out := &syncBuffer{}
+	cmd := exec.Command(bin, "--transport", "http", "--cluster-local", "2", "--addr", "127.0.0.1:"+strconv.Itoa(port))
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.WaitDelay = 5 * time.Second // members that outlive their parent keep its output open
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	memberLine := regexp.MustCompile(`member \d pid (\d+) url`)
+	var pids []int
+	t.Cleanup(func() {
+		for _, p := range pids {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+		if t.Failed() {
+			t.Logf("output:\n%s", tail(out.String(), 40))
+		}
+	})
+	for deadline := time.Now().Add(clusterStartWait); len(pids) < 2; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("the members did not start within %v", clusterStartWait)
+		}
+		pids = pids[:0]
+		for _, m := range memberLine.FindAllStringSubmatch(out.String(), -1) {
+			pid, _ := strconv.Atoi(m[1])
+			pids = append(pids, pid)
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	// A member told of its parent's end (SIGTERM) stops within its shutdown grace; 60 s
+	// covers a loaded machine. An orphan whose new parent has not reaped it yet is a zombie:
+	// it has ended.
+	for _, pid := range pids {
+		for deadline := time.Now().Add(60 * time.Second); running(pid); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("member pid %d still runs 60 s after its parent was killed", pid)
+			}
+		}
+	}
+}
+
+// running reports whether process pid exists and is not a zombie.
+func running(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command's closing parenthesis: "pid (comm) S ...".
+	i := strings.LastIndexByte(string(stat), ')')
+	return i < 0 || i+2 >= len(stat) || (stat[i+2] != 'Z' && stat[i+2] != 'X')
 }
