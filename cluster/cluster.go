@@ -5,11 +5,13 @@
 //   - Modern (MCP 2026-07-28) requests are stateless and are served where they land; give every
 //     member the same toolgrain.Config.RequestStateKey so each accepts the others' requestState.
 //   - A legacy (2025-11-25) session lives on the member that answered its initialize, its home.
-//     Its Mcp-Session-Id names the home by an opaque reference (not its address), signed with
-//     the cluster secret (a client cannot forge one). Another member that receives its POST, GET or DELETE forwards the HTTP request to
-//     the home over remote and streams the home's answer back, byte for byte and in order:
-//     progress, notifications, requests to the client, the result; SSE resumption
-//     (Last-Event-ID) works from any member because the event log is on the home.
+//     Its Mcp-Session-Id names the home by its address sealed with a key derived from the
+//     cluster secret (a client can neither read it nor forge an id), which every member opens
+//     on its own, even before it has seen the home in the topology. Another member that
+//     receives its POST, GET or DELETE forwards the HTTP request to the home over remote and
+//     streams the home's answer back, byte for byte and in order: progress, notifications,
+//     requests to the client, the result; SSE resumption (Last-Event-ID) works from any member
+//     because the event log is on the home.
 //   - A home that is gone (left the member list, or its remote connection terminated) makes
 //     its sessions answer 404 Not Found at once, the signal for a client to initialize again.
 //     A legacy session does not survive its home.
@@ -17,9 +19,11 @@
 //     so does a change of the tags (which components each caller sees): members exchange their
 //     settings, and each tells its own clients whose view changed.
 //   - A task (the tasks extension) lives on the member that made it; its id names that member,
-//     signed as session ids are. tasks/get, tasks/update and tasks/cancel are forwarded to the
-//     home from any member; a task whose home is gone is answered failed (tasks/get) or with
-//     -32602 (tasks/update, tasks/cancel) by the member the request reached.
+//     by an opaque reference (an HMAC of its address). tasks/get, tasks/update and tasks/cancel
+//     are forwarded to the home from any member; a task whose home is gone is answered failed
+//     (tasks/get) or with -32602 (tasks/update, tasks/cancel) by the member the request
+//     reached, and one whose home this member has not seen yet is refused as one to send
+//     again (503) for a few seconds, the time it takes to learn of a member that joined.
 //
 // Every message between members is one protobuf type, internal/wire.Envelope, carrying raw
 // JSON and HTTP bytes.
@@ -79,8 +83,8 @@ type Config struct {
 	// Name is the cluster's name, the same on every member. "" means DefaultName.
 	Name string
 	// Addr is the HOST:PORT this member's remote (gRPC) listens on and is reached at by the
-	// others; it names the home of this member's sessions. Required, with a port other than 0.
-	// A host beyond loopback needs TLS or AllowInsecure.
+	// others; it names the home of this member's sessions and tasks. Required, with a port other
+	// than 0, at most MaxAddrSize bytes. A host beyond loopback needs TLS or AllowInsecure.
 	Addr string
 	// Members are the HOST:PORT health endpoints of every member (this one included), for the
 	// automanaged provider: a fixed fleet. Ignored when Provider is set.
@@ -114,8 +118,10 @@ type Node struct {
 	cl      *pcluster.Cluster
 	own     bool // Start made the system and cluster; Close shuts them down
 	addr    string
-	ref     string // this member's reference in task and session ids (taskHome)
-	key     []byte
+	home    string        // this member's sealed address, the home part of its session ids (sealHome)
+	hold    time.Duration // how long a task-home reference not seen yet may still be learnt (learnHold)
+	key     []byte        // the session key (sessionKey), which task-home references are made with
+	ids     *idKeys       // the keys of session ids, derived from key
 	tunnel  *actor.PID
 	sub     *eventstream.Subscription
 	local   atomic.Pointer[http.Handler]
@@ -125,11 +131,17 @@ type Node struct {
 	mu      sync.Mutex
 	members map[string]bool      // addresses in the last topology; nil before the first
 	dead    map[string]time.Time // addresses whose remote endpoint terminated, and when
-	// taskHomes maps the reference (the home of task and session ids) of every member ever
-	// seen, this one included, to its address.
+	// taskHomes maps the reference (the home of task ids) of every member ever seen, this one
+	// included, to its address.
 	taskHomes map[string]string
 	tags      tagSync // how the engine takes the others' tag entries (tags.go)
-	closed    bool
+	// unseen maps the task-home references this member was asked about and could not resolve
+	// to when it was first asked (at most maxUnseen of them); changed is when the member set
+	// last changed, or the member started. See learning.
+	unseen  map[string]time.Time
+	pruned  time.Time // when unseen was last rid of its expired entries
+	changed time.Time
+	closed  bool
 
 	// homes counts the goroutines serving forwarded requests on this member; Close waits.
 	homes sync.WaitGroup
@@ -210,6 +222,10 @@ func Start(cfg Config) (*Node, error) {
 	cl := pcluster.New(system, pcluster.Configure(name, provider, disthash.New(), rc))
 	// Subscribed before the member starts: its first topology comes during StartMember.
 	n := newNode(cl, cfg.Secret, log)
+	if cfg.Provider == nil {
+		// A member that joined is polled within a refresh: give it a few.
+		n.hold = max(n.hold, 3*refresh)
+	}
 	if err := startMember(cl); err != nil {
 		system.EventStream.Unsubscribe(n.sub)
 		return nil, err
@@ -274,7 +290,10 @@ func newNode(cl *pcluster.Cluster, secret []byte, log *zap.Logger) *Node {
 		cl:     cl,
 		key:    sessionKey(secret),
 		dead:   make(map[string]time.Time),
+		hold:   learnHold,
 	}
+	n.ids = newIDKeys(n.key)
+	n.changed = time.Now()
 	n.sub = cl.ActorSystem.EventStream.Subscribe(n.onEvent)
 	return n
 }
@@ -286,8 +305,13 @@ func (n *Node) start() error {
 		n.system.EventStream.Unsubscribe(n.sub)
 		return errors.New("cluster: the actor system has no remote address (start the cluster member first)")
 	}
+	home, err := n.ids.sealHome(addr)
+	if err != nil {
+		n.system.EventStream.Unsubscribe(n.sub)
+		return err
+	}
 	n.mu.Lock()
-	n.addr, n.ref = addr, taskHome(n.key, addr) // under mu: onEvent reads addr as the first topologies arrive
+	n.addr, n.home = addr, home // under mu: onEvent reads addr as the first topologies arrive
 	n.seenLocked(addr)
 	n.mu.Unlock()
 	tunnel, err := n.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return &tunnelActor{node: n} }), tunnelName)
@@ -308,20 +332,14 @@ func (n *Node) System() *actor.ActorSystem { return n.system }
 func (n *Node) Address() string { return n.addr }
 
 // NewSessionID mints a session id homed on this member; it is what the server's Streamable HTTP
-// transport uses for new legacy sessions. The id names this member by its reference, not its
-// address.
-func (n *Node) NewSessionID() string { return mintSessionID(n.key, n.ref) }
+// transport uses for new legacy sessions. The id names this member by its address sealed with
+// a key derived from the cluster secret, which no client can read.
+func (n *Node) NewSessionID() string { return n.ids.mint(n.home) }
 
 // Home returns the address of the member a session id names, and false for an id this cluster
-// did not mint (forged, altered, or from another cluster), or one whose home this member has
-// never seen in the cluster's topology.
-func (n *Node) Home(sid string) (string, bool) {
-	home, ok := homeOf(n.key, sid)
-	if !ok {
-		return "", false
-	}
-	return n.homeAddr(home)
-}
+// did not mint (forged, altered, of an earlier form, or from another cluster). It needs no
+// knowledge of the topology: a member that has not seen the home yet resolves it too.
+func (n *Node) Home(sid string) (string, bool) { return n.ids.homeOf(sid) }
 
 // Members returns the addresses of the members in the last topology, this one included.
 func (n *Node) Members() []string {
@@ -400,6 +418,17 @@ func (n *Node) listed(addr string) bool {
 // listedLocked is listed with n.mu held.
 func (n *Node) listedLocked(addr string) bool { return n.members == nil || n.members[addr] }
 
+// gone reports whether the member at addr is known to be gone: its remote connection
+// terminated within deadHold, or it was in an earlier topology and has left the last one. A
+// member this one has never seen is not gone: it may have joined a moment ago, and its
+// topology event be on its way.
+func (n *Node) gone(addr string) bool {
+	ref := taskHome(n.key, addr)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.unreachable(addr) || !n.listedLocked(addr) && n.taskHomes[ref] == addr
+}
+
 // markDead takes addr for gone for deadHold, as when its remote connection terminates.
 func (n *Node) markDead(addr string) {
 	n.mu.Lock()
@@ -424,11 +453,15 @@ func (n *Node) onEvent(ev any) {
 	switch e := ev.(type) {
 	case *pcluster.ClusterTopology:
 		n.mu.Lock()
-		n.members = make(map[string]bool, len(e.Members))
+		members := make(map[string]bool, len(e.Members))
 		for _, m := range e.Members {
-			n.members[m.Address()] = true
+			members[m.Address()] = true
 			n.seenLocked(m.Address())
 		}
+		if !sameSet(members, n.members) {
+			n.changed = time.Now()
+		}
+		n.members = members
 		var joined []string
 		for _, m := range e.Joined {
 			delete(n.dead, m.Address())
@@ -437,7 +470,11 @@ func (n *Node) onEvent(ev any) {
 			}
 		}
 		n.mu.Unlock()
-		n.log.Info("topology", zap.Int("members", len(e.Members)), zap.Int("joined", len(e.Joined)), zap.Int("left", len(e.Left)))
+		// The address is this member's own (the system's: n.addr is not set yet when the first
+		// topology comes, during StartMember), so that one member's view can be told from
+		// another's in a shared log.
+		n.log.Info("topology", zap.Int("members", len(e.Members)), zap.Int("joined", len(e.Joined)), zap.Int("left", len(e.Left)),
+			zap.String("address", n.system.Address()))
 		n.sendTagState(joined)
 	case *remote.EndpointTerminatedEvent:
 		// This member's own address is never looked up: its sessions are served locally.
@@ -479,6 +516,19 @@ func (n *Node) Close() {
 	if n.own {
 		n.cl.Shutdown(true)
 	}
+}
+
+// sameSet reports whether a and b hold the same addresses.
+func sameSet(a, b map[string]bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if !b[k] {
+			return false
+		}
+	}
+	return true
 }
 
 func isLoopback(host string) bool {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgrain/toolgrain/internal/wire"
 	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/taskstore"
 )
 
 // Wrap returns the MCP endpoint handler of a member: requests of legacy sessions homed on
@@ -32,12 +33,20 @@ func (n *Node) Wrap(local http.Handler, maxBody int) http.Handler {
 		if protocol.IsModernVersion(r.Header.Get(protocol.HeaderProtocolVersion)) {
 			// A task lives on its home: tasks/get, tasks/update and tasks/cancel go there. A
 			// home that has left the member list is answered locally, where the engine reports
-			// the task failed (TaskGone); an id naming no member is served locally, where it is
-			// unknown. A home still in the list whose connection is down may be back in a
-			// moment, and its task may still be running: the request is refused as one to send
-			// again, rather than answered with a terminal status.
+			// the task failed (TaskGone). A home still in the list whose connection is down may
+			// be back in a moment, and its task may still be running: the request is refused as
+			// one to send again, rather than answered with a terminal status. So is one whose
+			// home reference names no member seen yet, for as long as this member may still
+			// learn of it (learning); after that the id names no member, and is served locally,
+			// where it is unknown.
 			if r.Method == http.MethodPost && isTaskMethod(r.Header.Get(protocol.HeaderMethod)) {
-				if home, ok := n.TaskHomeOf(requestTaskID(r, maxBody)); ok && home != n.addr && n.listed(home) {
+				id := requestTaskID(r, maxBody)
+				home, ok := n.TaskHomeOf(id)
+				if !ok && n.learning(taskstore.HomeOf(id)) {
+					unavailable(w)
+					return
+				}
+				if ok && home != n.addr && n.listed(home) {
 					if n.alive(home) {
 						switch n.forward(w, r, home, maxBody) {
 						case forwarded:
@@ -67,7 +76,10 @@ func (n *Node) Wrap(local http.Handler, maxBody int) http.Handler {
 			local.ServeHTTP(w, r)
 			return
 		}
-		if !n.alive(home) {
+		// A home this member has not seen in the topology yet is forwarded to as well: the id
+		// names its address, and only a member could have minted it. One that is not there
+		// after all (it left before this member joined) breaks the connection: 404 then.
+		if n.gone(home) {
 			notFound(w)
 			return
 		}

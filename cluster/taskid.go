@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/taskstore"
@@ -15,12 +16,15 @@ import (
 
 // A task id made on a member names its home as the engine's task ids do ("<home>.<random>",
 // taskstore.NewID), with a home that no client can forge nor read: the member's reference, "m"
-// and the first 120 bits of HMAC-SHA256(key, address) in lower-case base32, 25 characters,
-// which session ids name their home by too (sessionid.go). A member resolves a reference to
-// the address of a member it has seen in the cluster's topology; a reference that matches none
-// (forged, or of a member this one never saw) names no home, and the task is served locally,
-// where it is unknown. The random part of the id is not signed: a client that alters it reaches
-// the real home, which does not know the task either.
+// and the first 120 bits of HMAC-SHA256(key, address) in lower-case base32, 25 characters (a
+// task's home may have at most 32 characters of [a-z0-9-], taskstore.CheckHome: too few to
+// carry a sealed address, as session ids do). A member resolves a reference to the address of
+// a member it has seen in the cluster's topology. One that matches none is either of a member
+// this one has not seen yet (it joined a moment ago, or its topology event is late), or of
+// none it will see (forged, or of a member that left before this one joined): for a while
+// (see learning) the request is refused as one to send again, and then served locally, where
+// the task is unknown. The random part of the id is not signed: a client that alters it
+// reaches the real home, which does not know the task either.
 
 var taskHomeEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
 
@@ -45,14 +49,72 @@ func (n *Node) homeAddr(home string) (string, bool) {
 	return addr, ok
 }
 
-// seenLocked records addr as a member, for resolving the homes of task and session ids. n.mu
-// is held. The map keeps every member ever seen, so that the tasks of a dead member are
-// reported failed; it grows by one entry per member address, not per task.
+// seenLocked records addr as a member, for resolving the homes of task ids and telling a member
+// that left from one not seen yet. n.mu is held. The map keeps every member ever seen, so that
+// the tasks of a dead member are reported failed; it grows by one entry per member address,
+// not per task.
 func (n *Node) seenLocked(addr string) {
 	if n.taskHomes == nil {
 		n.taskHomes = make(map[string]string)
 	}
-	n.taskHomes[taskHome(n.key, addr)] = addr
+	ref := taskHome(n.key, addr)
+	n.taskHomes[ref] = addr
+	delete(n.unseen, ref)
+}
+
+// learnHold is the least time a member refuses, as ones to send again, the tasks/* requests of
+// a task whose home reference it cannot resolve: the time it may take to learn of a member
+// that has joined (a provider's poll or two). A member started with the automanaged provider
+// holds them for at least three of its refreshes.
+const learnHold = 5 * time.Second
+
+// maxUnseen bounds the unresolved references a member remembers (a forged one costs an entry
+// for as long as it is held, then may be forgotten).
+const maxUnseen = 1024
+
+// learning reports whether ref, a task-home reference this member cannot resolve, may still
+// name a member it has not seen yet: the member set changed, or ref was first asked about,
+// less than n.hold ago. A string that is not a reference's form never is.
+func (n *Node) learning(ref string) bool {
+	if !isTaskRef(ref) {
+		return false
+	}
+	now := time.Now()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.taskHomes[ref]; ok {
+		return true // seen since the caller looked: sent again, it is forwarded
+	}
+	first, ok := n.unseen[ref]
+	if !ok {
+		first = now
+		if len(n.unseen) >= maxUnseen && now.Sub(n.pruned) >= time.Second {
+			// At most once a second: a flood of made-up references does not hold n.mu for a
+			// walk of the map on every request.
+			n.pruned = now
+			for r, t := range n.unseen {
+				if now.Sub(t) >= n.hold {
+					delete(n.unseen, r)
+				}
+			}
+		}
+		if len(n.unseen) < maxUnseen { // else held, but not remembered
+			if n.unseen == nil {
+				n.unseen = make(map[string]time.Time)
+			}
+			n.unseen[ref] = now
+		}
+	}
+	return now.Sub(first) < n.hold || now.Sub(n.changed) < n.hold
+}
+
+// isTaskRef reports whether s has the form of a reference taskHome makes.
+func isTaskRef(s string) bool {
+	if len(s) != 25 || s[0] != 'm' {
+		return false
+	}
+	_, err := taskHomeEncoding.DecodeString(s[1:])
+	return err == nil
 }
 
 // TaskHomeOf returns the address of the member a task id names as its home, and false when it

@@ -47,6 +47,14 @@ func freePorts(t *testing.T, n int) []int {
 // (at most 20 s) until each has the other in its member list.
 func startPair(t *testing.T) (a, b *Node) {
 	t.Helper()
+	return startTwo(t, true)
+}
+
+// startTwo starts two members in this process, each with its own actor system and the same
+// secret. Joined, they are one cluster, and it waits (at most 20 s) until each has the other in
+// its member list; else each polls only its own health endpoint, and never sees the other.
+func startTwo(t *testing.T, joined bool) (a, b *Node) {
+	t.Helper()
 	if raceEnabled {
 		// protoactor-go's remote races with itself (endpointManager.stop against an endpoint
 		// writer's failed dial) when a system shuts down while another runs in the same
@@ -59,7 +67,11 @@ func startPair(t *testing.T) (a, b *Node) {
 	health := []string{"127.0.0.1:" + strconv.Itoa(p[2]), "127.0.0.1:" + strconv.Itoa(p[3])}
 	nodes := make([]*Node, 2)
 	for i := range nodes {
-		n, err := Start(Config{Addr: "127.0.0.1:" + strconv.Itoa(p[i]), Members: health, HealthPort: p[2+i],
+		members := health
+		if !joined {
+			members = health[i : i+1]
+		}
+		n, err := Start(Config{Addr: "127.0.0.1:" + strconv.Itoa(p[i]), Members: members, HealthPort: p[2+i],
 			Refresh: 200 * time.Millisecond, Secret: secret})
 		if err != nil {
 			t.Fatalf("start member %d: %v", i, err)
@@ -79,6 +91,9 @@ func startPair(t *testing.T) (a, b *Node) {
 		}
 		t.Errorf("goroutines left after the members closed: %v", err)
 	})
+	if !joined {
+		return nodes[0], nodes[1]
+	}
 	deadline := time.Now().Add(20 * time.Second)
 	for !(nodes[0].alive(nodes[1].addr) && nodes[1].alive(nodes[0].addr)) {
 		if time.Now().After(deadline) {

@@ -45,7 +45,7 @@ type clusterOptions struct {
 
 func (o *clusterOptions) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.local, "cluster-local", 0, "HTTP: start a local cluster of `N` member processes on loopback, serving /mcp on the --addr port and the N-1 ports after it (see docs/cluster.md)")
-	fs.StringVar(&o.addr, "cluster-addr", "", "HTTP: be a cluster member whose remote (gRPC) listens on `HOST:PORT`; the other members reach it there")
+	fs.StringVar(&o.addr, "cluster-addr", "", "HTTP: be a cluster member whose remote (gRPC) listens on `HOST:PORT` (at most 96 bytes: session ids carry it sealed); the other members reach it there")
 	fs.Var(&o.members, "cluster-member", "cluster: the automanaged health endpoint `HOST:PORT` of a member, this one included (repeatable, or comma-separated): a fixed fleet")
 	fs.Var(&o.etcd, "cluster-etcd", "cluster: find the members through etcd at the client `URL` (repeatable, or comma-separated) instead of --cluster-member: protoactor-go's etcd provider")
 	fs.IntVar(&o.healthPort, "cluster-health-port", 0, "cluster: the `port` of this member's automanaged health endpoint (GET /_health, on every interface)")

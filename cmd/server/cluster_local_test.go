@@ -137,7 +137,18 @@ func TestClusterLocalCommand(t *testing.T) {
 	})
 	deadline := time.Now().Add(clusterStartWait)
 	memberLine := regexp.MustCompile(`member (\d) pid (\d+) url (\S+)`)
-	for strings.Count(out.String(), `"msg":"serving"`) < 3 || strings.Count(out.String(), `"msg":"topology","members":3`) < 3 {
+	// The members share the output: each names itself in its topology lines, and the test waits
+	// until each of the three has seen all three (one member may log several topologies of 3
+	// before another has its first).
+	formed := regexp.MustCompile(`"msg":"topology","members":3,[^\n]*"address":"([^"]+)"`)
+	formedMembers := func() int {
+		seen := map[string]bool{}
+		for _, m := range formed.FindAllStringSubmatch(out.String(), -1) {
+			seen[m[1]] = true
+		}
+		return len(seen)
+	}
+	for strings.Count(out.String(), `"msg":"serving"`) < 3 || formedMembers() < 3 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the members did not serve in a formed cluster within %v", clusterStartWait)
 		}

@@ -21,7 +21,7 @@ func TestClusterSSE(t *testing.T) {
 	if !ok {
 		t.Fatalf("endpoint event %q, want /mcp?sessionId=...", endpoint)
 	}
-	if home := homeOf(sid); home != memberRef(c.members[atoi(backend)].remote) {
+	if home := homeOf(sid); home != sealedHome(c.members[atoi(backend)].remote) {
 		t.Fatalf("session id names home %s; the stream is on member %s (%s)", home, backend, c.members[atoi(backend)].remote)
 	}
 	post := func(m *member, body string) {

@@ -4,9 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/base32"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -445,22 +446,34 @@ func (c *testCluster) initialize(base string) (string, string) {
 // clusterSecret is the secret the test clusters share (their --request-state-key-file).
 var clusterSecret = bytes.Repeat([]byte("k"), 32)
 
-// homeOf returns the reference of the member a session id names as its home: its first part.
+// homeOf returns the part of a session id that names its home (sealedHome): its first part.
 func homeOf(sid string) string {
 	first, _, _ := strings.Cut(sid, ".")
 	return first
 }
 
-// memberRef is the reference that names the member at addr in session and task ids (the test
-// knows the derivation, and the secret its clusters share: clusterSecret).
-func memberRef(addr string) string {
-	m := hmac.New(sha256.New, clusterSecret)
-	m.Write([]byte("toolgrain cluster session id v1"))
-	key := m.Sum(nil)
-	m = hmac.New(sha256.New, key)
-	m.Write([]byte("toolgrain cluster task home v1\x00"))
-	m.Write([]byte(addr))
-	return "m" + base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding).EncodeToString(m.Sum(nil)[:15])
+// sealedHome is the home part of the session ids of the member at addr: its address sealed
+// with AES-256-GCM under a synthetic nonce (the test knows the derivation, and the secret its
+// clusters share: clusterSecret).
+func sealedHome(addr string) string {
+	mac := func(key []byte, text string) []byte {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(text))
+		return m.Sum(nil)
+	}
+	key := mac(clusterSecret, "toolgrain cluster session id v1")
+	block, err := aes.NewCipher(mac(key, "toolgrain cluster session home seal v1"))
+	if err != nil {
+		panic(err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		panic(err)
+	}
+	nonce := mac(mac(key, "toolgrain cluster session home nonce v1"), addr)[:12]
+	padded := make([]byte, (len(addr)+31)/32*32)
+	copy(padded, addr)
+	return base64.RawURLEncoding.EncodeToString(aead.Seal(nonce, nonce, padded, []byte("toolgrain cluster session home v1")))
 }
 
 // event is one SSE event.
@@ -566,7 +579,7 @@ func TestClusterLegacySessionOnEveryNode(t *testing.T) {
 	c := startCluster(t, 3)
 	p := c.proxy.URL
 	sid, b0 := c.initialize(p)
-	if home := homeOf(sid); home != memberRef(c.members[atoi(b0)].remote) {
+	if home := homeOf(sid); home != sealedHome(c.members[atoi(b0)].remote) {
 		t.Fatalf("session id names home %s; initialize was answered by member %s (%s)", home, b0, c.members[atoi(b0)].remote)
 	}
 	used := map[string]bool{b0: true}
@@ -874,7 +887,7 @@ func testMemberLost(t *testing.T, spec clusterSpec, lose func(*testing.T, *testC
 	sessions := make([]string, 3)
 	for i, m := range c.members {
 		sessions[i], _ = c.initialize(m.base)
-		if homeOf(sessions[i]) != memberRef(m.remote) {
+		if homeOf(sessions[i]) != sealedHome(m.remote) {
 			t.Fatalf("session initialized on member %d is homed on %s", i, homeOf(sessions[i]))
 		}
 	}
