@@ -45,6 +45,7 @@ var flagSections = []flagSection{
 	{"Authentication", func(f *flag.Flag) bool {
 		return strings.HasPrefix(f.Name, "auth-") || named("authorization-server", "resource", "tool-scope", "hide-forbidden-tools")(f)
 	}},
+	{"Visibility", named("tool-tag", "tag-scope", "disable-tag")},
 	{"Tasks", func(f *flag.Flag) bool {
 		return strings.HasPrefix(f.Name, "task-") || strings.HasPrefix(f.Name, "max-tasks")
 	}},
@@ -79,7 +80,7 @@ func flagReference(fs *flag.FlagSet) string {
 	cell := strings.NewReplacer("|", `\|`)
 	var b strings.Builder
 	b.WriteString(flagRefBegin + "\n")
-	order := []string{"General", "Limits", "Observability", "Streamable HTTP", "Authentication", "Tasks", "Cluster"}
+	order := []string{"General", "Limits", "Observability", "Streamable HTTP", "Authentication", "Visibility", "Tasks", "Cluster"}
 	for _, title := range order {
 		var flags []*flag.Flag
 		for i, s := range flagSections {

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // httpAnswerText is the whole of an HTTP answer but its Date: the status, every header, the body.
@@ -116,5 +118,88 @@ func TestVisibilityFlagErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want an error with %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestBinaryTagsAtRunTime: --disable-tag beta hides fail (tagged beta) from the start; the admin
+// listener's POST /tags/enable?tag=beta shows it again, and the session's GET stream is told
+// with tools/list_changed; bad requests to /tags get 405 or 400.
+func TestBinaryTagsAtRunTime(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	b := startHTTPBinary(t, "--tool-tag", "fail=beta", "--disable-tag", "beta", "--admin-addr", "127.0.0.1:0", "--log-level", "info")
+	admin := ""
+	for _, line := range strings.Split(b.stderr.String(), "\n") {
+		var rec struct{ Msg, Addr string }
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "admin" {
+			admin = "http://" + rec.Addr
+		}
+	}
+	if admin == "" {
+		t.Fatalf("no admin line:\n%s", b.stderr.String())
+	}
+	_, hdr, body := b.post("", "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	sid := hdr.Get("Mcp-Session-Id")
+	if sid == "" {
+		t.Fatalf("initialize: %s", body)
+	}
+	list := func() []string {
+		_, _, body := b.post("", sid, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+		return toolNames(t, body)
+	}
+	if names := list(); slices.Contains(names, "fail") || !slices.Contains(names, "echo") {
+		t.Fatalf("with beta disabled: %v", names)
+	}
+	req, _ := http.NewRequest(http.MethodGet, b.base+"/mcp", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	// The whole stream is bounded: a notification that never comes fails the test.
+	get, err := (&http.Client{Timeout: 20 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer get.Body.Close()
+	for _, tc := range []struct {
+		method, path string
+		status       int
+	}{
+		{http.MethodGet, "/tags/enable?tag=beta", http.StatusMethodNotAllowed},
+		{http.MethodPost, "/tags/enable", http.StatusBadRequest},
+		{http.MethodPost, "/tags/enable?tag=a%20b", http.StatusBadRequest},
+		{http.MethodPost, "/tags/reset?tag=beta", http.StatusBadRequest},
+		{http.MethodPost, "/tags/nosuch?tag=beta", http.StatusNotFound},
+		{http.MethodPost, "/tags/enable?tag=beta", http.StatusNoContent},
+	} {
+		r, _ := http.NewRequest(tc.method, admin+tc.path, nil)
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.status {
+			t.Errorf("%s %s: %d, want %d", tc.method, tc.path, resp.StatusCode, tc.status)
+		}
+	}
+	// The stream's first message: the priming event carries no data.
+	sc, told := bufio.NewScanner(get.Body), false
+	for !told && sc.Scan() {
+		if line := sc.Text(); strings.HasPrefix(line, "data: {") {
+			if !strings.Contains(line, `"method":"notifications/tools/list_changed"`) {
+				t.Errorf("the GET stream: %s", line)
+			}
+			told = true
+		}
+	}
+	if !told {
+		t.Errorf("the GET stream was not told: %v", sc.Err())
+	}
+	if names := list(); !slices.Contains(names, "fail") {
+		t.Errorf("with beta enabled: %v", names)
+	}
+	if err := b.stop(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, b.stderr.String())
 	}
 }
