@@ -34,10 +34,9 @@ import (
 
 // stdioClient speaks to a server over OS pipes.
 type stdioClient struct {
-	w   *os.File
-	r   *protocol.LineReader
-	mu  sync.Mutex
-	ids int
+	w  *os.File
+	r  *protocol.LineReader
+	mu sync.Mutex
 }
 
 func serveOverPipes(b *testing.B, srv *toolgrain.Server) *stdioClient {

@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -169,8 +168,6 @@ func nextNotification(t *testing.T, c *toolgrain.InMemoryClient, method string) 
 		}
 	}
 }
-
-var errAny = errors.New("any")
 
 // waitTools lists the tools until ok holds of their names, waiting for a list_changed between
 // two lists.

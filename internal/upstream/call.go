@@ -50,14 +50,12 @@ type Call struct {
 	OnProgress func(p *protocol.ProgressParams)
 	OnLog      func(params json.RawMessage)
 
-	events   chan callEvent    // the answer (once), and the upstream's requests to the client
-	asked    atomic.Bool       // the upstream made requests to the client of the call
-	serves   bool              // the caller serves the upstream's requests to the client
-	done     atomic.Bool       // set by Do when it stops waiting
-	id       protocol.ID       // actor: the id on the wire, once sent
-	gen      uint64            // actor: the connection it was sent on
-	stream   bool              // actor: the transport gives it a stream of its own
-	answered map[string]string // actor: the upstream's requests to it, by id key → method
+	events chan callEvent // the answer (once), and the upstream's requests to the client
+	asked  atomic.Bool    // the upstream made requests to the client of the call
+	serves bool           // the caller serves the upstream's requests to the client
+	done   atomic.Bool    // set by Do when it stops waiting
+	id     protocol.ID    // actor: the id on the wire, once sent
+	gen    uint64         // actor: the connection it was sent on
 }
 
 // callEvent is what a caller's Do receives: the answer (req nil), or a request of the upstream
