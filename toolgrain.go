@@ -159,6 +159,7 @@ import (
 	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/cluster"
 	"github.com/toolgrain/toolgrain/diagnostics"
+	"github.com/toolgrain/toolgrain/internal/clusterhook"
 	"github.com/toolgrain/toolgrain/metrics"
 	"github.com/toolgrain/toolgrain/prompts"
 	"github.com/toolgrain/toolgrain/protocol"
@@ -462,20 +463,21 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	var relay func(method, uri string)
 	var tagSync actors.TagSync
-	if cfg.Cluster != nil {
+	member, clustered := clusterhook.Of(cfg.Cluster)
+	if clustered {
 		if cfg.ActorSystem == nil {
 			cfg.ActorSystem = cfg.Cluster.System()
 		}
-		relay = cfg.Cluster.Relay
-		tagSync = actors.TagSync{Origin: cfg.Cluster.Address(), Relay: cfg.Cluster.RelayTags}
-		cfg.HTTP.NewSessionID = cfg.Cluster.NewSessionID
+		relay = member.Relay
+		tagSync = actors.TagSync{Origin: cfg.Cluster.Address(), Relay: member.RelayTags}
+		cfg.HTTP.NewSessionID = member.NewSessionID
 	}
 	tasksCfg := engineTasks(&cfg)
-	if cfg.Cluster != nil {
+	if clustered {
 		// A task lives on its home member: its id names that member (signed), and a task
 		// whose home is gone is reported failed.
-		tasksCfg.Home = cfg.Cluster.TaskHome()
-		tasksCfg.Gone = cfg.Cluster.TaskGone
+		tasksCfg.Home = member.TaskHome
+		tasksCfg.Gone = member.TaskGone
 	}
 	eng, err := actors.Start(actors.Config{
 		Relay:              relay,
@@ -531,15 +533,15 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	srv := &Server{cfg: cfg, eng: eng, http: h, handler: h}
-	if cfg.Cluster != nil {
-		if err := cfg.Cluster.SetTelemetry(cluster.Telemetry{TracerProvider: cfg.TracerProvider,
+	if clustered {
+		if err := member.SetTelemetry(clusterhook.Telemetry{TracerProvider: cfg.TracerProvider,
 			MeterProvider: cfg.MeterProvider, Propagator: cfg.Propagator, Version: Version}); err != nil {
 			_ = eng.Shutdown(context.Background())
 			return nil, err
 		}
-		cfg.Cluster.SetDeliver(eng.Deliver)
-		cfg.Cluster.SetTagSync(eng.MergeTags, eng.TagState)
-		srv.handler = cfg.Cluster.Wrap(h, cfg.MaxMessageSize)
+		member.SetDeliver(eng.Deliver)
+		member.SetTagSync(eng.MergeTags, eng.TagState)
+		srv.handler = member.Wrap(h, cfg.MaxMessageSize)
 	}
 	return srv, nil
 }

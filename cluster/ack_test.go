@@ -38,15 +38,15 @@ func TestForwardHomeSilent(t *testing.T) {
 	defer func(d time.Duration) { ackWait = d }(ackWait)
 	ackWait = 300 * time.Millisecond
 
-	b.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	b.wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		time.Sleep(2 * ackWait) // longer than ackWait before its head: the receipt holds the edge
 		_, _ = io.WriteString(w, "served")
 	}), 0)
-	edge := httptest.NewServer(a.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	edge := httptest.NewServer(a.wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		t.Error("the edge served a request of a session homed on the other member")
 	}), 0))
 	defer edge.Close()
-	sid := b.NewSessionID()
+	sid := b.newSessionID()
 	post := func() (int, string, http.Header) {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPost, edge.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))

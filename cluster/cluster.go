@@ -28,6 +28,23 @@
 // Every message between members is one protobuf type, internal/wire.Envelope, carrying raw
 // JSON and HTTP bytes.
 //
+// # Telemetry
+//
+// A member records with the server's TracerProvider, MeterProvider and Propagator
+// (toolgrain.Config); without them it records nothing and forwarding costs nothing more.
+//
+// Spans: an edge records a [ForwardSpanName] CLIENT span per forwarded request, a child of the
+// span of the edge request's context (the host's HTTP span) or else of the trace context in its
+// headers, and sends its context to the home in the forwarded request's headers (traceparent,
+// tracestate, baggage), replacing the client's. The home puts that context in the request's
+// context: the engine's SERVER span there links to the forward span, as it links to the span
+// of a local HTTP request, and keeps params._meta as its parent.
+//
+// Metrics (the server's sessions metrics count each member's own sessions):
+// toolgrain.cluster.members (gauge), toolgrain.cluster.requests.forwarded and
+// toolgrain.cluster.requests.served_for_edge (counters), toolgrain.cluster.forward.duration
+// (histogram, s: from the send to the head of the home's answer).
+//
 // A [Node] is made with [Start] (its own actor system and cluster: the automanaged provider
 // from a static member list, or any protoactor provider) or [Attach] (a cluster the host
 // already runs), and given to a server through toolgrain.Config.Cluster.
@@ -331,15 +348,15 @@ func (n *Node) System() *actor.ActorSystem { return n.system }
 // Address returns this member's remote address.
 func (n *Node) Address() string { return n.addr }
 
-// NewSessionID mints a session id homed on this member; it is what the server's Streamable HTTP
+// newSessionID mints a session id homed on this member; it is what the server's Streamable HTTP
 // transport uses for new legacy sessions. The id names this member by its address sealed with
 // a key derived from the cluster secret, which no client can read.
-func (n *Node) NewSessionID() string { return n.ids.mint(n.home) }
+func (n *Node) newSessionID() string { return n.ids.mint(n.home) }
 
-// Home returns the address of the member a session id names, and false for an id this cluster
+// sessionHome returns the address of the member a session id names, and false for an id this cluster
 // did not mint (forged, altered, of an earlier form, or from another cluster). It needs no
 // knowledge of the topology: a member that has not seen the home yet resolves it too.
-func (n *Node) Home(sid string) (string, bool) { return n.ids.homeOf(sid) }
+func (n *Node) sessionHome(sid string) (string, bool) { return n.ids.homeOf(sid) }
 
 // Members returns the addresses of the members in the last topology, this one included.
 func (n *Node) Members() []string {
@@ -383,17 +400,17 @@ func (n *Node) Stats() Stats {
 	return st
 }
 
-// SetDeliver sets the function that tells this member's clients of a list change or resource
+// setDeliver sets the function that tells this member's clients of a list change or resource
 // update made on another member (actors.Engine.Deliver); toolgrain.NewServer calls it.
-func (n *Node) SetDeliver(fn func(method, uri string)) { n.deliver.Store(&fn) }
+func (n *Node) setDeliver(fn func(method, uri string)) { n.deliver.Store(&fn) }
 
-// Relay tells every other member of a list change or resource update made on this one (the
+// relay tells every other member of a list change or resource update made on this one (the
 // engine's actors.Config.Relay). It never blocks; members that join later are not told.
 //
 // It sends to each member's "eventstream" actor, as MemberList.BroadcastEvent does, but over
 // this Node's own copy of the topology: BroadcastEvent reads the member list without its lock
 // at the pinned protoactor-go version (a data race with every topology update).
-func (n *Node) Relay(method, uri string) {
+func (n *Node) relay(method, uri string) {
 	msg := &wire.Envelope{Kind: wire.Kind_KIND_NOTIFY, Text: method, Uri: uri}
 	for _, a := range n.others() {
 		n.system.Root.Send(actor.NewPID(a, "eventstream"), msg)

@@ -16,14 +16,14 @@ import (
 	"github.com/toolgrain/toolgrain/taskstore"
 )
 
-// Wrap returns the MCP endpoint handler of a member: requests of legacy sessions homed on
+// wrap returns the MCP endpoint handler of a member: requests of legacy sessions homed on
 // another member (named by Mcp-Session-Id, or by the sessionId query parameter of an HTTP+SSE
 // session's POST) are forwarded there (see the package doc); every other request (initialize,
 // modern requests, this member's sessions, ids this cluster did not mint) is served by local,
 // which is also what serves the requests other members forward here. maxBody bounds a forwarded
 // body as the local handler bounds its own (0: protocol.DefaultMaxMessageSize); the home
-// answers 413 past it. toolgrain.NewServer calls Wrap when Config.Cluster is set.
-func (n *Node) Wrap(local http.Handler, maxBody int) http.Handler {
+// answers 413 past it. toolgrain.NewServer calls wrap when Config.Cluster is set.
+func (n *Node) wrap(local http.Handler, maxBody int) http.Handler {
 	n.local.Store(&local)
 	if maxBody <= 0 {
 		maxBody = protocol.DefaultMaxMessageSize
@@ -33,7 +33,7 @@ func (n *Node) Wrap(local http.Handler, maxBody int) http.Handler {
 		if protocol.IsModernVersion(r.Header.Get(protocol.HeaderProtocolVersion)) {
 			// A task lives on its home: tasks/get, tasks/update and tasks/cancel go there. A
 			// home that has left the member list is answered locally, where the engine reports
-			// the task failed (TaskGone). A home still in the list whose connection is down may
+			// the task failed (taskGone). A home still in the list whose connection is down may
 			// be back in a moment, and its task may still be running: the request is refused as
 			// one to send again, rather than answered with a terminal status. So is one whose
 			// home reference names no member seen yet, for as long as this member may still
@@ -41,7 +41,7 @@ func (n *Node) Wrap(local http.Handler, maxBody int) http.Handler {
 			// where it is unknown.
 			if r.Method == http.MethodPost && isTaskMethod(r.Header.Get(protocol.HeaderMethod)) {
 				id := requestTaskID(r, maxBody)
-				home, ok := n.TaskHomeOf(id)
+				home, ok := n.taskHomeOf(id)
 				if !ok && n.learning(taskstore.HomeOf(id)) {
 					unavailable(w)
 					return
@@ -71,7 +71,7 @@ func (n *Node) Wrap(local http.Handler, maxBody int) http.Handler {
 			local.ServeHTTP(w, r)
 			return
 		}
-		home, ok := n.Home(sid)
+		home, ok := n.sessionHome(sid)
 		if !ok || home == n.addr {
 			local.ServeHTTP(w, r)
 			return

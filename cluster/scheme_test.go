@@ -43,11 +43,11 @@ func TestForwardKeepsTheScheme(t *testing.T) {
 	}
 	defer h.Shutdown()
 	var sawTLS bool
-	b.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	b.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sawTLS = r.TLS != nil // read after the response: the handler has returned
 		h.ServeHTTP(w, r)
 	}), 0)
-	edge := httptest.NewTLSServer(a.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	edge := httptest.NewTLSServer(a.wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		t.Error("the edge served a request of a session homed on the other member")
 	}), 0))
 	defer edge.Close()
@@ -55,7 +55,7 @@ func TestForwardKeepsTheScheme(t *testing.T) {
 	defer hc.CloseIdleConnections()
 
 	req, _ := http.NewRequest(http.MethodPost, edge.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-	req.Header.Set(protocol.HeaderSessionID, b.NewSessionID())
+	req.Header.Set(protocol.HeaderSessionID, b.newSessionID())
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := hc.Do(req)

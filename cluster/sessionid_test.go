@@ -16,16 +16,16 @@ func TestSessionIDNamesItsHome(t *testing.T) {
 	a := testNode("127.0.0.1:7001", "127.0.0.1:7002")
 	b := testNode("127.0.0.1:7002", "127.0.0.1:7001")
 	stranger := testNode("127.0.0.1:7003") // it has seen no other member
-	sid := a.NewSessionID()
+	sid := a.newSessionID()
 	if !protocol.ValidSessionID(sid) {
 		t.Fatalf("minted id %q is not a valid session id", sid)
 	}
 	for _, n := range []*Node{a, b, stranger} {
-		if home, ok := n.Home(sid); !ok || home != "127.0.0.1:7001" {
+		if home, ok := n.sessionHome(sid); !ok || home != "127.0.0.1:7001" {
 			t.Fatalf("Home(%q) on %s = %q, %v; want 127.0.0.1:7001, true", sid, n.addr, home, ok)
 		}
 	}
-	other := a.NewSessionID()
+	other := a.newSessionID()
 	if other == sid {
 		t.Fatalf("two ids are equal: %q", sid)
 	}
@@ -34,7 +34,7 @@ func TestSessionIDNamesItsHome(t *testing.T) {
 	if first(other) != first(sid) {
 		t.Errorf("two ids of one member name their home differently: %q, %q", sid, other)
 	}
-	if first(b.NewSessionID()) == first(sid) {
+	if first(b.newSessionID()) == first(sid) {
 		t.Errorf("ids of two members name the same home: %q", first(sid))
 	}
 }
@@ -45,9 +45,9 @@ func TestSessionIDNamesItsHome(t *testing.T) {
 func TestSessionIDHidesItsHome(t *testing.T) {
 	const addr = "127.0.0.1:7001"
 	a := testNode(addr)
-	sid := a.NewSessionID()
+	sid := a.newSessionID()
 	home, _, _ := strings.Cut(sid, ".")
-	if home == a.TaskHome() {
+	if home == a.ownTaskHome() {
 		t.Errorf("session id %q names its home by the member's task-id reference", sid)
 	}
 	for _, part := range strings.Split(sid, ".") {
@@ -97,7 +97,7 @@ const b64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456
 
 func TestSessionIDForgeriesNameNoHome(t *testing.T) {
 	a := testNode("127.0.0.1:7001", "127.0.0.1:7002")
-	sid := a.NewSessionID()
+	sid := a.newSessionID()
 	parts := strings.Split(sid, ".")
 	// signed returns head signed with a's key: a forgery by a client that had the MAC key but
 	// not the sealing keys, to show that the sealed home stands on its own too.
@@ -134,19 +134,19 @@ func TestSessionIDForgeriesNameNoHome(t *testing.T) {
 		{"mac_unused_bits", lastBits},
 		{"mac_dropped", parts[0] + "." + parts[1]},
 		{"random_changed", parts[0] + ".AAAA" + parts[1][4:] + "." + parts[2]},
-		{"other_secret", other.NewSessionID()},
+		{"other_secret", other.newSessionID()},
 		{"home_of_other_secret_signed", signed(other.home + "." + parts[1])},
 		{"home_bit_flipped_signed", flipped},
 		{"home_over_padded_signed", overPadded},
 		{"home_other_nonce_signed", otherNonce},
 		// The earlier forms, signed with the right key: they name no home any more.
 		{"address_in_clear", signed(b64.EncodeToString([]byte("127.0.0.1:7001")) + "." + parts[1])},
-		{"task_reference", signed(a.TaskHome() + "." + parts[1])},
+		{"task_reference", signed(a.ownTaskHome() + "." + parts[1])},
 		{"too_long", sid + strings.Repeat("A", 300)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if home, ok := a.Home(tt.give); ok {
+			if home, ok := a.sessionHome(tt.give); ok {
 				t.Fatalf("Home(%q) = %q, true; want no home", tt.give, home)
 			}
 		})
@@ -157,10 +157,10 @@ func TestSessionIDForgeriesNameNoHome(t *testing.T) {
 // its home (the MAC, then opening the sealed address).
 func BenchmarkSessionIDHome(b *testing.B) {
 	n := testNode("127.0.0.1:7001")
-	sid := n.NewSessionID()
+	sid := n.newSessionID()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, ok := n.Home(sid); !ok {
+		if _, ok := n.sessionHome(sid); !ok {
 			b.Fatal("no home")
 		}
 	}

@@ -24,10 +24,10 @@ type tagSync struct {
 	pending [][]byte // received before merge was set; under Node.mu
 }
 
-// SetTagSync sets how this member's engine merges the tag entries other members send (merge,
+// setTagSync sets how this member's engine merges the tag entries other members send (merge,
 // actors.Engine.MergeTags) and what it sends a member that joins (state, actors.Engine.TagState);
 // toolgrain.NewServer calls it. Entries that arrived before are merged now.
-func (n *Node) SetTagSync(merge func([]byte) error, state func() []byte) {
+func (n *Node) setTagSync(merge func([]byte) error, state func() []byte) {
 	n.mu.Lock()
 	pending := n.tags.pending
 	n.tags = tagSync{merge: merge, state: state}
@@ -37,10 +37,10 @@ func (n *Node) SetTagSync(merge func([]byte) error, state func() []byte) {
 	}
 }
 
-// RelayTags sends the tag entries of a change made on this member to every other member (the
+// relayTags sends the tag entries of a change made on this member to every other member (the
 // engine's actors.TagSync.Relay). It never blocks; a member that joins later gets the whole
 // state when it joins.
-func (n *Node) RelayTags(entries []byte) {
+func (n *Node) relayTags(entries []byte) {
 	n.sendTags(entries, n.others())
 }
 

@@ -36,9 +36,9 @@ func taskHome(key []byte, addr string) string {
 	return "m" + taskHomeEncoding.EncodeToString(m.Sum(nil)[:15])
 }
 
-// TaskHome returns the reference that names this member in task ids: toolgrain.NewServer sets
+// ownTaskHome returns the reference that names this member in task ids: toolgrain.NewServer sets
 // the engine's task home to it when Config.Cluster is set.
-func (n *Node) TaskHome() string { return taskHome(n.key, n.addr) }
+func (n *Node) ownTaskHome() string { return taskHome(n.key, n.addr) }
 
 // homeAddr returns the address of the member the reference home names, and false when it names
 // none this member has seen.
@@ -117,9 +117,9 @@ func isTaskRef(s string) bool {
 	return err == nil
 }
 
-// TaskHomeOf returns the address of the member a task id names as its home, and false when it
+// taskHomeOf returns the address of the member a task id names as its home, and false when it
 // names none this member knows of.
-func (n *Node) TaskHomeOf(id string) (string, bool) {
+func (n *Node) taskHomeOf(id string) (string, bool) {
 	home := taskstore.HomeOf(id)
 	if home == "" {
 		return "", false
@@ -127,12 +127,12 @@ func (n *Node) TaskHomeOf(id string) (string, bool) {
 	return n.homeAddr(home)
 }
 
-// TaskGone reports whether a task id names another member as its home and that member has left
+// taskGone reports whether a task id names another member as its home and that member has left
 // the member list: the engine then reports the task failed (actors.TaskConfig.Gone). A home
-// still in the list whose connection is down is not gone (Wrap refuses such requests as ones to
+// still in the list whose connection is down is not gone (wrap refuses such requests as ones to
 // send again). It never blocks.
-func (n *Node) TaskGone(id string) bool {
-	addr, ok := n.TaskHomeOf(id)
+func (n *Node) taskGone(id string) bool {
+	addr, ok := n.taskHomeOf(id)
 	return ok && addr != n.addr && !n.listed(addr)
 }
 

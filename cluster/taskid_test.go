@@ -40,27 +40,27 @@ func testNodeKey(key []byte, self string, others ...string) *Node {
 func TestTaskIDNamesItsHome(t *testing.T) {
 	a := testNode("127.0.0.1:7001", "127.0.0.1:7002")
 	b := testNode("127.0.0.1:7002", "127.0.0.1:7001")
-	id, err := taskstore.NewID(a.TaskHome())
+	id, err := taskstore.NewID(a.ownTaskHome())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if home, ok := b.TaskHomeOf(id); !ok || home != "127.0.0.1:7001" {
+	if home, ok := b.taskHomeOf(id); !ok || home != "127.0.0.1:7001" {
 		t.Fatalf("TaskHomeOf(%q) on another member = %q, %v; want 127.0.0.1:7001", id, home, ok)
 	}
-	if b.TaskGone(id) {
+	if b.taskGone(id) {
 		t.Fatal("a live home is reported gone")
 	}
 	b.markDead("127.0.0.1:7001")
-	if b.TaskGone(id) {
+	if b.taskGone(id) {
 		t.Fatal("a home still in the member list is reported gone while its connection is down")
 	}
 	b.mu.Lock()
 	delete(b.members, "127.0.0.1:7001")
 	b.mu.Unlock()
-	if !b.TaskGone(id) {
+	if !b.taskGone(id) {
 		t.Fatal("a home that left the member list is not reported gone")
 	}
-	if a.TaskGone(id) {
+	if a.taskGone(id) {
 		t.Fatal("a member reports its own task's home gone")
 	}
 }
@@ -70,7 +70,7 @@ func TestTaskIDForgeriesNameNoHome(t *testing.T) {
 	real, _ := taskstore.NewID(taskHome(b.key, "127.0.0.1:7001"))
 	other := testNode("127.0.0.1:7001") // another cluster: another secret
 	other.key = sessionKey(bytes.Repeat([]byte{8}, 32))
-	foreign, _ := taskstore.NewID(other.TaskHome())
+	foreign, _ := taskstore.NewID(other.ownTaskHome())
 	secret := strings.SplitN(real, ".", 2)[1]
 	for _, id := range []string{
 		foreign, // signed with another key
@@ -79,10 +79,10 @@ func TestTaskIDForgeriesNameNoHome(t *testing.T) {
 		secret,                                       // no home
 		"",
 	} {
-		if home, ok := b.TaskHomeOf(id); ok {
+		if home, ok := b.taskHomeOf(id); ok {
 			t.Errorf("TaskHomeOf(%q) = %q, want none", id, home)
 		}
-		if b.TaskGone(id) {
+		if b.taskGone(id) {
 			t.Errorf("TaskGone(%q) = true", id)
 		}
 	}
@@ -107,7 +107,7 @@ func TestTaskRequestWithForgedIDServedLocally(t *testing.T) {
 	b := testNode("127.0.0.1:7002", "127.0.0.1:7001")
 	served := 0
 	var bodies []string
-	h := b.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := b.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		served++
 		got, _ := io.ReadAll(r.Body)
 		bodies = append(bodies, string(got))
@@ -145,7 +145,7 @@ func TestTaskRequestForUnreachableHome(t *testing.T) {
 		t.Fatal(err)
 	}
 	served := 0
-	h := b.Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }), 0)
+	h := b.wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }), 0)
 	get := func() *httptest.ResponseRecorder {
 		body := `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"` + id + `"}}`
 		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
@@ -194,7 +194,7 @@ func TestTaskRequestForHomeNotSeenYet(t *testing.T) {
 		t.Fatal(err)
 	}
 	served := 0
-	h := b.Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }), 0)
+	h := b.wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { served++ }), 0)
 	const want = `{"jsonrpc":"2.0","id":null,"error":{"code":-31000,"message":"Server busy: the cluster member holding this task cannot be reached now","data":{"scope":"task-home"}}}`
 	for try := 0; try < 2; try++ {
 		if w := taskGet(h, id); w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") != "1" || w.Body.String() != want || served != 0 {
@@ -226,7 +226,7 @@ func TestTaskRequestForHomeNotSeenYet(t *testing.T) {
 	b.seenLocked("127.0.0.1:7001")
 	_, unseen := b.unseen[taskstore.HomeOf(id)]
 	b.mu.Unlock()
-	if home, ok := b.TaskHomeOf(id); !ok || home != "127.0.0.1:7001" || unseen {
+	if home, ok := b.taskHomeOf(id); !ok || home != "127.0.0.1:7001" || unseen {
 		t.Fatalf("after the home was seen: TaskHomeOf = %q, %v; still remembered unseen: %v", home, ok, unseen)
 	}
 }
@@ -258,7 +258,7 @@ func TestTaskUnseenBounded(t *testing.T) {
 // system to forward with).
 func TestSessionOfHomeGone(t *testing.T) {
 	b := testNode("127.0.0.1:7002", "127.0.0.1:7001", "127.0.0.1:7003")
-	h := b.Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { t.Error("served locally") }), 0)
+	h := b.wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { t.Error("served locally") }), 0)
 	post := func(sid string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 		r.Header.Set(protocol.HeaderSessionID, sid)
@@ -272,7 +272,7 @@ func TestSessionOfHomeGone(t *testing.T) {
 	b.markDead("127.0.0.1:7003")
 	const want = `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Not Found: session not found"}}`
 	for _, home := range []string{"127.0.0.1:7001", "127.0.0.1:7003"} {
-		if w := post(testNode(home).NewSessionID()); w.Code != http.StatusNotFound || w.Body.String() != want {
+		if w := post(testNode(home).newSessionID()); w.Code != http.StatusNotFound || w.Body.String() != want {
 			t.Errorf("session homed on %s: %d %s, want 404 %s", home, w.Code, w.Body.String(), want)
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolgrain/toolgrain/internal/clusterhook"
 )
 
 // instrumentationName is the engine's instrumentation scope: the cluster's spans and metrics are
@@ -21,20 +23,6 @@ const instrumentationName = "github.com/toolgrain/toolgrain"
 // session's home, from the send to the end of the home's answer.
 const ForwardSpanName = "toolgrain.cluster.forward"
 
-// Telemetry is what a Node records with: toolgrain.NewServer gives it the server's
-// TracerProvider, MeterProvider and Propagator (see [Node.SetTelemetry]).
-type Telemetry struct {
-	// TracerProvider makes the forward spans. Nil means none.
-	TracerProvider trace.TracerProvider
-	// MeterProvider makes the cluster's metrics. Nil means none.
-	MeterProvider metric.MeterProvider
-	// Propagator carries the forward span's context to the home in the forwarded request's
-	// headers. Nil means W3C trace context and baggage when TracerProvider is set.
-	Propagator propagation.TextMapPropagator
-	// Version is the instrumentation version.
-	Version string
-}
-
 // telemetry is a Node's instrumentation; a nil *telemetry records nothing.
 type telemetry struct {
 	tracer  trace.Tracer                  // nil: no spans
@@ -43,28 +31,16 @@ type telemetry struct {
 	reg     metric.Registration
 }
 
-// SetTelemetry makes the Node record forward spans and cluster metrics; toolgrain.NewServer calls
-// it with the server's Config before Wrap. Without a TracerProvider, MeterProvider or Propagator
-// it does nothing and forwarding costs nothing more. It may be called once; Close ends the
-// metric registration.
-//
-// Spans: an edge records a [ForwardSpanName] CLIENT span per forwarded request, a child of the
-// span of the edge request's context (the host's HTTP span) or else of the trace context in its
-// headers, and sends its context to the home in the forwarded request's headers (traceparent,
-// tracestate, baggage), replacing the client's. The home puts that context in the request's
-// context: the engine's SERVER span there links to the forward span, as it links to the span
-// of a local HTTP request, and keeps params._meta as its parent.
-//
-// Metrics (the server's sessions metrics count each member's own sessions):
-// toolgrain.cluster.members (gauge), toolgrain.cluster.requests.forwarded and
-// toolgrain.cluster.requests.served_for_edge (counters), toolgrain.cluster.forward.duration
-// (histogram, s: from the send to the head of the home's answer).
-func (n *Node) SetTelemetry(cfg Telemetry) error {
+// setTelemetry makes the Node record forward spans and cluster metrics (see the package doc);
+// toolgrain.NewServer calls it with the server's providers before wrap. Without a
+// TracerProvider, MeterProvider or Propagator it does nothing and forwarding costs nothing more.
+// It may be called once; Close ends the metric registration.
+func (n *Node) setTelemetry(cfg clusterhook.Telemetry) error {
 	if cfg.TracerProvider == nil && cfg.MeterProvider == nil && cfg.Propagator == nil {
 		return nil
 	}
 	if n.tel.Load() != nil {
-		return errors.New("cluster: SetTelemetry called twice")
+		return errors.New("cluster: the node's telemetry is set already")
 	}
 	t := &telemetry{prop: cfg.Propagator}
 	if tp := cfg.TracerProvider; tp != nil {
@@ -111,7 +87,7 @@ func (n *Node) SetTelemetry(cfg Telemetry) error {
 	}
 	if !n.tel.CompareAndSwap(nil, t) {
 		t.close()
-		return errors.New("cluster: SetTelemetry called twice")
+		return errors.New("cluster: the node's telemetry is set already")
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
+	"github.com/toolgrain/toolgrain/internal/clusterhook"
 	"github.com/toolgrain/toolgrain/protocol"
 )
 
@@ -128,10 +129,10 @@ func TestForwardSpanAndMetrics(t *testing.T) {
 		t.Error("the edge served a request of a session homed on the other member")
 		w.WriteHeader(http.StatusTeapot)
 	})
-	b.Wrap(home, 0)
-	edge := httptest.NewServer(a.Wrap(edgeLocal, 0))
+	b.wrap(home, 0)
+	edge := httptest.NewServer(a.wrap(edgeLocal, 0))
 	defer edge.Close()
-	sid := b.NewSessionID()
+	sid := b.newSessionID()
 
 	post := func() {
 		t.Helper()
@@ -163,14 +164,14 @@ func TestForwardSpanAndMetrics(t *testing.T) {
 	readerA, readerB := sdkmetric.NewManualReader(), sdkmetric.NewManualReader()
 	mpA, mpB := sdkmetric.NewMeterProvider(sdkmetric.WithReader(readerA)), sdkmetric.NewMeterProvider(sdkmetric.WithReader(readerB))
 	defer func() { _ = mpA.Shutdown(context.Background()); _ = mpB.Shutdown(context.Background()) }()
-	if err := a.SetTelemetry(Telemetry{TracerProvider: tp, MeterProvider: mpA}); err != nil {
+	if err := a.setTelemetry(clusterhook.Telemetry{TracerProvider: tp, MeterProvider: mpA}); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.SetTelemetry(Telemetry{TracerProvider: tp, MeterProvider: mpB}); err != nil {
+	if err := b.setTelemetry(clusterhook.Telemetry{TracerProvider: tp, MeterProvider: mpB}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.SetTelemetry(Telemetry{TracerProvider: tp}); err == nil {
-		t.Fatal("a second SetTelemetry succeeded")
+	if err := a.setTelemetry(clusterhook.Telemetry{TracerProvider: tp}); err == nil {
+		t.Fatal("a second setTelemetry succeeded")
 	}
 
 	post()

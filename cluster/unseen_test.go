@@ -20,11 +20,11 @@ import (
 // fails.
 func TestForwardToHomeNotSeen(t *testing.T) {
 	a, b := startTwo(t, false)
-	b.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	b.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		_, _ = io.WriteString(w, "served by the home: "+string(body))
 	}), 0)
-	edge := httptest.NewServer(a.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	edge := httptest.NewServer(a.wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		t.Error("the edge served a request of a session homed on the other member")
 		w.WriteHeader(http.StatusTeapot)
 	}), 0))
@@ -41,7 +41,7 @@ func TestForwardToHomeNotSeen(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body)
 	}
-	if status, body := post(b.NewSessionID()); status != http.StatusOK || body != `served by the home: {"jsonrpc":"2.0","id":1,"method":"ping"}` {
+	if status, body := post(b.newSessionID()); status != http.StatusOK || body != `served by the home: {"jsonrpc":"2.0","id":1,"method":"ping"}` {
 		t.Fatalf("session homed on a member not seen: %d %q, want 200 and the home's answer", status, body)
 	}
 	if slices.Contains(a.Members(), b.addr) {
