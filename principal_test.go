@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/auth"
+	"github.com/toolgrain/toolgrain/resources"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -139,5 +141,127 @@ func TestClientIDIsNotASubject(t *testing.T) {
 	}
 	if got := again.request("tools/call", retry, caps); got.Result["resultType"] != "input_required" {
 		t.Errorf("the user's own requestState: %s", got.raw)
+	}
+}
+
+// TestTagSettingsFollowThePrincipal: a tag set for one identity is set for its principal, as
+// sessions and tasks are bound: the client alice, whose client_id is the user alice's sub, does
+// not get the user's settings (Server.DisableTagsFor and the like), nor the user the client's
+// (Server.DisableTagsForClient and the like). With real JWTs checked by auth.JWTVerifier, in
+// HTTP sessions and as 2026-07-28 requests: beta disabled for the user alice hides report from
+// her alone, and base disabled for the client alice hides status from the client alone, with
+// or without a sub. Each change tells list_changed exactly to the sessions (on their GET
+// streams) and listen streams of the principal it is for; the last change, of a list no
+// earlier one changed, reaches everyone, and what each got up to it is compared whole.
+func TestTagSettingsFollowThePrincipal(t *testing.T) {
+	iss := startJWTIssuer(t)
+	v, err := auth.NewJWTVerifier(auth.JWTConfig{Issuer: iss.ts.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := startHTTP(t, toolgrain.Config{
+		Tools: []tools.Tool{textTool("status", "ok", "base"), textTool("report", "reported", "beta")},
+		Resources: []resources.Resource{
+			{URI: "res://public", Name: "public", Tags: []string{"pub"}, Reader: resources.Static("text/plain", "x", nil)},
+		},
+		HTTP: toolgrain.HTTPConfig{AllowedHosts: []string{"127.0.0.1"},
+			Auth: &toolgrain.AuthConfig{Verifier: v, Resource: "/mcp"}}})
+	aud := e.url
+	tokens := []struct{ name, token string }{
+		{"the user alice", iss.token(t, aud, jwt.MapClaims{"sub": "alice", "client_id": "web-app"})},
+		{"the client alice, no sub", iss.token(t, aud, jwt.MapClaims{"client_id": "alice"})},
+		{"the client alice, sub its own id", iss.token(t, aud, jwt.MapClaims{"sub": "alice", "client_id": "alice"})},
+	}
+	check := func(when string, want ...[]string) {
+		t.Helper()
+		for i, tok := range tokens {
+			s := e.client()
+			s.token = tok.token
+			s.initialize()
+			legacy := listed(t, httpAnswer(s.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)), "tools", "name")
+			m := e.client()
+			m.token = tok.token
+			modern := listed(t, httpAnswer(m.modernPost(modernRequest("1", "tools/list", ""))), "tools", "name")
+			if !slices.Equal(legacy, want[i]) || !slices.Equal(modern, want[i]) {
+				t.Errorf("%s: %s sees %v in a session and %v as 2026-07-28 requests, want %v", when, tok.name, legacy, modern, want[i])
+			}
+		}
+	}
+
+	// Each token's session with its GET stream open, and its listen stream.
+	var watchers []*watcher
+	listen := `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"resourcesListChanged":true},` + envelope(`{}`) + `}}`
+	for _, tok := range tokens {
+		s := e.client()
+		s.token = tok.token
+		s.initialize()
+		get := s.open(http.MethodGet, "")
+		watchers = append(watchers, &watcher{name: tok.name + "'s session", next: func() string {
+			data, ok := get.next()
+			if !ok {
+				t.Fatal("the GET stream ended")
+			}
+			return methodOf(t, data)
+		}})
+		ls := e.client()
+		ls.token = tok.token
+		l := ls.open(http.MethodPost, listen, modernHeaders(t, listen)...)
+		if got, _ := l.next(); !strings.Contains(got, "notifications/subscriptions/acknowledged") {
+			t.Fatalf("ack: %s", got)
+		}
+		watchers = append(watchers, &watcher{name: tok.name + "'s listen stream", next: func() string {
+			data, ok := l.next()
+			if !ok {
+				t.Fatal("the listen stream ended")
+			}
+			return methodOf(t, data)
+		}})
+	}
+	const toolsChanged, resChanged = "notifications/tools/list_changed", "notifications/resources/list_changed"
+	expect := map[string][]string{}
+	expectFor := func(prefix string, methods ...string) {
+		for _, w := range watchers {
+			if strings.HasPrefix(w.name, prefix) {
+				expect[w.name] = append(expect[w.name], methods...)
+			}
+		}
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	both, onlyStatus, onlyReport := []string{"status", "report"}, []string{"status"}, []string{"report"}
+	check("at start", both, both, both)
+	must(e.srv.DisableTagsFor("alice", "beta"))
+	expectFor("the user", toolsChanged)
+	check("beta disabled for the user alice", onlyStatus, both, both)
+	must(e.srv.DisableTagsForClient("alice", "base"))
+	expectFor("the client", toolsChanged)
+	check("and base for the client alice", onlyStatus, onlyReport, onlyReport)
+	must(e.srv.EnableTagsForClient("alice", "beta")) // enabled for everyone: nobody's view changes
+	must(e.srv.ResetTagsFor("alice", "base"))        // the user had no setting of base
+	must(e.srv.ResetTagsFor("alice", "beta"))
+	expectFor("the user", toolsChanged)
+	check("beta reset for the user alice", both, onlyReport, onlyReport)
+	must(e.srv.ResetTagsForClient("alice", "base"))
+	expectFor("the client", toolsChanged)
+	check("base reset for the client alice", both, both, both)
+	must(e.srv.DisableTags("pub")) // the last, for everyone
+	expectFor("", resChanged)
+
+	for _, w := range watchers {
+		var got []string
+		for range expect[w.name] {
+			got = append(got, w.next())
+		}
+		if !slices.Equal(got, expect[w.name]) {
+			t.Errorf("%s was told %v, want %v", w.name, got, expect[w.name])
+		}
+	}
+	if err := e.srv.DisableTagsForClient("", "beta"); err == nil {
+		t.Error("DisableTagsForClient without a client id")
 	}
 }

@@ -7,14 +7,17 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toolgrain/toolgrain/internal/principal"
 	"github.com/toolgrain/toolgrain/internal/tags"
 	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/tools"
 )
 
-// The state of the tags: which are disabled for everyone, and which a subject has enabled or
-// disabled for itself, which wins over the setting for everyone. It changes at run time
-// ([Engine.SetTags]) and is the same on every member of a cluster: each setting of a tag (for
-// everyone, or for one subject) is an entry stamped with a Lamport clock and the member that made
+// The state of the tags: which are disabled for everyone, and which a principal (a user, or a
+// client acting on its own behalf: internal/principal) has enabled or disabled for itself, which
+// wins over the setting for everyone. It changes at run time ([Engine.SetTags]) and is the same
+// on every member of a cluster: each setting of a tag (for everyone, or for one principal) is an
+// entry stamped with a Lamport clock and the member that made
 // it, and the entry with the greater stamp wins, whatever order members learn of them in (a
 // last-writer-wins map). Members send each other the entries they change, and their whole state
 // to a member that joins (Config.TagSync).
@@ -24,7 +27,7 @@ type TagSetting int8
 
 // The settings of a tag.
 const (
-	// TagInherit drops a subject's own setting of the tag, so that the setting for everyone
+	// TagInherit drops a principal's own setting of the tag, so that the setting for everyone
 	// applies to it again; for everyone it is TagEnabled.
 	TagInherit TagSetting = 0
 	// TagEnabled makes the components with the tag visible again (as far as the rules allow).
@@ -33,7 +36,8 @@ const (
 	TagDisabled TagSetting = -1
 )
 
-// tagEntry is one setting of a tag, for everyone (Subject "") or for one subject.
+// tagEntry is one setting of a tag, for everyone (Subject "") or for one principal (Subject its
+// key, principal.Key).
 type tagEntry struct {
 	Subject string     `json:"s,omitempty"`
 	Tag     string     `json:"t"`
@@ -54,11 +58,12 @@ type tagState struct {
 	entries map[tagKey]tagEntry
 	clock   uint64 // the greatest clock of any entry seen
 
-	// What the entries say: the tags disabled for everyone, each subject's own settings
-	// (tag → disabled), and whether any tag is disabled for anyone.
-	off      map[string]bool
-	subjects map[string]map[string]bool
-	anyOff   bool
+	// What the entries say: the tags disabled for everyone, the own settings (tag → disabled)
+	// of each user and each client by its subject, and whether any tag is disabled for anyone.
+	off     map[string]bool
+	users   map[string]map[string]bool
+	clients map[string]map[string]bool
+	anyOff  bool
 }
 
 // initialTags is the state of a server whose tags disabled at start are disabled.
@@ -71,7 +76,8 @@ func initialTags(disabled []string) *tagState {
 }
 
 func newTagState(entries map[tagKey]tagEntry, clock uint64) *tagState {
-	s := &tagState{entries: entries, clock: clock, off: make(map[string]bool), subjects: make(map[string]map[string]bool)}
+	s := &tagState{entries: entries, clock: clock, off: make(map[string]bool),
+		users: make(map[string]map[string]bool), clients: make(map[string]map[string]bool)}
 	for k, e := range entries {
 		switch {
 		case k.subject == "":
@@ -80,10 +86,15 @@ func newTagState(entries map[tagKey]tagEntry, clock uint64) *tagState {
 				s.anyOff = true
 			}
 		case e.Setting != TagInherit:
-			m := s.subjects[k.subject]
+			subject, client, _ := principal.Parse(k.subject) // checked as the entry came in
+			own := s.users
+			if client {
+				own = s.clients
+			}
+			m := own[subject]
 			if m == nil {
 				m = make(map[string]bool)
-				s.subjects[k.subject] = m
+				own[subject] = m
 			}
 			m[k.tag] = e.Setting == TagDisabled
 			s.anyOff = s.anyOff || e.Setting == TagDisabled
@@ -92,10 +103,27 @@ func newTagState(entries map[tagKey]tagEntry, clock uint64) *tagState {
 	return s
 }
 
-// disabled reports whether one of list is disabled for subject: by subject's own setting, or
-// else by the setting for everyone.
-func (s *tagState) disabled(subject string, list []string) bool {
-	own := s.subjects[subject]
+// own returns the settings of id's principal of its own (tag → disabled) and whether it is a
+// client's; nil when it has none. Only an identity whose subject has settings is asked whether
+// it is a client.
+func (s *tagState) own(id *tools.Identity) (own map[string]bool, client bool) {
+	if id == nil || id.Subject == "" {
+		return nil, false
+	}
+	u, c := s.users[id.Subject], s.clients[id.Subject]
+	if u == nil && c == nil {
+		return nil, false
+	}
+	if principal.IsClient(id) {
+		return c, true
+	}
+	return u, false
+}
+
+// disabled reports whether one of list is disabled for id: by the own setting of its principal,
+// or else by the setting for everyone.
+func (s *tagState) disabled(id *tools.Identity, list []string) bool {
+	own, _ := s.own(id)
 	for _, t := range list {
 		if off, ok := own[t]; ok {
 			if off {
@@ -109,9 +137,6 @@ func (s *tagState) disabled(subject string, list []string) bool {
 	}
 	return false
 }
-
-// hasOwn reports whether subject has settings of its own.
-func (s *tagState) hasOwn(subject string) bool { return subject != "" && s.subjects[subject] != nil }
 
 // with returns the state with entries merged in, and whether anything changed.
 func (s *tagState) with(entries []tagEntry) (*tagState, bool) {
@@ -139,7 +164,7 @@ func (s *tagState) with(entries []tagEntry) (*tagState, bool) {
 		if clock == s.clock {
 			return s, false
 		}
-		return &tagState{entries: s.entries, clock: clock, off: s.off, subjects: s.subjects, anyOff: s.anyOff}, false
+		return &tagState{entries: s.entries, clock: clock, off: s.off, users: s.users, clients: s.clients, anyOff: s.anyOff}, false
 	}
 	return newTagState(next, clock), true
 }
@@ -170,13 +195,17 @@ type TagSync struct {
 	Relay func(entries []byte)
 }
 
-// SetTags sets the tags to setting, for everyone (subject "") or for the callers whose identity
-// has that subject, and sends notifications/{tools,resources,prompts}/list_changed to exactly
+// SetTags sets the tags to setting, for everyone (who "") or for the callers of one principal,
+// who being its key (principal.Key: principal.User of a user's subject, principal.Client of a
+// client's id), and sends notifications/{tools,resources,prompts}/list_changed to exactly
 // the connections and listen streams whose view of that list changed. An empty tag list does
 // nothing. Each tag must be a tag (1 to 64 characters from A-Za-z0-9_.-).
-func (e *Engine) SetTags(subject string, setting TagSetting, list ...string) error {
+func (e *Engine) SetTags(who string, setting TagSetting, list ...string) error {
 	if err := tags.CheckAll(list); err != nil {
 		return fmt.Errorf("actors: %w", err)
+	}
+	if _, _, ok := principal.Parse(who); who != "" && !ok {
+		return fmt.Errorf("actors: %q is not the key of a principal", who)
 	}
 	switch setting {
 	case TagInherit, TagEnabled, TagDisabled:
@@ -186,7 +215,7 @@ func (e *Engine) SetTags(subject string, setting TagSetting, list ...string) err
 	if len(list) == 0 {
 		return nil
 	}
-	if subject == "" && setting == TagInherit {
+	if who == "" && setting == TagInherit {
 		setting = TagEnabled
 	}
 	e.vis.mu.Lock()
@@ -194,7 +223,7 @@ func (e *Engine) SetTags(subject string, setting TagSetting, list ...string) err
 	clock := cur.clock + 1
 	entries := make([]tagEntry, 0, len(list))
 	for _, t := range list {
-		entries = append(entries, tagEntry{Subject: subject, Tag: t, Setting: setting, Clock: clock, Origin: e.cfg.TagSync.Origin})
+		entries = append(entries, tagEntry{Subject: who, Tag: t, Setting: setting, Clock: clock, Origin: e.cfg.TagSync.Origin})
 	}
 	next, _ := cur.with(entries)
 	old, nw := e.switchTagsLocked(next)
@@ -225,7 +254,8 @@ func (e *Engine) MergeTags(entries []byte) error {
 		return fmt.Errorf("actors: tag entries: %w", err)
 	}
 	for _, en := range list {
-		if tags.Check(en.Tag) != "" || en.Setting < TagDisabled || en.Setting > TagEnabled {
+		_, _, isKey := principal.Parse(en.Subject)
+		if tags.Check(en.Tag) != "" || en.Setting < TagDisabled || en.Setting > TagEnabled || en.Subject != "" && !isKey {
 			return errors.New("actors: tag entries: invalid entry")
 		}
 	}

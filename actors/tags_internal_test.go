@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/toolgrain/toolgrain/internal/principal"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -13,14 +14,15 @@ import (
 // order end with the same state: per tag and subject the entry with the greater clock wins, and
 // the greater origin breaks a tie.
 func TestTagStateConverges(t *testing.T) {
+	ada := principal.User("ada")
 	start := initialTags([]string{"beta"})
 	// Three members' changes, each stamped as SetTags stamps them: a clock one past the greatest
 	// its member had seen, and its origin.
 	changes := [][]tagEntry{
 		{{Tag: "beta", Setting: TagEnabled, Clock: 1, Origin: "a"}},
-		{{Tag: "beta", Setting: TagDisabled, Clock: 1, Origin: "b"}, {Subject: "ada", Tag: "ops", Setting: TagDisabled, Clock: 1, Origin: "b"}},
-		{{Subject: "ada", Tag: "ops", Setting: TagInherit, Clock: 2, Origin: "c"}, {Tag: "ops", Setting: TagDisabled, Clock: 2, Origin: "c"}},
-		{{Subject: "ada", Tag: "ops", Setting: TagEnabled, Clock: 1, Origin: "z"}},
+		{{Tag: "beta", Setting: TagDisabled, Clock: 1, Origin: "b"}, {Subject: ada, Tag: "ops", Setting: TagDisabled, Clock: 1, Origin: "b"}},
+		{{Subject: ada, Tag: "ops", Setting: TagInherit, Clock: 2, Origin: "c"}, {Tag: "ops", Setting: TagDisabled, Clock: 2, Origin: "c"}},
+		{{Subject: ada, Tag: "ops", Setting: TagEnabled, Clock: 1, Origin: "z"}},
 	}
 	var want []tagEntry
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -52,51 +54,62 @@ func TestTagStateConverges(t *testing.T) {
 		t.Error("beta: b's disable (origin b > a at clock 1) should win")
 	case !st.off["ops"]:
 		t.Error("ops should be disabled for everyone")
-	case !st.disabled("ada", []string{"ops"}):
+	case !st.disabled(&tools.Identity{Subject: "ada"}, []string{"ops"}):
 		t.Error("ada's inherit at clock 2 wins over z's enable at clock 1, and ops is off for everyone: it is off for ada")
 	}
 	if st.clock != 2 {
 		t.Errorf("clock %d, want 2", st.clock)
 	}
-	if st.hasOwn("ada") {
+	if own, _ := st.own(&tools.Identity{Subject: "ada"}); own != nil {
 		t.Error("ada has no setting of her own left")
 	}
 }
 
-// TestTagStateOwnSettings: a subject's own setting wins over the setting for everyone, both
-// ways, and an inherit drops it.
+// TestTagStateOwnSettings: a principal's own setting wins over the setting for everyone, both
+// ways, and an inherit drops it; a user's and a client's of the same subject are apart.
 func TestTagStateOwnSettings(t *testing.T) {
+	ada := principal.User("ada")
 	st, _ := initialTags([]string{"beta"}).with([]tagEntry{
-		{Subject: "ada", Tag: "beta", Setting: TagEnabled, Clock: 1},
-		{Subject: "bob", Tag: "ops", Setting: TagDisabled, Clock: 1},
+		{Subject: ada, Tag: "beta", Setting: TagEnabled, Clock: 1},
+		{Subject: principal.User("bob"), Tag: "ops", Setting: TagDisabled, Clock: 1},
+		{Subject: principal.Client("bob"), Tag: "pub", Setting: TagDisabled, Clock: 1},
 	})
+	user := func(s string) *tools.Identity { return &tools.Identity{Subject: s} }
+	client := func(s string) *tools.Identity {
+		return &tools.Identity{Subject: s, Claims: map[string][]string{"client_id": {s}}}
+	}
 	for _, tc := range []struct {
-		subject string
-		tags    []string
-		off     bool
+		name string
+		id   *tools.Identity
+		tags []string
+		off  bool
 	}{
-		{"", []string{"beta"}, true},
-		{"ada", []string{"beta"}, false},
-		{"ada", []string{"ops", "beta"}, false},
-		{"bob", []string{"ops"}, true},
-		{"bob", []string{"beta"}, true},
-		{"cy", []string{"ops"}, false},
+		{"anonymous", nil, []string{"beta"}, true},
+		{"the user ada", user("ada"), []string{"beta"}, false},
+		{"the user ada", user("ada"), []string{"ops", "beta"}, false},
+		{"the client ada", client("ada"), []string{"beta"}, true},
+		{"the user bob", user("bob"), []string{"ops"}, true},
+		{"the user bob", user("bob"), []string{"beta"}, true},
+		{"the user bob", user("bob"), []string{"pub"}, false},
+		{"the client bob", client("bob"), []string{"ops"}, false},
+		{"the client bob", client("bob"), []string{"pub"}, true},
+		{"the user cy", user("cy"), []string{"ops"}, false},
 	} {
-		if got := st.disabled(tc.subject, tc.tags); got != tc.off {
-			t.Errorf("%q %v: disabled %v, want %v", tc.subject, tc.tags, got, tc.off)
+		if got := st.disabled(tc.id, tc.tags); got != tc.off {
+			t.Errorf("%s %v: disabled %v, want %v", tc.name, tc.tags, got, tc.off)
 		}
 	}
-	st, changed := st.with([]tagEntry{{Subject: "ada", Tag: "beta", Setting: TagInherit, Clock: 2}})
-	if !changed || !st.disabled("ada", []string{"beta"}) {
+	st, changed := st.with([]tagEntry{{Subject: ada, Tag: "beta", Setting: TagInherit, Clock: 2}})
+	if !changed || !st.disabled(user("ada"), []string{"beta"}) {
 		t.Error("ada's inherit does not bring the setting for everyone back")
 	}
-	if _, changed := st.with([]tagEntry{{Subject: "ada", Tag: "beta", Setting: TagEnabled, Clock: 1}}); changed {
+	if _, changed := st.with([]tagEntry{{Subject: ada, Tag: "beta", Setting: TagEnabled, Clock: 1}}); changed {
 		t.Error("an older entry changed the state")
 	}
 }
 
-// TestMergeTagsRefuses: entries that do not decode, or that carry a bad tag or setting, change
-// nothing.
+// TestMergeTagsRefuses: entries that do not decode, or that carry a bad tag, setting or
+// principal, change nothing.
 func TestMergeTagsRefuses(t *testing.T) {
 	set, err := tools.Compile(nil)
 	if err != nil {
@@ -108,7 +121,7 @@ func TestMergeTagsRefuses(t *testing.T) {
 	}
 	defer func() { _ = e.Shutdown(t.Context()) }()
 	before := e.TagState()
-	for _, bad := range []string{`{`, `[{"t":"a b","v":-1,"c":1}]`, `[{"t":"ok","v":7,"c":1}]`} {
+	for _, bad := range []string{`{`, `[{"t":"a b","v":-1,"c":1}]`, `[{"t":"ok","v":7,"c":1}]`, `[{"s":"ada","t":"ok","v":-1,"c":1}]`} {
 		if err := e.MergeTags([]byte(bad)); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
@@ -122,6 +135,9 @@ func TestMergeTagsRefuses(t *testing.T) {
 	}
 	if got := e.TagState(); string(got) != string(good) {
 		t.Errorf("state %s, want %s", got, good)
+	}
+	if err := e.SetTags("ada", TagDisabled, "ok"); err == nil {
+		t.Error("SetTags for a string that is not a principal's key")
 	}
 	// The next change made here is stamped past what was merged.
 	if err := e.SetTags("", TagEnabled, "ok"); err != nil {

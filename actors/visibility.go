@@ -16,7 +16,7 @@ import (
 // Which components a request sees (package visibility). One predicate decides, [visIndex.visible]:
 // a component is visible to a viewer (the caller's identity and the toolsets its request chose)
 // unless the request's toolsets leave it out, one of its tags is disabled for the caller's
-// subject (tags.go), a rule that applies to it refuses the identity, or (with
+// principal (tags.go), a rule that applies to it refuses the identity, or (with
 // Config.HideForbiddenTools) it is a tool whose Scopes the identity lacks. An invisible
 // component is one that does not exist: every list leaves it out, and every place that answers a
 // client about a component by name asks here first and answers an invisible one as one nobody
@@ -36,14 +36,6 @@ type viewer struct {
 	// toolsets are the tags the request narrowed its view to, sorted and without duplicates:
 	// a component needs one of them. Nil means no narrowing; empty, that nothing is visible.
 	toolsets []string
-}
-
-// subject is the viewer's subject; "" without identity.
-func (v *viewer) subject() string {
-	if v.id == nil {
-		return ""
-	}
-	return v.id.Subject
 }
 
 // rule is a compiled visibility.Rule.
@@ -251,7 +243,7 @@ func (x *visIndex) visible(ci *compInfo, v *viewer) bool {
 	if !x.filtering {
 		return true
 	}
-	if x.tags.anyOff && x.tags.disabled(v.subject(), ci.comp.Tags) {
+	if x.tags.anyOff && x.tags.disabled(v.id, ci.comp.Tags) {
 		return false
 	}
 	for _, i := range ci.rules {
@@ -373,7 +365,7 @@ func (x *visIndex) work(v *viewer) *views {
 
 // viewKey appends to b what of v its views depend on: whether it meets each rule's conditions on
 // the identity, each predicate's key, the scopes it holds among those tools need (with hide),
-// its subject when the subject has tags of its own, and its toolsets. Viewers with the same key
+// its principal when that has tags of its own, and its toolsets. Viewers with the same key
 // see the same components. It reports false when a rule's predicate has no key: v's views are
 // then not cached.
 func (x *visIndex) viewKey(v *viewer, b []byte) ([]byte, bool) {
@@ -414,12 +406,16 @@ func (x *visIndex) viewKey(v *viewer, b []byte) ([]byte, bool) {
 		}
 		b = append(b, held...)
 	}
-	if s := v.subject(); x.tags.hasOwn(s) {
-		b = append(b, 1)
-		b = appendLen(b, len(s))
-		b = append(b, s...)
-	} else {
+	if own, client := x.tags.own(v.id); own == nil {
 		b = append(b, 0)
+	} else {
+		kind := byte(1) // a user's, or a client's: the same subject, two principals
+		if client {
+			kind = 2
+		}
+		b = append(b, kind)
+		b = appendLen(b, len(v.id.Subject))
+		b = append(b, v.id.Subject...)
 	}
 	if v.toolsets == nil {
 		return append(b, 0), true

@@ -12,8 +12,9 @@ import (
 // An Identity must not be modified once the verifier returned it: the engine shares it between
 // the calls of a request and does not copy it.
 type Identity struct {
-	// Subject identifies the caller (a user id, a client id). Sessions, tasks and the state of
-	// input rounds are bound to it: what one subject made is not found by another. A subject
+	// Subject identifies the caller (a user id, a client id). Sessions, tasks, the state of
+	// input rounds and the tags set for one identity at run time are bound to it: what one
+	// subject made is not found by another. A subject
 	// that is the client's own id (the identity's client_id claim, [Identity.Claim], is the
 	// subject: a client-credentials token) is a client's, kept apart from a user's of the same
 	// name.

@@ -102,7 +102,8 @@ type Config struct {
 	// it lets the caller see it.
 	Rules []Rule
 	// Disabled are the tags disabled for everyone when the server starts; the server's
-	// EnableTags and EnableTagsFor turn them on while it runs.
+	// EnableTags (for everyone), EnableTagsFor (a user) and EnableTagsForClient (a client)
+	// turn them on while it runs.
 	Disabled []string
 }
 

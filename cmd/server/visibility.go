@@ -90,8 +90,9 @@ func (o *visibilityOptions) applyToolTags(list []tools.Tool) ([]tools.Tool, erro
 }
 
 // changeTags answers the admin listener's /tags/enable, /tags/disable and /tags/reset: POST with
-// the tags in tag parameters (repeatable, or comma-separated) and, for one subject alone (a
-// token's is token-N), subject; reset needs a subject. It answers 204 once this server's clients
+// the tags in tag parameters (repeatable, or comma-separated) and, for one identity alone,
+// subject (a user's subject; a token's is token-N) or client (the id of a client acting on its
+// own behalf); reset needs one of them. It answers 204 once this server's clients
 // were told (and, on a cluster, the change was sent to the other members), 400 for a bad
 // request.
 func changeTags(w http.ResponseWriter, r *http.Request, srv *toolgrain.Server) {
@@ -113,17 +114,27 @@ func changeTags(w http.ResponseWriter, r *http.Request, srv *toolgrain.Server) {
 		http.Error(w, "no tag: give tag=TAG", http.StatusBadRequest)
 		return
 	}
-	subject := r.URL.Query().Get("subject")
+	subject, client := r.URL.Query().Get("subject"), r.URL.Query().Get("client")
+	if subject != "" && client != "" {
+		http.Error(w, "give subject or client, not both", http.StatusBadRequest)
+		return
+	}
 	var err error
 	switch action := strings.TrimPrefix(r.URL.Path, "/tags/"); {
-	case action == "enable" && subject == "":
-		err = srv.EnableTags(list...)
-	case action == "enable":
+	case action == "enable" && client != "":
+		err = srv.EnableTagsForClient(client, list...)
+	case action == "enable" && subject != "":
 		err = srv.EnableTagsFor(subject, list...)
-	case action == "disable" && subject == "":
-		err = srv.DisableTags(list...)
-	case action == "disable":
+	case action == "enable":
+		err = srv.EnableTags(list...)
+	case action == "disable" && client != "":
+		err = srv.DisableTagsForClient(client, list...)
+	case action == "disable" && subject != "":
 		err = srv.DisableTagsFor(subject, list...)
+	case action == "disable":
+		err = srv.DisableTags(list...)
+	case action == "reset" && client != "":
+		err = srv.ResetTagsForClient(client, list...)
 	case action == "reset":
 		err = srv.ResetTagsFor(subject, list...)
 	default:

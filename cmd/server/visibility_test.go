@@ -170,6 +170,9 @@ func TestBinaryTagsAtRunTime(t *testing.T) {
 		{http.MethodPost, "/tags/enable", http.StatusBadRequest},
 		{http.MethodPost, "/tags/enable?tag=a%20b", http.StatusBadRequest},
 		{http.MethodPost, "/tags/reset?tag=beta", http.StatusBadRequest},
+		{http.MethodPost, "/tags/disable?tag=beta&subject=token-1&client=app", http.StatusBadRequest},
+		{http.MethodPost, "/tags/disable?tag=beta&client=app", http.StatusNoContent},
+		{http.MethodPost, "/tags/reset?tag=beta&client=app", http.StatusNoContent},
 		{http.MethodPost, "/tags/nosuch?tag=beta", http.StatusNotFound},
 		{http.MethodPost, "/tags/enable?tag=beta", http.StatusNoContent},
 	} {

@@ -10,7 +10,11 @@
 // in sub too) is a client's, every other subject a user's.
 package principal
 
-import "github.com/toolgrain/toolgrain/tools"
+import (
+	"strings"
+
+	"github.com/toolgrain/toolgrain/tools"
+)
 
 // Key returns the key the state of the caller id is bound to: "" without an identity (or with
 // an empty subject); "client:" and the subject when the identity's client_id claim
@@ -21,9 +25,9 @@ func Key(id *tools.Identity) string {
 		return ""
 	}
 	if IsClient(id) {
-		return "client:" + id.Subject
+		return Client(id.Subject)
 	}
-	return "sub:" + id.Subject
+	return User(id.Subject)
 }
 
 // IsClient reports whether the subject of id is the id of the client the token was issued to,
@@ -31,4 +35,30 @@ func Key(id *tools.Identity) string {
 func IsClient(id *tools.Identity) bool {
 	cid := id.Claim("client_id")
 	return len(cid) == 1 && cid[0] == id.Subject
+}
+
+// The prefixes of the keys of a user's and a client's subjects.
+const (
+	userPrefix   = "sub:"
+	clientPrefix = "client:"
+)
+
+// User returns the key of the user whose subject is subject: what Key returns for every identity
+// with that subject but a client's own.
+func User(subject string) string { return userPrefix + subject }
+
+// Client returns the key of the client whose id is id, acting on its own behalf: what Key
+// returns for an identity with that subject and that client_id.
+func Client(id string) string { return clientPrefix + id }
+
+// Parse returns the subject of a key of Key, User or Client and whether it is a client's; ok is
+// false for a string that is no such key (the empty one included).
+func Parse(key string) (subject string, client, ok bool) {
+	if s, ok := strings.CutPrefix(key, userPrefix); ok && s != "" {
+		return s, false, true
+	}
+	if s, ok := strings.CutPrefix(key, clientPrefix); ok && s != "" {
+		return s, true, true
+	}
+	return "", false, false
 }

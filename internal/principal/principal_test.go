@@ -33,3 +33,32 @@ func TestKey(t *testing.T) {
 		}
 	}
 }
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		key     string
+		subject string
+		client  bool
+		ok      bool
+	}{
+		{principal.User("alice"), "alice", false, true},
+		{principal.Client("alice"), "alice", true, true},
+		{principal.User("client:alice"), "client:alice", false, true},
+		{"", "", false, false},
+		{"alice", "", false, false},
+		{"sub:", "", false, false},
+		{"client:", "", false, false},
+	} {
+		s, c, ok := principal.Parse(tc.key)
+		if s != tc.subject || c != tc.client || ok != tc.ok {
+			t.Errorf("Parse(%q) = %q, %v, %v; want %q, %v, %v", tc.key, s, c, ok, tc.subject, tc.client, tc.ok)
+		}
+	}
+	id := &tools.Identity{Subject: "alice", Claims: map[string][]string{"client_id": {"alice"}}}
+	if k := principal.Key(id); k != principal.Client("alice") {
+		t.Errorf("Key of a client %q, Client %q", k, principal.Client("alice"))
+	}
+	if k := principal.Key(&tools.Identity{Subject: "alice"}); k != principal.User("alice") {
+		t.Errorf("Key of a user %q, User %q", k, principal.User("alice"))
+	}
+}
