@@ -242,11 +242,11 @@ func (c *InMemoryClient) forget(id protocol.ID) {
 	c.mu.Unlock()
 }
 
-// Initialize performs the MCP handshake: an initialize request for the latest protocol version,
-// then notifications/initialized. It returns the server's initialize result.
+// Initialize performs the MCP handshake of the legacy era: an initialize request for
+// [protocol.LatestLegacyVersion], then notifications/initialized, which opens a session. It returns the server's initialize result.
 func (c *InMemoryClient) Initialize(ctx context.Context) (*protocol.InitializeResult, error) {
 	raw, err := c.Call(ctx, protocol.MethodInitialize, protocol.InitializeParams{
-		ProtocolVersion: protocol.LatestVersion,
+		ProtocolVersion: protocol.LatestLegacyVersion,
 		Capabilities:    json.RawMessage(`{}`),
 		ClientInfo:      protocol.Implementation{Name: "toolgrain-in-memory", Version: Version},
 	})

@@ -172,17 +172,17 @@ func TestCustomMethodHTTP(t *testing.T) {
 
 	// Modern: Mcp-Method names it; closing the request's stream cancels it, silently.
 	m := e.client()
-	modern := []string{"MCP-Protocol-Version", protocol.ModernVersion, "Mcp-Method", "acme/reindex", "Mcp-Session-Id", ""}
+	modern := []string{"MCP-Protocol-Version", protocol.LatestModernVersion, "Mcp-Method", "acme/reindex", "Mcp-Session-Id", ""}
 	assertReply(t, "modern", m.post(modernRequest("3", "acme/reindex", `"index":"books"`), modern...), http.StatusOK,
 		modernResult("3", `"reindexed":"books","count":3`))
-	assertReply(t, "modern, no such method", m.post(modernRequest("4", "acme/nope", ""), "MCP-Protocol-Version", protocol.ModernVersion, "Mcp-Method", "acme/nope"),
+	assertReply(t, "modern, no such method", m.post(modernRequest("4", "acme/nope", ""), "MCP-Protocol-Version", protocol.LatestModernVersion, "Mcp-Method", "acme/nope"),
 		http.StatusNotFound, `{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"Method not found: acme/nope"}}`)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		body := modernRequest("5", "acme/wait", "")
-		resp, err := (&http.Client{}).Do(m.request(ctx, http.MethodPost, body, "MCP-Protocol-Version", protocol.ModernVersion, "Mcp-Method", "acme/wait"))
+		resp, err := (&http.Client{}).Do(m.request(ctx, http.MethodPost, body, "MCP-Protocol-Version", protocol.LatestModernVersion, "Mcp-Method", "acme/wait"))
 		if err == nil {
 			resp.Body.Close()
 		}

@@ -320,7 +320,7 @@ func TestBatchRefusedOutside20250326(t *testing.T) {
 		e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 		c := e.client()
 		c.initializeHTTPAt("2025-03-26")
-		assertReply(t, "batch", c.post(batch(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), "MCP-Protocol-Version", protocol.ModernVersion), http.StatusBadRequest, refused)
+		assertReply(t, "batch", c.post(batch(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), "MCP-Protocol-Version", protocol.LatestModernVersion), http.StatusBadRequest, refused)
 	})
 }
 

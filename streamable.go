@@ -78,12 +78,13 @@ const (
 	DefaultMessagesPath = streamable.DefaultMessagesPath
 )
 
-// Handler returns the Streamable HTTP transport (MCP 2025-11-25) of the server, to be mounted at
-// the MCP endpoint of the host's own mux, for example mux.Handle("/mcp", srv.Handler()). Every
-// call returns the same handler, a [*streamable.Handler] configured by [Config].HTTP; its
-// sessions live until they are deleted, expire or the server shuts down. A POST body larger
-// than [Config].MaxMessageSize gets 413, and the transport's unexpected failures (a token
-// verifier that fails, a session that cannot be opened) reach [Config].OnError.
+// Handler returns the Streamable HTTP transport (MCP 2026-07-28 requests and the sessions of the
+// revisions up to 2025-11-25) of the server, to be mounted at the MCP endpoint of the host's own
+// mux, for example mux.Handle("/mcp", srv.Handler()). Every call returns the same handler, a
+// [*streamable.Handler] configured by [Config].HTTP; its sessions live until they are deleted,
+// expire or the server shuts down. A POST body larger than [Config].MaxMessageSize gets 413, and
+// the transport's unexpected failures (a token verifier that fails, a session that cannot be
+// opened) reach [Config].OnError.
 //
 // The HTTP contract (POST, GET and DELETE on one endpoint, sessions and their ids, JSON and
 // resumable SSE answers, the standalone stream, statuses, Host and Origin checks, CORS, bearer

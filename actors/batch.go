@@ -91,7 +91,7 @@ func (c *connectionActor) receiveBatch(ctx actor.Context, b *inboundBatch) {
 			// The modern revision has no batches: its request is answered alone, in place.
 			c.conn.inbox.done(in.cost)
 			reply(in.stream, protocol.EncodeError(in.msg.ID, protocol.ErrInvalidRequest(
-				"a %s request cannot be part of a batch", protocol.ModernVersion)))
+				"a %s request cannot be part of a batch", protocol.LatestModernVersion)))
 			continue
 		}
 		if t := c.eng.tel; t != nil && !in.msg.IsResponse() {

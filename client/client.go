@@ -7,8 +7,8 @@
 // The engine puts a [Peer], the call's client, in the context of every tools/call,
 // resources/read, prompts/get and completion/complete handler it runs. Over stdio and in memory
 // the call's client is the one connection the call came on; over Streamable HTTP it is the
-// legacy session (MCP 2025-11-25) the request belongs to, and a stateless request of a later
-// revision will have no connection beyond the request itself. Outside the engine (a handler
+// legacy session (MCP 2025-11-25 and earlier) the request belongs to, or, for a stateless
+// request (MCP 2026-07-28), the request itself. Outside the engine (a handler
 // called directly in a test) there is no Peer and every function returns [ErrNoClient], except
 // [Log], which does nothing.
 //
@@ -18,8 +18,10 @@
 // message is then dropped with [ErrCallFinished], and a request to the client fails with it.
 //
 // Requests to the client ([CreateMessage], [Elicit], [ListRoots]) use only the capabilities the
-// client declared at initialize; otherwise they fail at once with an error wrapping
-// [ErrUnsupported] and nothing is sent. They block until the client answers or ctx ends; when
+// client declared (at initialize in a legacy session, in the request in the modern era);
+// otherwise they fail at once with an error wrapping [ErrUnsupported] and nothing is sent. In
+// the modern era each is an input_required round, as [Input] says. In a legacy session they
+// block until the client answers or ctx ends; when
 // ctx ends first (the call was cancelled, timed out or its connection closed) the engine tells
 // the client with notifications/cancelled and the function returns the context's cause. A
 // client that answers with a JSON-RPC error gives a [*protocol.WireError].

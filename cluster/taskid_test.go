@@ -118,7 +118,7 @@ func TestTaskRequestWithForgedIDServedLocally(t *testing.T) {
 	for _, viaHeader := range []bool{true, false} {
 		body := `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"` + forged + `"}}`
 		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
-		r.Header.Set(protocol.HeaderProtocolVersion, protocol.ModernVersion)
+		r.Header.Set(protocol.HeaderProtocolVersion, protocol.LatestModernVersion)
 		r.Header.Set(protocol.HeaderMethod, protocol.MethodTasksGet)
 		if viaHeader {
 			r.Header.Set(protocol.HeaderName, forged)
@@ -149,7 +149,7 @@ func TestTaskRequestForUnreachableHome(t *testing.T) {
 	get := func() *httptest.ResponseRecorder {
 		body := `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"` + id + `"}}`
 		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
-		r.Header.Set(protocol.HeaderProtocolVersion, protocol.ModernVersion)
+		r.Header.Set(protocol.HeaderProtocolVersion, protocol.LatestModernVersion)
 		r.Header.Set(protocol.HeaderMethod, protocol.MethodTasksGet)
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
@@ -174,7 +174,7 @@ func TestTaskRequestForUnreachableHome(t *testing.T) {
 func taskGet(h http.Handler, id string) *httptest.ResponseRecorder {
 	body := `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"` + id + `"}}`
 	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
-	r.Header.Set(protocol.HeaderProtocolVersion, protocol.ModernVersion)
+	r.Header.Set(protocol.HeaderProtocolVersion, protocol.LatestModernVersion)
 	r.Header.Set(protocol.HeaderMethod, protocol.MethodTasksGet)
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)

@@ -198,7 +198,7 @@ func TestElicitationRoutedToItsClient(t *testing.T) {
 func TestBothErasInFrontOfModernUpstream(t *testing.T) {
 	up := asker(t)
 	f := newFront(t, toolgrain.Config{}, gateway.Mount{Name: "a", Source: gateway.InProcess{Server: up}})
-	if st := f.gw.Status()[0]; st.ProtocolVersion != protocol.ModernVersion {
+	if st := f.gw.Status()[0]; st.ProtocolVersion != protocol.LatestModernVersion {
 		t.Fatalf("status: %+v", st)
 	}
 	ctx, cancel := context.WithCancel(ctxT(t))

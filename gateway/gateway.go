@@ -253,7 +253,7 @@ func checkMount(m Mount) (checked, error) {
 	case "", "auto":
 	case "legacy", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05":
 		c.proto = upstream.ProtocolLegacy
-	case "modern", protocol.ModernVersion:
+	case "modern", protocol.LatestModernVersion:
 		c.proto = upstream.ProtocolModern
 	default:
 		return checked{}, fmt.Errorf("protocol %q: want auto, legacy or modern", m.Protocol)

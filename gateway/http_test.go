@@ -55,7 +55,7 @@ func TestHTTPUpstreams(t *testing.T) {
 	for _, c := range []struct {
 		name, transport, protocol, version string
 	}{
-		{"streamable modern", "http", "", protocol.ModernVersion},
+		{"streamable modern", "http", "", protocol.LatestModernVersion},
 		{"streamable legacy", "http", "legacy", "2025-11-25"},
 		{"sse", "sse", "", "2025-11-25"},
 	} {
@@ -150,7 +150,7 @@ func TestHTTPTokenNeverForwarded(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer client-secret")
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", protocol.ModernVersion)
+	req.Header.Set("MCP-Protocol-Version", protocol.LatestModernVersion)
 	req.Header.Set("Mcp-Method", "tools/call")
 	req.Header.Set("Mcp-Name", "web_echo")
 	resp, err := http.DefaultClient.Do(req)
@@ -190,7 +190,7 @@ func TestHTTPHeaderArguments(t *testing.T) {
 	defer up.Close()
 	ts, _ := httpUpstream(t, up)
 	f := newFront(t, toolgrain.Config{}, gateway.Mount{Name: "w", Source: gateway.HTTP{URL: ts.URL + "/mcp"}})
-	if st := f.gw.Status()[0]; st.ProtocolVersion != protocol.ModernVersion {
+	if st := f.gw.Status()[0]; st.ProtocolVersion != protocol.LatestModernVersion {
 		t.Fatalf("status: %+v", st)
 	}
 	for _, args := range []string{`{"region":"eu-west"}`, `{"region":"Zürich ","days":3}`} {

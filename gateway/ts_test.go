@@ -72,7 +72,7 @@ func TestTypeScriptPeers(t *testing.T) {
 					mounts = []gateway.Mount{{Name: "up", Source: gateway.HTTP{URL: "http://" + addr + "/mcp"}}}
 				}
 				f := newFront(t, toolgrain.Config{}, mounts...)
-				if st := f.gw.Status()[0]; !strings.HasPrefix(st.ProtocolVersion, "20") || st.ProtocolVersion == protocol.ModernVersion {
+				if st := f.gw.Status()[0]; !strings.HasPrefix(st.ProtocolVersion, "20") || st.ProtocolVersion == protocol.LatestModernVersion {
 					t.Errorf("status: %+v", st)
 				}
 				names := toolNames(t, f.c)

@@ -12,9 +12,9 @@ import (
 // members: resultType (first), the cache hints of a cacheable result (tools/list,
 // resources/list, resources/templates/list, prompts/list, resources/read, server/discover), and
 // members merged into its _meta (the server's identity). For a legacy session of a revision
-// older than [LatestVersion] it is that revision ([LegacyAnnotation]): the result is shaped for
-// it ([Revision.Shape]) and nothing is added. A nil *Annotation changes nothing: the results of
-// a 2025-11-25 session stay as they are.
+// older than [LatestLegacyVersion] it is that revision ([LegacyAnnotation]): the result is
+// shaped for it ([Revision.Shape]) and nothing is added. A nil *Annotation changes nothing: the
+// results of a session of [LatestLegacyVersion] stay as they are.
 type Annotation struct {
 	// Legacy, when set, is the revision of a legacy session the result is shaped for; the
 	// other fields are then ignored.

@@ -10,8 +10,9 @@
 // only the standard library. Everything in it is safe for concurrent use
 // unless a type's documentation says otherwise.
 //
-// The types are MCP 2025-11-25's ([LatestVersion]), and 2026-07-28's where it
-// differs; a session of an older revision is answered in that revision's shape
+// The types are those of MCP 2026-07-28 ([LatestModernVersion]) and of
+// 2025-11-25 ([LatestLegacyVersion]), the newest revisions of the two eras;
+// a session of an older revision is answered in that revision's shape
 // ([Revision.Shape]). JSON-RPC batches, which 2025-03-26 alone has, are read
 // by [DecodeInput] and served or refused by the engine.
 package protocol

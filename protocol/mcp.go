@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// MCP method names (2025-11-25).
+// MCP method names as of 2025-11-25; those 2026-07-28 adds are beside [MethodServerDiscover].
 const (
 	// MethodInitialize is the client's first request; its params are
 	// [InitializeParams] and its result [InitializeResult].
@@ -409,7 +409,7 @@ func ReadProgressToken(params json.RawMessage) (ID, error) {
 	return tok, nil
 }
 
-// MCP methods and notifications beyond tools (2025-11-25).
+// MCP methods and notifications beyond tools, as of 2025-11-25.
 const (
 	// MethodResourcesList lists resources: [ListResourcesParams] to [ListResourcesResult].
 	MethodResourcesList = "resources/list"

@@ -16,16 +16,17 @@ import (
 // served on its own, without a session. A server that also speaks the earlier revisions
 // ("legacy": the initialize handshake) decides the era of each message on its own (dual-era).
 
-// ModernVersion is the protocol revision of stateless requests.
-const ModernVersion = "2026-07-28"
+// LatestModernVersion is the newest revision of the modern era, whose requests each carry their
+// protocol version and are served statelessly: the one the engine speaks to a modern peer.
+const LatestModernVersion = "2026-07-28"
 
 // ServedVersions lists every protocol version the engine serves, newest first: the modern
-// revision and the legacy ones of [SupportedVersions]. server/discover lists them as
+// revisions and the legacy ones of [SupportedVersions]. server/discover lists them as
 // supportedVersions, and an unsupported-version error as supported. It must not be modified.
-var ServedVersions = append([]string{ModernVersion}, SupportedVersions...)
+var ServedVersions = append([]string{LatestModernVersion}, SupportedVersions...)
 
 // IsModernVersion reports whether v is a protocol version served statelessly.
-func IsModernVersion(v string) bool { return v == ModernVersion }
+func IsModernVersion(v string) bool { return v == LatestModernVersion }
 
 // Keys of the envelope in a modern request's params._meta, and of the members the server puts in
 // results and notifications.
@@ -156,7 +157,7 @@ func (m *Message) Envelope() (*Envelope, *WireError) {
 func readEnvelope(params json.RawMessage, valid bool) (*Envelope, *WireError) {
 	p := trimSpace(params)
 	if len(p) == 0 || isNull(p) {
-		return nil, ErrInvalidParams("a %s request needs params with _meta", ModernVersion)
+		return nil, ErrInvalidParams("a %s request needs params with _meta", LatestModernVersion)
 	}
 	if p[0] != '{' || (!valid && !json.Valid(p)) {
 		return nil, ErrInvalidParams("params must be an object")
@@ -185,8 +186,8 @@ func readEnvelope(params json.RawMessage, valid bool) (*Envelope, *WireError) {
 	if len(version) < 3 || version[0] != '"' {
 		return nil, ErrInvalidParams("params._meta.%s must be a non-empty string", MetaProtocolVersion)
 	}
-	if string(version) == `"`+ModernVersion+`"` {
-		env.ProtocolVersion = ModernVersion
+	if string(version) == `"`+LatestModernVersion+`"` {
+		env.ProtocolVersion = LatestModernVersion
 	} else {
 		env.ProtocolVersion = unquote(version)
 	}

@@ -2,9 +2,11 @@ package protocol
 
 import "slices"
 
-// LatestVersion is the newest MCP revision the engine speaks, and the one it
-// answers with when a client asks for a version it does not support.
-const LatestVersion = "2025-11-25"
+// LatestLegacyVersion is the newest revision of the legacy era, whose clients open a session
+// with the initialize handshake: the revision an initialize is answered with when it asks for
+// a version the engine does not support. Later revisions are modern ([LatestModernVersion]);
+// none of them has initialize.
+const LatestLegacyVersion = "2025-11-25"
 
 // SupportedVersions lists the MCP revisions a legacy session may negotiate,
 // newest first: each session is then answered in its own revision's shape
@@ -17,7 +19,7 @@ func IsSupportedVersion(v string) bool {
 }
 
 // NegotiateVersion returns the protocol version to put in an initialize
-// result: requested when it is supported, otherwise [LatestVersion]. This
+// result: requested when it is supported (legacy), otherwise [LatestLegacyVersion]. This
 // is the 2025-11-25 lifecycle rule: the server answers with the requested
 // version if it supports it, else with another version it supports, and
 // the client disconnects if it cannot use that one.
@@ -27,5 +29,5 @@ func NegotiateVersion(requested string) string {
 			return v // the constant, not the request's copy
 		}
 	}
-	return LatestVersion
+	return LatestLegacyVersion
 }

@@ -16,10 +16,10 @@ func TestNegotiateVersion(t *testing.T) {
 		{"2025-06-18", "2025-06-18", true},
 		{"2025-03-26", "2025-03-26", true},
 		{"2024-11-05", "2024-11-05", true},
-		{"2024-10-07", protocol.LatestVersion, false},
-		{"2026-07-28", protocol.LatestVersion, false},
-		{"", protocol.LatestVersion, false},
-		{"garbage", protocol.LatestVersion, false},
+		{"2024-10-07", protocol.LatestLegacyVersion, false},
+		{"2026-07-28", protocol.LatestLegacyVersion, false},
+		{"", protocol.LatestLegacyVersion, false},
+		{"garbage", protocol.LatestLegacyVersion, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.give, func(t *testing.T) {
@@ -34,8 +34,8 @@ func TestNegotiateVersion(t *testing.T) {
 }
 
 func TestSupportedVersionsNewestFirst(t *testing.T) {
-	if protocol.SupportedVersions[0] != protocol.LatestVersion {
-		t.Errorf("SupportedVersions[0] = %q, want LatestVersion %q", protocol.SupportedVersions[0], protocol.LatestVersion)
+	if protocol.SupportedVersions[0] != protocol.LatestLegacyVersion {
+		t.Errorf("SupportedVersions[0] = %q, want LatestLegacyVersion %q", protocol.SupportedVersions[0], protocol.LatestLegacyVersion)
 	}
 	for i := 1; i < len(protocol.SupportedVersions); i++ {
 		if protocol.SupportedVersions[i-1] <= protocol.SupportedVersions[i] {

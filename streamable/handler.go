@@ -594,7 +594,7 @@ func (h *Handler) findSession(w http.ResponseWriter, r *http.Request, id *tools.
 		// A modern client: the revision has POST only.
 		w.Header().Set("Allow", http.MethodPost)
 		writeError(w, http.StatusMethodNotAllowed, protocol.ErrTransport("Method Not Allowed",
-			r.Method+" is not part of MCP "+protocol.ModernVersion+": every request is a POST"))
+			r.Method+" is not part of MCP "+protocol.LatestModernVersion+": every request is a POST"))
 		return nil
 	}
 	if sid == "" {

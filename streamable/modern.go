@@ -41,7 +41,7 @@ func (h *Handler) modernPost(w http.ResponseWriter, r *http.Request, msg *protoc
 	switch {
 	case msg.IsResponse():
 		writeFrame(w, http.StatusBadRequest, protocol.EncodeError(msg.ID,
-			protocol.ErrInvalidRequest("a %s client sends no responses: the server sends it no requests", protocol.ModernVersion)))
+			protocol.ErrInvalidRequest("a %s client sends no responses: the server sends it no requests", protocol.LatestModernVersion)))
 		return
 	case msg.IsNotification():
 		// Nothing a modern client notifies is meaningful over HTTP: a request is cancelled by

@@ -18,7 +18,7 @@ import (
 // handler's context; the task then ends cancelled, whatever the handler returns.
 //
 // Only a modern request (MCP 2026-07-28) whose client declares the extension can get a task.
-// A legacy session (MCP 2025-11-25) calls every tool as an ordinary call.
+// A legacy session (MCP 2025-11-25 and earlier) calls every tool as an ordinary call.
 type TaskSupport uint8
 
 const (

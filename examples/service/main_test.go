@@ -222,7 +222,7 @@ func mcpPost(t *testing.T, url, session, body string) (int, string, string) {
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if session != "" {
 		req.Header.Set(protocol.HeaderSessionID, session)
-		req.Header.Set(protocol.HeaderProtocolVersion, protocol.LatestVersion)
+		req.Header.Set(protocol.HeaderProtocolVersion, protocol.LatestLegacyVersion)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

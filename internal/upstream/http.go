@@ -248,7 +248,7 @@ func (c *httpConn) post(ctx context.Context, out *Outgoing) error {
 	session, version := c.session, out.Version
 	c.mu.Unlock()
 	if out.Modern {
-		session, version = "", protocol.ModernVersion
+		session, version = "", protocol.LatestModernVersion
 		req.Header.Set(protocol.HeaderMethod, out.Method)
 		if out.Name != "" {
 			req.Header.Set(protocol.HeaderName, protocol.EncodeHeaderValue(out.Name))

@@ -90,7 +90,7 @@ type Lists struct {
 	Prompts   []protocol.Prompt
 	// Capabilities are the upstream's server capabilities.
 	Capabilities protocol.ServerCapabilities
-	// Version is the protocol version spoken: a legacy revision or protocol.ModernVersion.
+	// Version is the protocol version spoken: a legacy revision or protocol.LatestModernVersion.
 	Version string
 	// ServerInfo is the upstream's self-description.
 	ServerInfo protocol.Implementation
@@ -559,20 +559,20 @@ func (a *upstreamActor) discover() {
 		modern := false
 		if werr == nil && json.Unmarshal(res, &d) == nil {
 			for _, v := range d.SupportedVersions {
-				if v == protocol.ModernVersion {
+				if v == protocol.LatestModernVersion {
 					modern = true
 				}
 			}
 		}
 		if !modern {
 			if a.u.cfg.Protocol == ProtocolModern {
-				a.attemptFailed(fmt.Errorf("the upstream does not serve MCP %s (server/discover: %v)", protocol.ModernVersion, describe(werr)))
+				a.attemptFailed(fmt.Errorf("the upstream does not serve MCP %s (server/discover: %v)", protocol.LatestModernVersion, describe(werr)))
 				return
 			}
 			a.initialize()
 			return
 		}
-		a.modern, a.version, a.caps = true, protocol.ModernVersion, d.Capabilities
+		a.modern, a.version, a.caps = true, protocol.LatestModernVersion, d.Capabilities
 		a.info = protocol.Implementation{}
 		if raw, ok := d.Meta[protocol.MetaServerInfo]; ok {
 			_ = json.Unmarshal(raw, &a.info)
@@ -878,7 +878,7 @@ func (a *upstreamActor) request(method string, params json.RawMessage, modern bo
 
 func (a *upstreamActor) versionFor(modern bool) string {
 	if modern {
-		return protocol.ModernVersion
+		return protocol.LatestModernVersion
 	}
 	return a.version
 }
@@ -930,7 +930,7 @@ func (u *Upstream) params(params, meta json.RawMessage, id protocol.ID, progress
 		b = append(b, m...)
 	}
 	if modern {
-		member(protocol.MetaProtocolVersion, []byte(`"`+protocol.ModernVersion+`"`))
+		member(protocol.MetaProtocolVersion, []byte(`"`+protocol.LatestModernVersion+`"`))
 		member(protocol.MetaClientCapabilities, u.capsJSON(caps))
 		member(protocol.MetaClientInfo, u.info)
 		if level != "" {
