@@ -23,6 +23,7 @@ import (
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/diagnostics"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/faults"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -82,8 +83,8 @@ func TestChaos(t *testing.T) {
 	heapStart := newHeapPeak()
 
 	diag := newChaosDiagnostics()
-	restore := toolgrain.InjectEngineFault(func(point, tool string) {
-		if point == toolgrain.FaultRequestAnswer && tool == "probe" {
+	restore := faults.Set(func(point, tool string) {
+		if point == faults.RequestAnswer && tool == "probe" {
 			panic("engine bug: " + demo.Marker)
 		}
 	})

@@ -120,7 +120,7 @@ func TestClientDataLeavesWithItsSessions(t *testing.T) {
 			t.Fatalf("DELETE: %d %s", r.status, r.body)
 		}
 	}
-	waitFor(t, func() bool { return e.srv.Sessions() == 1 && toolgrain.EngineOccupancy(e.srv).Connections == 1 })
+	waitFor(t, func() bool { return e.srv.Sessions() == 1 && engineOccupancy(e.srv).Connections == 1 })
 	after := heap()
 	t.Logf("heap: %d before, %d with the sessions, %d after they ended", before, held, after)
 	if held < before+3<<20 {

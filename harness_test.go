@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/toolgrain/toolgrain"
+	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/diagnostics"
+	"github.com/toolgrain/toolgrain/internal/enginehook"
 )
 
 // watchdog bounds every wait in these tests. It is not a performance assertion: it only turns a
@@ -158,3 +160,13 @@ func decode(t testing.TB, line string) map[string]any {
 }
 
 var errCanary = errors.New("canary")
+
+// engineOccupancy returns what the engine of srv holds now: connection actors, calls in flight
+// and open listen streams.
+func engineOccupancy(srv *toolgrain.Server) actors.Occupancy {
+	s, ok := enginehook.Of(srv)
+	if !ok {
+		panic("engineOccupancy: not a server")
+	}
+	return s.Engine.Occupancy()
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/faults"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -148,9 +149,9 @@ func TestToolTimeoutDefault(t *testing.T) {
 // that call with -32603 Internal error, reports the failure with no details, gives back the
 // tool's run slot and the call's place, and the connection keeps serving.
 func TestEnginePanicInRequestActor(t *testing.T) {
-	for _, point := range []string{toolgrain.FaultRequestStart, toolgrain.FaultRequestAnswer} {
+	for _, point := range []string{faults.RequestStart, faults.RequestAnswer} {
 		t.Run(point, func(t *testing.T) {
-			restore := toolgrain.InjectEngineFault(func(p, tool string) {
+			restore := faults.Set(func(p, tool string) {
 				if p == point && tool == "probe" {
 					panic("engine bug near " + demo.Marker)
 				}

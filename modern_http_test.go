@@ -385,9 +385,9 @@ func TestModernHTTPWeighsNothing(t *testing.T) {
 		}()
 	}
 	deadline := time.Now().Add(watchdog)
-	for toolgrain.EngineOccupancy(e.srv).Calls < 20 {
+	for engineOccupancy(e.srv).Calls < 20 {
 		if time.Now().After(deadline) {
-			t.Fatalf("the sleeps did not start: %+v", toolgrain.EngineOccupancy(e.srv))
+			t.Fatalf("the sleeps did not start: %+v", engineOccupancy(e.srv))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -395,7 +395,7 @@ func TestModernHTTPWeighsNothing(t *testing.T) {
 	wg.Wait()
 	e.hc.CloseIdleConnections()
 	for {
-		occ := toolgrain.EngineOccupancy(e.srv)
+		occ := engineOccupancy(e.srv)
 		if occ.Calls == 0 && occ.Listeners == 0 && occ.Connections == 1 && e.srv.Sessions() == 0 {
 			break
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/diagnostics"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/faults"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -85,8 +86,8 @@ func secretCalls() []string {
 // serveSecrets runs secretCalls against a server built from cfg, with the engine fault of the
 // probe tool, and returns what the client saw.
 func serveSecrets(t *testing.T, cfg toolgrain.Config) []string {
-	restore := toolgrain.InjectEngineFault(func(point, tool string) {
-		if point == toolgrain.FaultRequestAnswer && tool == "probe" {
+	restore := faults.Set(func(point, tool string) {
+		if point == faults.RequestAnswer && tool == "probe" {
 			panic("engine bug")
 		}
 	})

@@ -14,14 +14,23 @@ import (
 // The tool author's API end to end: schemas inferred from Go types, through the real server
 // over stdio and HTTP, in both protocol eras.
 
-// AddIn and AddOut are declared with Example_typedTool.
+// addIn and addOut are the arguments and the structured output of Example_typedTool's add tool.
+type addIn struct {
+	A    int    `json:"a" jsonschema:"description=The first term"`
+	B    int    `json:"b" jsonschema:"description=The second term"`
+	Note string `json:"note,omitempty"`
+}
+
+type addOut struct {
+	Sum int `json:"sum"`
+}
 
 func addTool() tools.Tool {
 	return tools.Tool{
 		Name:        "add",
 		Description: "Adds two integers.",
-		Handler: tools.Structured(func(ctx context.Context, in AddIn) (AddOut, error) {
-			return AddOut{Sum: in.A + in.B}, nil
+		Handler: tools.Structured(func(ctx context.Context, in addIn) (addOut, error) {
+			return addOut{Sum: in.A + in.B}, nil
 		}),
 	}
 }
@@ -78,7 +87,7 @@ func TestTypedToolRefused(t *testing.T) {
 	}
 	_, err = toolgrain.NewServer(toolgrain.Config{Tools: []tools.Tool{{
 		Name: "out", OutputType: reflect.TypeFor[chan int](),
-		Handler: tools.Func(func(context.Context, AddIn) (*tools.Result, error) { return tools.TextResult(""), nil }),
+		Handler: tools.Func(func(context.Context, addIn) (*tools.Result, error) { return tools.TextResult(""), nil }),
 	}}})
 	if !errors.As(err, &se) || se.Tool != "out" || se.Kind != tools.SchemaOutput {
 		t.Errorf("got %v, want a *tools.ToolSchemaError for the output of out", err)
