@@ -1,5 +1,0 @@
-//go:build !race
-
-package toolgrain_test
-
-const raceEnabled = false

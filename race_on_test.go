@@ -1,6 +1,0 @@
-//go:build race
-
-package toolgrain_test
-
-// raceEnabled: the race detector allows at most 8128 live goroutines, so load tests scale down.
-const raceEnabled = true
