@@ -6,12 +6,11 @@ import (
 	"go.uber.org/goleak"
 )
 
+// The root's tests are its Examples, which godoc shows; the end-to-end tests are in package
+// e2e and the documentation checks in internal/doccheck.
+
 // protoactor starts this goroutine on a dead letter (a timer's message that reached a request
 // actor just after it stopped) to throttle its logging; it ends by itself after one second.
 const deadLetterThrottle = "github.com/asynkron/protoactor-go/actor.NewDeadLetter.NewThrottle.func4.1"
-
-// idleWorker is a goroutine of the engine's worker pool waiting for work: it belongs to the
-// server, not to a session, and ends when the server closes.
-const idleWorker = "github.com/toolgrain/toolgrain/actors.(*workerPool).worker"
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreTopFunction(deadLetterThrottle)) }

@@ -54,7 +54,7 @@ const (
 //
 // A failure prints its seed; replay it with
 //
-//	go test -run TestChaos -chaos.seed=N .
+//	go test -run TestChaos -chaos.seed=N ./e2e
 func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos test: 5 s, or 30 s with TOOLGRAIN_LONG=1")
@@ -76,7 +76,7 @@ func TestChaos(t *testing.T) {
 	t.Logf("chaos seed %d, %s, %d stdio connections and %d HTTP sessions", seed, duration, chaosConns, chaosSessions)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("TestChaos failed with seed %d; replay: go test -run TestChaos -chaos.seed=%d .", seed, seed)
+			t.Logf("TestChaos failed with seed %d; replay: go test -run TestChaos -chaos.seed=%d ./e2e", seed, seed)
 		}
 	})
 	leaks := goleak.IgnoreCurrent()

@@ -38,7 +38,7 @@ import (
 //
 // Run it longer with
 //
-//	go test -run '^$' -fuzz '^FuzzHTTPHandler$' -fuzztime 10m -fuzzminimizetime 20x .
+//	go test -run '^$' -fuzz '^FuzzHTTPHandler$' -fuzztime 10m -fuzzminimizetime 20x ./e2e
 //
 // (the engine's goroutines make coverage vary from one run of an input to the next, so the
 // default minimisation, 60 s per new input, would take most of the time).

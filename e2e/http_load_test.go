@@ -52,7 +52,7 @@ func (g *inFlightGauge) middleware(next tools.Handler) tools.Handler {
 // a mixed load, and dozens here, where more than 64 streams are always open. A failure
 // prints its seed; replay it with
 //
-//	go test -run TestHTTPManyCallsInFlight -httpload.seed=N .
+//	go test -run TestHTTPManyCallsInFlight -httpload.seed=N ./e2e
 func TestHTTPManyCallsInFlight(t *testing.T) {
 	if testing.Short() {
 		t.Skip("load test")
@@ -72,7 +72,7 @@ func TestHTTPManyCallsInFlight(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("failed with seed %d; replay: go test -run TestHTTPManyCallsInFlight -httpload.seed=%d .", seed, seed)
+			t.Logf("failed with seed %d; replay: go test -run TestHTTPManyCallsInFlight -httpload.seed=%d ./e2e", seed, seed)
 		}
 	})
 	gauge := &inFlightGauge{}
