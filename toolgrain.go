@@ -160,11 +160,11 @@ import (
 	"github.com/toolgrain/toolgrain/cluster"
 	"github.com/toolgrain/toolgrain/diagnostics"
 	"github.com/toolgrain/toolgrain/internal/clusterhook"
+	"github.com/toolgrain/toolgrain/internal/httpserve"
 	"github.com/toolgrain/toolgrain/metrics"
 	"github.com/toolgrain/toolgrain/prompts"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/resources"
-	"github.com/toolgrain/toolgrain/streamable"
 	"github.com/toolgrain/toolgrain/tools"
 	"github.com/toolgrain/toolgrain/visibility"
 )
@@ -408,7 +408,7 @@ const DefaultMaxOutputBacklog = 16 << 20
 type Server struct {
 	cfg     Config
 	eng     *actors.Engine
-	http    *streamable.Handler
+	http    *httpserve.Handler
 	handler http.Handler // http, or its cluster wrapper
 
 	outputPauses atomic.Uint64 // times a connection stopped reading for a slow consumer
@@ -527,7 +527,7 @@ func NewServer(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := streamable.New(eng, cfg.HTTP, streamable.Options{Logger: cfg.Logger, MaxMessageSize: cfg.MaxMessageSize})
+	h, err := httpserve.New(eng, cfg.HTTP, httpserve.Options{Logger: cfg.Logger, MaxMessageSize: cfg.MaxMessageSize})
 	if err != nil {
 		_ = eng.Shutdown(context.Background())
 		return nil, err
@@ -582,7 +582,7 @@ func (s *Server) Stats() Stats {
 //
 // HTTP sessions end first: new requests get 503, open SSE streams end, and each cancelled
 // call's stream ends with no response. The SSE streams the transport took from net/http (see
-// [streamable.Handler]) are then given until ctx ends to write their end, and closed.
+// [httpserve.Handler]) are then given until ctx ends to write their end, and closed.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.http.Shutdown()
 	err := s.eng.Shutdown(ctx)

@@ -1,4 +1,4 @@
-package streamable
+package httpserve
 
 import (
 	"container/heap"

@@ -1,4 +1,4 @@
-package streamable
+package httpserve
 
 import (
 	"crypto/rand"

@@ -1,4 +1,4 @@
-package streamable_test
+package httpserve_test
 
 import (
 	"bufio"
@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/httpserve"
 	"github.com/toolgrain/toolgrain/protocol"
-	"github.com/toolgrain/toolgrain/streamable"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -29,11 +29,11 @@ import (
 type streamServer struct {
 	t   *testing.T
 	eng *actors.Engine
-	h   *streamable.Handler
+	h   *httpserve.Handler
 	url string
 }
 
-func newStreamServer(t *testing.T, cfg streamable.Config) *streamServer {
+func newStreamServer(t *testing.T, cfg httpserve.Config) *streamServer {
 	t.Helper()
 	set, err := tools.Compile(nil)
 	if err != nil {
@@ -43,7 +43,7 @@ func newStreamServer(t *testing.T, cfg streamable.Config) *streamServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := streamable.New(eng, cfg, streamable.Options{})
+	h, err := httpserve.New(eng, cfg, httpserve.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func nextData(t *testing.T, br *bufio.Reader) string {
 }
 
 // waitStats waits until the handler's stream counters satisfy cond.
-func (s *streamServer) waitStats(what string, within time.Duration, cond func(streamable.StreamStats) bool) time.Duration {
+func (s *streamServer) waitStats(what string, within time.Duration, cond func(httpserve.StreamStats) bool) time.Duration {
 	s.t.Helper()
 	start := time.Now()
 	for !cond(s.h.StreamStats()) {
@@ -196,11 +196,11 @@ func (s *streamServer) waitStats(what string, within time.Duration, cond func(st
 // TestDetachedStreamsCarryEverything: GET and listen streams leave net/http once open and
 // still carry every notification, in order, with keep-alive comments between them.
 func TestDetachedStreamsCarryEverything(t *testing.T) {
-	s := newStreamServer(t, streamable.Config{KeepAlive: 50 * time.Millisecond})
+	s := newStreamServer(t, httpserve.Config{KeepAlive: 50 * time.Millisecond})
 	sid := s.session("demo://a")
 	_, get := s.getStream(sid, false)
 	_, listen := s.listenStream("demo://a")
-	s.waitStats("both streams detached", 10*time.Second, func(st streamable.StreamStats) bool { return st.Open == 2 })
+	s.waitStats("both streams detached", 10*time.Second, func(st httpserve.StreamStats) bool { return st.Open == 2 })
 	for i := range 5 {
 		s.eng.ResourceUpdated("demo://a")
 		for _, br := range []*bufio.Reader{get, listen} {
@@ -233,13 +233,13 @@ func TestDetachedStreamsCarryEverything(t *testing.T) {
 // again; another client is served throughout.
 func TestVanishedClientDropped(t *testing.T) {
 	const keepAlive = 100 * time.Millisecond
-	s := newStreamServer(t, streamable.Config{KeepAlive: keepAlive})
+	s := newStreamServer(t, httpserve.Config{KeepAlive: keepAlive})
 	sid := s.session("demo://a")
 	gone, _ := s.getStream(sid, true) // it will never read
 	_ = gone
 	other := s.session("demo://a")
 	_, live := s.getStream(other, false)
-	s.waitStats("streams detached", 10*time.Second, func(st streamable.StreamStats) bool { return st.Open == 2 })
+	s.waitStats("streams detached", 10*time.Second, func(st httpserve.StreamStats) bool { return st.Open == 2 })
 	// A few KiB close the silent client's window: what follows waits unsent.
 	for range 60 {
 		s.eng.ResourceUpdated("demo://a")
@@ -247,7 +247,7 @@ func TestVanishedClientDropped(t *testing.T) {
 	for range 60 {
 		nextData(t, live)
 	}
-	took := s.waitStats("the silent client dropped", 20*time.Second, func(st streamable.StreamStats) bool { return st.Gone == 1 && st.Open == 1 })
+	took := s.waitStats("the silent client dropped", 20*time.Second, func(st httpserve.StreamStats) bool { return st.Gone == 1 && st.Open == 1 })
 	t.Logf("dropped %v after its window closed (keep-alive %v)", took.Round(time.Millisecond), keepAlive)
 	// The session's GET stream is free again.
 	c := s.dial(false)
@@ -265,13 +265,13 @@ func TestVanishedClientDropped(t *testing.T) {
 // bound, and a burst of changes reaches the reading clients whole meanwhile, without waiting
 // for the slow one.
 func TestSlowReaderCutOff(t *testing.T) {
-	s := newStreamServer(t, streamable.Config{})
+	s := newStreamServer(t, httpserve.Config{})
 	slowSID := s.session("demo://a")
 	slow, _ := s.getStream(slowSID, true)
 	fastSID := s.session("demo://a")
 	_, fast := s.getStream(fastSID, false)
 	_, listen := s.listenStream("demo://a")
-	s.waitStats("streams detached", 10*time.Second, func(st streamable.StreamStats) bool { return st.Open == 3 })
+	s.waitStats("streams detached", 10*time.Second, func(st httpserve.StreamStats) bool { return st.Open == 3 })
 
 	const burst = 3000 // ~150 B each: more than the bound, the socket's buffers and the window
 	start := time.Now()
@@ -297,7 +297,7 @@ func TestSlowReaderCutOff(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("%d updates reached the reading clients in %v", burst, time.Since(start).Round(time.Millisecond))
-	s.waitStats("the slow reader cut off", 10*time.Second, func(st streamable.StreamStats) bool { return st.CutOff == 1 && st.Open == 2 })
+	s.waitStats("the slow reader cut off", 10*time.Second, func(st httpserve.StreamStats) bool { return st.CutOff == 1 && st.Open == 2 })
 	// The slow client finds its stream closed once it reads: what was sent, then the end.
 	_ = slow.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	_, err := io.Copy(io.Discard, slow.br)
@@ -318,7 +318,7 @@ func TestShutdownEndsDetachedStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := streamable.New(eng, streamable.Config{}, streamable.Options{})
+	h, err := httpserve.New(eng, httpserve.Config{}, httpserve.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +333,7 @@ func TestShutdownEndsDetachedStreams(t *testing.T) {
 		_, br = s.listenStream("demo://a")
 		listens = append(listens, br)
 	}
-	s.waitStats("streams detached", 10*time.Second, func(st streamable.StreamStats) bool { return st.Open == 2*n })
+	s.waitStats("streams detached", 10*time.Second, func(st httpserve.StreamStats) bool { return st.Open == 2*n })
 
 	const grace = 5 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
@@ -407,7 +407,7 @@ func TestDetachedStreamOnWrappedConn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := streamable.New(eng, streamable.Config{}, streamable.Options{})
+	h, err := httpserve.New(eng, httpserve.Config{}, httpserve.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,11 +426,11 @@ func TestDetachedStreamOnWrappedConn(t *testing.T) {
 	})
 	s := &streamServer{t: t, eng: eng, h: h, url: hs.URL}
 	c, listen := s.listenStream("demo://a")
-	s.waitStats("detached", 10*time.Second, func(st streamable.StreamStats) bool { return st.Open == 1 })
+	s.waitStats("detached", 10*time.Second, func(st httpserve.StreamStats) bool { return st.Open == 1 })
 	eng.ResourceUpdated("demo://a")
 	if ev := nextData(t, listen); !strings.Contains(ev, "resources/updated") {
 		t.Fatalf("update: %s", ev)
 	}
 	_ = c.conn.Close()
-	s.waitStats("the client's leaving seen", 10*time.Second, func(st streamable.StreamStats) bool { return st.Open == 0 && st.Gone == 1 })
+	s.waitStats("the client's leaving seen", 10*time.Second, func(st httpserve.StreamStats) bool { return st.Open == 0 && st.Gone == 1 })
 }

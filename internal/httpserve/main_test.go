@@ -1,4 +1,4 @@
-package streamable_test
+package httpserve_test
 
 import (
 	"testing"

@@ -1,6 +1,6 @@
 //go:build linux
 
-package streamable
+package httpserve
 
 import (
 	"net"

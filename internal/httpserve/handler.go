@@ -14,7 +14,7 @@
 //
 // Most programs reach this package through toolgrain: Server.Handler returns the server's
 // [Handler], and toolgrain.Config.HTTP is a [Config].
-package streamable
+package httpserve
 
 import (
 	"context"
