@@ -463,6 +463,7 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	var relay func(method, uri string)
 	var tagSync actors.TagSync
+	var newSessionID func() string
 	member, clustered := clusterhook.Of(cfg.Cluster)
 	if clustered {
 		if cfg.ActorSystem == nil {
@@ -470,7 +471,7 @@ func NewServer(cfg Config) (*Server, error) {
 		}
 		relay = member.Relay
 		tagSync = actors.TagSync{Origin: cfg.Cluster.Address(), Relay: member.RelayTags}
-		cfg.HTTP.NewSessionID = member.NewSessionID
+		newSessionID = member.NewSessionID
 	}
 	tasksCfg := engineTasks(&cfg)
 	if clustered {
@@ -527,7 +528,8 @@ func NewServer(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := httpserve.New(eng, cfg.HTTP, httpserve.Options{Logger: cfg.Logger, MaxMessageSize: cfg.MaxMessageSize})
+	h, err := httpserve.New(eng, cfg.HTTP, httpserve.Options{Logger: cfg.Logger, MaxMessageSize: cfg.MaxMessageSize,
+		NewSessionID: newSessionID})
 	if err != nil {
 		_ = eng.Shutdown(context.Background())
 		return nil, err
@@ -582,7 +584,8 @@ func (s *Server) Stats() Stats {
 //
 // HTTP sessions end first: new requests get 503, open SSE streams end, and each cancelled
 // call's stream ends with no response. The SSE streams the transport took from net/http (see
-// [httpserve.Handler]) are then given until ctx ends to write their end, and closed.
+// "What a connected client costs" in package streamable) are then given until ctx ends to
+// write their end, and closed.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.http.Shutdown()
 	err := s.eng.Shutdown(ctx)

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolgrain/toolgrain/internal/httpserve"
+	"github.com/toolgrain/toolgrain/streamable"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -47,7 +47,7 @@ type IntrospectionConfig struct {
 
 	// Audience is the resource the tokens must have been issued for: the answer's aud (a string
 	// or an array) must contain it, and an answer without aud is a rejection. Empty means the
-	// endpoint's resource URI of each request ([httpserve.ResourceFromContext]), as for
+	// endpoint's resource URI of each request ([streamable.ResourceFromContext]), as for
 	// [JWTConfig].Audience.
 	Audience string
 
@@ -95,7 +95,7 @@ type IntrospectionConfig struct {
 }
 
 // IntrospectionVerifier verifies opaque access tokens by asking the authorization server
-// (token introspection, RFC 7662) and caches the answers. It is a [httpserve.TokenVerifier]
+// (token introspection, RFC 7662) and caches the answers. It is a [streamable.TokenVerifier]
 // (toolgrain.TokenVerifier); its methods are safe for concurrent use.
 //
 // A token is accepted when the server says it is active (a 400 answer whose error is
@@ -105,7 +105,7 @@ type IntrospectionConfig struct {
 // sender-constrained (no cnf, token_type not DPoP) unless AllowSenderConstrained, aud contains
 // the audience, exp (when present) is not past, nbf (when present) is not in the future, and it
 // names a sub or a client_id. Otherwise VerifyToken
-// returns an error wrapping [httpserve.ErrInvalidToken] that says why (the client gets 401).
+// returns an error wrapping [streamable.ErrInvalidToken] that says why (the client gets 401).
 //
 // An introspection endpoint that cannot be reached, is slow, or answers anything but 200 with a
 // JSON object or a refusal of the token makes VerifyToken fail with that error, which is not a
@@ -127,7 +127,7 @@ type IntrospectionVerifier struct {
 	flight flights[[sha256.Size]byte]
 }
 
-var _ httpserve.TokenVerifier = (*IntrospectionVerifier)(nil)
+var _ streamable.TokenVerifier = (*IntrospectionVerifier)(nil)
 
 // NewIntrospectionVerifier returns the verifier configured by cfg. It checks the configuration
 // only (no network I/O).
@@ -339,7 +339,7 @@ func tokenVerdict(code string) bool {
 func (v *IntrospectionVerifier) decide(ctx context.Context, a *answer) (*tools.Identity, error) {
 	in, now := a.in, v.now()
 	reject := func(format string, args ...any) (*tools.Identity, error) {
-		return nil, fmt.Errorf("%w: "+format, append([]any{httpserve.ErrInvalidToken}, args...)...)
+		return nil, fmt.Errorf("%w: "+format, append([]any{streamable.ErrInvalidToken}, args...)...)
 	}
 	switch tt := strings.ToLower(in.TokenType); {
 	case !in.Active:
@@ -359,7 +359,7 @@ func (v *IntrospectionVerifier) decide(ctx context.Context, a *answer) (*tools.I
 	}
 	aud := v.cfg.Audience
 	if aud == "" {
-		aud = httpserve.ResourceFromContext(ctx)
+		aud = streamable.ResourceFromContext(ctx)
 	}
 	if !audienceHas(in.Aud, aud) {
 		return reject("issued for %q, not %q", []string(in.Aud), aud)

@@ -14,7 +14,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"go.uber.org/zap"
 
-	"github.com/toolgrain/toolgrain/internal/httpserve"
+	"github.com/toolgrain/toolgrain/streamable"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -47,8 +47,8 @@ type JWTConfig struct {
 
 	// Audience is the resource the tokens must have been issued for: a token's aud (a string
 	// or an array) must contain it. Empty means the endpoint's resource URI of each request
-	// ([httpserve.ResourceFromContext]: the transport's AuthConfig.Resource, else the URL the
-	// request was sent to); called outside the transport without [httpserve.WithResource],
+	// ([streamable.ResourceFromContext]: the transport's AuthConfig.Resource, else the URL the
+	// request was sent to); called outside the transport without [streamable.WithResource],
 	// the verifier then rejects every token. An audience equals the expected one exactly, or after lowercasing
 	// the scheme and host and dropping one trailing slash.
 	Audience string
@@ -124,13 +124,13 @@ type JWTConfig struct {
 }
 
 // JWTVerifier verifies JWT access tokens offline with the issuer's published keys. It is a
-// [httpserve.TokenVerifier] (toolgrain.TokenVerifier); its methods are safe for concurrent use.
+// [streamable.TokenVerifier] (toolgrain.TokenVerifier); its methods are safe for concurrent use.
 //
 // A token is accepted when its signature checks with a key of the issuer's JWK Set under an
 // accepted algorithm, and its claims say it is valid here and now: iss is the issuer, aud
 // contains the audience, exp is present and not past, nbf and iat (when present) are not in
 // the future (each with the leeway), and it has a sub or a client_id. Otherwise VerifyToken
-// returns an error wrapping [httpserve.ErrInvalidToken] that says why (the client gets 401).
+// returns an error wrapping [streamable.ErrInvalidToken] that says why (the client gets 401).
 // A token longer than 16 KiB, or with characters other than base64url and '.', is rejected
 // before it is parsed. A sender-constrained token (a cnf claim: DPoP, mutual TLS) is rejected
 // unless [JWTConfig].AllowSenderConstrained.
@@ -153,7 +153,7 @@ type JWTVerifier struct {
 	keys     keyCache
 }
 
-var _ httpserve.TokenVerifier = (*JWTVerifier)(nil)
+var _ streamable.TokenVerifier = (*JWTVerifier)(nil)
 
 // NewJWTVerifier returns the verifier configured by cfg. It checks the configuration only (no
 // network I/O): a missing or malformed Issuer, a malformed Audience or JWKSURL, an unknown
@@ -253,7 +253,7 @@ func NewJWTVerifier(cfg JWTConfig) (*JWTVerifier, error) {
 const maxTokenLength = 16 << 10
 
 // errTooLong rejects a token over maxTokenLength.
-var errTooLong = fmt.Errorf("%w: longer than %d bytes", httpserve.ErrInvalidToken, maxTokenLength)
+var errTooLong = fmt.Errorf("%w: longer than %d bytes", streamable.ErrInvalidToken, maxTokenLength)
 
 // errUnknownKey: the token names a key (kid) the cached JWK Set does not have.
 var errUnknownKey = errors.New("signed with a key the issuer does not publish")
@@ -266,7 +266,7 @@ func (v *JWTVerifier) VerifyToken(ctx context.Context, token string) (*tools.Ide
 		return nil, errTooLong
 	}
 	if !compactJWS(token) {
-		return nil, fmt.Errorf("%w: not a compact JWS (characters other than base64url and '.')", httpserve.ErrInvalidToken)
+		return nil, fmt.Errorf("%w: not a compact JWS (characters other than base64url and '.')", streamable.ErrInvalidToken)
 	}
 	ks := v.keys.keys.Load()
 	switch {
@@ -335,16 +335,16 @@ func (v *JWTVerifier) verify(ctx context.Context, token string, ks *keySet) (*to
 	_, err := v.parser.ParseWithClaims(token, &c, ks.keyfunc)
 	if err != nil {
 		if errors.Is(err, errUnknownKey) {
-			return nil, fmt.Errorf("%w: %w", httpserve.ErrInvalidToken, errUnknownKey)
+			return nil, fmt.Errorf("%w: %w", streamable.ErrInvalidToken, errUnknownKey)
 		}
-		return nil, fmt.Errorf("%w: %w", httpserve.ErrInvalidToken, err)
+		return nil, fmt.Errorf("%w: %w", streamable.ErrInvalidToken, err)
 	}
 	aud := v.audience
 	if aud == "" {
-		aud = httpserve.ResourceFromContext(ctx)
+		aud = streamable.ResourceFromContext(ctx)
 	}
 	if !audienceHas(c.Audience, aud) {
-		return nil, fmt.Errorf("%w: issued for %q, not %q", httpserve.ErrInvalidToken, []string(c.Audience), aud)
+		return nil, fmt.Errorf("%w: issued for %q, not %q", streamable.ErrInvalidToken, []string(c.Audience), aud)
 	}
 	if !v.bound && confirmed(c.Cnf) {
 		return nil, errSenderConstrained
@@ -461,7 +461,7 @@ type jwtClaims struct {
 }
 
 // errSenderConstrained rejects a token with a cnf claim, unless AllowSenderConstrained.
-var errSenderConstrained = fmt.Errorf("%w: sender-constrained (cnf: DPoP or mutual TLS); this server accepts bearer tokens only", httpserve.ErrInvalidToken)
+var errSenderConstrained = fmt.Errorf("%w: sender-constrained (cnf: DPoP or mutual TLS); this server accepts bearer tokens only", streamable.ErrInvalidToken)
 
 // confirmed reports whether a cnf member (RFC 7800) is present: anything but absent or null,
 // an empty object included (oidc-provider's introspection answers {} for a bound token whose
@@ -487,11 +487,11 @@ func (c *jwtClaims) identity() (*tools.Identity, error) {
 		sub = c.ClientID
 	}
 	if sub == "" {
-		return nil, fmt.Errorf("%w: neither sub nor client_id", httpserve.ErrInvalidToken)
+		return nil, fmt.Errorf("%w: neither sub nor client_id", streamable.ErrInvalidToken)
 	}
 	scopes, err := parseScopes(c.Scope, c.Scp)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", httpserve.ErrInvalidToken, err)
+		return nil, fmt.Errorf("%w: %w", streamable.ErrInvalidToken, err)
 	}
 	out := &struct {
 		id tools.Identity

@@ -12,6 +12,7 @@ import (
 	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/internal/httpserve"
 	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/streamable"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -33,11 +34,11 @@ func TestForwardKeepsTheScheme(t *testing.T) {
 		defer cancel()
 		_ = eng.Shutdown(ctx)
 	}()
-	refuse := httpserve.TokenVerifierFunc(func(context.Context, string) (*tools.Identity, error) {
-		return nil, httpserve.ErrInvalidToken
+	refuse := streamable.TokenVerifierFunc(func(context.Context, string) (*tools.Identity, error) {
+		return nil, streamable.ErrInvalidToken
 	})
-	h, err := httpserve.New(eng, httpserve.Config{AllowedHosts: []string{"127.0.0.1"},
-		Auth: &httpserve.AuthConfig{Verifier: refuse, Resource: "/mcp"}}, httpserve.Options{})
+	h, err := httpserve.New(eng, streamable.Config{AllowedHosts: []string{"127.0.0.1"},
+		Auth: &streamable.AuthConfig{Verifier: refuse, Resource: "/mcp"}}, httpserve.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,17 +16,9 @@ import (
 
 	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/streamable"
 	"github.com/toolgrain/toolgrain/tools"
 )
-
-// ErrInvalidToken is the rejection a [TokenVerifier] returns (or wraps) for a token it does not
-// accept: unknown, expired, revoked, issued for another audience. The client gets 401 and
-// nothing is reported: a rejection is an expected answer. Its text, "toolgrain: invalid token",
-// predates the package and is kept.
-var ErrInvalidToken = errors.New("toolgrain: invalid token")
-
-// DefaultVerifyTimeout bounds one token verification when [AuthConfig].VerifyTimeout is zero.
-const DefaultVerifyTimeout = 10 * time.Second
 
 // maxTokenLength is the longest bearer token passed to the verifier, 16 KiB: twice a JWT with
 // a large claims set. A longer one gets 401 invalid_token without a call of the verifier, so
@@ -36,142 +28,22 @@ const maxTokenLength = 16 << 10
 // authRetryAfter is the Retry-After, in seconds, of a 503 for a failed verification.
 const authRetryAfter = "5"
 
-// TokenVerifier checks the bearer tokens of the Streamable HTTP transport.
-//
-// VerifyToken returns the identity a valid token stands for (a [tools.Identity], which tool
-// handlers read with [tools.IdentityFromContext]). It must check everything that makes the token
-// valid for this server, the audience included (the token must have been issued for this
-// resource: MCP forbids token passthrough). For a token it does not accept it returns an error
-// that wraps [ErrInvalidToken]. Any other error — the identity provider is down or answers
-// garbage — and a panic are unexpected failures: the client gets 503 with no detail and the
-// engine's OnError (toolgrain's Config.OnError) gets the original error with nil details. It
-// must honour ctx, which ends after [AuthConfig].VerifyTimeout or when the client goes away,
-// and which names the endpoint's resource URI ([ResourceFromContext]).
-//
-// It is called for every HTTP request (sessions never stand for authentication), concurrently:
-// cache on your side if verification is costly. Package auth has verifiers for real
-// authorization servers: JWT access tokens checked with the issuer's keys, opaque tokens by
-// introspection.
-type TokenVerifier interface {
-	VerifyToken(ctx context.Context, token string) (*tools.Identity, error)
-}
-
-// resourceKey is the context key of the resource a token is verified for.
-type resourceKey struct{}
-
-// ResourceFromContext returns the canonical URI of the MCP endpoint ([AuthConfig].Resource,
-// completed from the request when it is a path or empty; for the HTTP+SSE transport's paths,
-// that of its stream path) that the request being authenticated was sent to: the audience its
-// token must have been issued for. The transport sets it on the
-// context it passes to [TokenVerifier].VerifyToken; any other context gives "".
-func ResourceFromContext(ctx context.Context) string {
-	s, _ := ctx.Value(resourceKey{}).(string)
-	return s
-}
-
-// WithResource returns a context whose [ResourceFromContext] is resource, for calling a
-// [TokenVerifier] outside the transport (tests, another transport).
-func WithResource(ctx context.Context, resource string) context.Context {
-	return context.WithValue(ctx, resourceKey{}, resource)
-}
-
-// TokenVerifierFunc adapts a function to [TokenVerifier].
-type TokenVerifierFunc func(ctx context.Context, token string) (*tools.Identity, error)
-
-// VerifyToken calls f(ctx, token).
-func (f TokenVerifierFunc) VerifyToken(ctx context.Context, token string) (*tools.Identity, error) {
-	return f(ctx, token)
-}
-
-var _ TokenVerifier = TokenVerifierFunc(nil)
-
-// AuthConfig turns on bearer-token authentication for the Streamable HTTP transport (MCP
-// 2025-11-25 authorization: the server is an OAuth 2.1 resource server). Only Verifier is
-// required.
-type AuthConfig struct {
-	// Verifier checks each request's token. Required. A token longer than 16 KiB gets 401
-	// invalid_token without a call of the verifier.
-	Verifier TokenVerifier
-
-	// Scopes are needed by every request: a valid token whose identity lacks one of them gets
-	// 403 with error="insufficient_scope". They are also named in the scope parameter of the 401
-	// challenge. Nil means a valid token is enough. A tool's own scopes (tools.Tool.Scopes) are
-	// checked on each tools/call, with the step-up challenge (see [Handler]).
-	Scopes []string
-
-	// Resource is the canonical URI of the MCP endpoint, the RFC 9728 "resource" that tokens must
-	// be issued for, for example "https://mcp.example.com/mcp". A path alone ("/mcp") takes the
-	// scheme and host from each request: https when it came over TLS, http otherwise, and a host
-	// the client cannot choose: on a loopback connection whose Host is a loopback name, that name
-	// with the connection's own port; otherwise the Host header only when [Config].AllowedHosts
-	// lists it. Empty means the request's own path on the endpoint. A path or empty needs
-	// AllowedHosts to list at least one name ([New] refuses it otherwise: the handler does not
-	// know its listener before its first request); a server reached beyond loopback, or behind
-	// a reverse proxy, sets it to the public URL.
-	//
-	// The HTTP+SSE transport's stream path ([Config].SSEPath) is a resource of its own, the URL
-	// its clients connect to and ask a token for: its GET and the POSTs to [Config].MessagesPath
-	// are checked for this resource with the SSE path as its path, their challenges name the
-	// metadata of that path, and the metadata handler serves it there; unless
-	// ResourceMetadataURL is set, which gives every request this resource.
-	Resource string
-
-	// ResourceMetadataURL is the URL of the protected-resource metadata document, given to clients
-	// in the resource_metadata parameter of every challenge. Empty means the RFC 9728 location
-	// derived from Resource: /.well-known/oauth-protected-resource followed by its path.
-	ResourceMetadataURL string
-
-	// AuthorizationServers are the issuer URLs of the authorization servers that issue tokens for
-	// this resource, listed as "authorization_servers" in the metadata document. MCP requires at
-	// least one for clients to run the OAuth flow; without any, clients must get tokens otherwise
-	// (static tokens).
-	AuthorizationServers []string
-
-	// ScopesSupported is "scopes_supported" in the metadata document. Nil means Scopes.
-	ScopesSupported []string
-
-	// ResourceName is the human-readable "resource_name" of the metadata document; empty means
-	// none.
-	ResourceName string
-
-	// VerifyTimeout bounds one call of the verifier; when it passes, the verification counts as
-	// an unexpected failure (503). 0 means DefaultVerifyTimeout.
-	VerifyTimeout time.Duration
-}
-
-// VerifierPanicError is what the engine's OnError (toolgrain's Config.OnError) receives when the
-// token verifier panicked.
-type VerifierPanicError struct {
-	// Value is the value passed to panic.
-	Value any
-	// Stack is the stack of the panicking goroutine.
-	Stack []byte
-}
-
-// Error returns "token verifier panicked: <value>"; it does not include the stack.
-func (e *VerifierPanicError) Error() string {
-	return fmt.Sprintf("token verifier panicked: %v", e.Value)
-}
-
-// PanicStack returns the stack, for sinks that log it (diagnostics.ZapSink).
-func (e *VerifierPanicError) PanicStack() []byte { return e.Stack }
-
 // errNoIdentity is reported when a verifier returns neither an identity nor an error.
 var errNoIdentity = errors.New("token verifier returned neither an identity nor an error")
 
 // authenticator applies an AuthConfig to requests.
 type authenticator struct {
-	cfg     AuthConfig
+	cfg     streamable.AuthConfig
 	report  func(error)
 	timeout time.Duration
-	hosts   []string // Config.AllowedHosts: the names a Resource that is a path may take
+	hosts   []string // streamable.Config.AllowedHosts: the names a Resource that is a path may take
 	// ssePath and messagesPath are the HTTP+SSE transport's paths, whose requests have the
 	// resource of the SSE stream (sseResource); "" when the transport is off or the metadata
 	// is not the handler's to serve (ResourceMetadataURL set).
 	ssePath, messagesPath string
 }
 
-func newAuthenticator(cfg *AuthConfig, report func(error)) (*authenticator, error) {
+func newAuthenticator(cfg *streamable.AuthConfig, report func(error)) (*authenticator, error) {
 	if cfg == nil {
 		return nil, nil
 	}
@@ -181,7 +53,7 @@ func newAuthenticator(cfg *AuthConfig, report func(error)) (*authenticator, erro
 	}
 	a := &authenticator{cfg: *cfg, report: report, timeout: cfg.VerifyTimeout}
 	if a.timeout <= 0 {
-		a.timeout = DefaultVerifyTimeout
+		a.timeout = streamable.DefaultVerifyTimeout
 	}
 	if a.cfg.ScopesSupported == nil {
 		a.cfg.ScopesSupported = a.cfg.Scopes
@@ -211,10 +83,10 @@ func (a *authenticator) authenticate(w http.ResponseWriter, r *http.Request) (*t
 		a.challenge(w, r, http.StatusUnauthorized, "invalid_token", "the access token is invalid or expired")
 		return nil, false
 	}
-	id, err := a.verify(WithResource(r.Context(), resource), token)
+	id, err := a.verify(streamable.WithResource(r.Context(), resource), token)
 	switch {
 	case err == nil:
-	case errors.Is(err, ErrInvalidToken):
+	case errors.Is(err, streamable.ErrInvalidToken):
 		a.challenge(w, r, http.StatusUnauthorized, "invalid_token", "the access token is invalid or expired")
 		return nil, false
 	case r.Context().Err() != nil:
@@ -242,7 +114,7 @@ func (a *authenticator) verify(ctx context.Context, token string) (id *tools.Ide
 	defer cancel()
 	defer func() {
 		if v := recover(); v != nil {
-			id, err = nil, &VerifierPanicError{Value: v, Stack: debug.Stack()}
+			id, err = nil, &streamable.VerifierPanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
 	id, err = a.cfg.Verifier.VerifyToken(ctx, token)

@@ -10,7 +10,7 @@ import (
 )
 
 // CORS for browser clients (the Fetch standard's cross-origin requests). A page of an origin
-// that [Config].AllowedOrigins accepts may call the endpoint, the HTTP+SSE transport's paths and
+// that [streamable.Config].AllowedOrigins accepts may call the endpoint, the HTTP+SSE transport's paths and
 // the protected-resource metadata: a preflight (OPTIONS with Access-Control-Request-Method) is
 // answered 204, before authentication, with the origin ("*" when every origin is accepted), the
 // method asked for and the request headers asked for when MCP uses each of them; every answer to

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/streamable"
 )
 
 // Detached streams. An SSE stream that has sent its head and then only waits for the next
@@ -115,7 +116,7 @@ type hub struct {
 func newHub(log *zap.Logger, keepAlive time.Duration) *hub {
 	deadAfter := keepAlive
 	if deadAfter <= 0 {
-		deadAfter = DefaultKeepAlive
+		deadAfter = streamable.DefaultKeepAlive
 	}
 	h := &hub{log: log, keepAlive: keepAlive, deadAfter: deadAfter, streams: make(map[uint64]*wireStream)}
 	h.tick = min(max(deadAfter/4, 10*time.Millisecond), time.Second)

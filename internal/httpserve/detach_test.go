@@ -18,6 +18,7 @@ import (
 	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/internal/httpserve"
 	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/streamable"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -33,7 +34,7 @@ type streamServer struct {
 	url string
 }
 
-func newStreamServer(t *testing.T, cfg httpserve.Config) *streamServer {
+func newStreamServer(t *testing.T, cfg streamable.Config) *streamServer {
 	t.Helper()
 	set, err := tools.Compile(nil)
 	if err != nil {
@@ -196,7 +197,7 @@ func (s *streamServer) waitStats(what string, within time.Duration, cond func(ht
 // TestDetachedStreamsCarryEverything: GET and listen streams leave net/http once open and
 // still carry every notification, in order, with keep-alive comments between them.
 func TestDetachedStreamsCarryEverything(t *testing.T) {
-	s := newStreamServer(t, httpserve.Config{KeepAlive: 50 * time.Millisecond})
+	s := newStreamServer(t, streamable.Config{KeepAlive: 50 * time.Millisecond})
 	sid := s.session("demo://a")
 	_, get := s.getStream(sid, false)
 	_, listen := s.listenStream("demo://a")
@@ -233,7 +234,7 @@ func TestDetachedStreamsCarryEverything(t *testing.T) {
 // again; another client is served throughout.
 func TestVanishedClientDropped(t *testing.T) {
 	const keepAlive = 100 * time.Millisecond
-	s := newStreamServer(t, httpserve.Config{KeepAlive: keepAlive})
+	s := newStreamServer(t, streamable.Config{KeepAlive: keepAlive})
 	sid := s.session("demo://a")
 	gone, _ := s.getStream(sid, true) // it will never read
 	_ = gone
@@ -265,7 +266,7 @@ func TestVanishedClientDropped(t *testing.T) {
 // bound, and a burst of changes reaches the reading clients whole meanwhile, without waiting
 // for the slow one.
 func TestSlowReaderCutOff(t *testing.T) {
-	s := newStreamServer(t, httpserve.Config{})
+	s := newStreamServer(t, streamable.Config{})
 	slowSID := s.session("demo://a")
 	slow, _ := s.getStream(slowSID, true)
 	fastSID := s.session("demo://a")
@@ -318,7 +319,7 @@ func TestShutdownEndsDetachedStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := httpserve.New(eng, httpserve.Config{}, httpserve.Options{})
+	h, err := httpserve.New(eng, streamable.Config{}, httpserve.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +408,7 @@ func TestDetachedStreamOnWrappedConn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := httpserve.New(eng, httpserve.Config{}, httpserve.Options{})
+	h, err := httpserve.New(eng, streamable.Config{}, httpserve.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

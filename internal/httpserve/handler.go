@@ -1,19 +1,17 @@
-// Package streamable is the Streamable HTTP transport of MCP: one endpoint that takes JSON-RPC
-// messages by POST and answers each request as one JSON body or as a resumable SSE stream, with
-// sessions, a standalone SSE stream per session, protection against DNS rebinding and
-// cross-site requests, and optional bearer-token authentication (the server as an OAuth 2.1
-// resource server, with RFC 9728 protected-resource metadata).
+// Package httpserve is the Streamable HTTP transport of MCP, the http.Handler behind
+// toolgrain's Server.Handler; package streamable holds its configuration and documents its
+// contract, the answer each request gets.
 //
-// A [Handler] serves the connections of one [actors.Engine], in both protocol eras. A legacy
-// session is the stateful kind of the revisions up to MCP 2025-11-25, opened by initialize, named
-// by the Mcp-Session-Id header and served by one connection actor; the modern requests of MCP
-// 2026-07-28 (modern.go) carry everything in each POST and share one stateless connection actor. The handler decodes each message,
-// hands it to that actor with the stream its answers go to, and writes out what the actors
-// queue there. Transport work runs on net/http's handler goroutines, which may block waiting
-// for a stream; the actors only ever queue frames, without blocking.
-//
-// Most programs reach this package through toolgrain: Server.Handler returns the server's
-// [Handler], and toolgrain.Config.HTTP is a [Config].
+// A [Handler] serves the connections of one engine, in both protocol eras. A legacy session is
+// the stateful kind of the revisions up to MCP 2025-11-25, opened by initialize, named by the
+// Mcp-Session-Id header and served by one connection actor (legacy_session.go, resume.go,
+// standalone.go; the HTTP+SSE transport of 2024-11-05 in sse.go); the modern requests of MCP
+// 2026-07-28 (modern.go, params.go) carry everything in each POST and share one stateless
+// connection actor. The handler decodes each message, hands it to that actor with the stream
+// its answers go to, and writes out what the actors queue there. Transport work runs on
+// net/http's handler goroutines, which may block waiting for a stream; the actors only ever
+// queue frames, without blocking. On Linux, quiet SSE streams leave net/http for one goroutine
+// that writes for them all (detach.go).
 package httpserve
 
 import (
@@ -35,106 +33,12 @@ import (
 	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/internal/principal"
 	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/streamable"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
-// DefaultSessionIdleTimeout is how long a session may stay idle when
-// [Config].SessionIdleTimeout is zero.
-const DefaultSessionIdleTimeout = 30 * time.Minute
-
-// DefaultPassivateAfter is how long a legacy session with no request in progress keeps its
-// connection actor when [Config].PassivateAfter is zero.
-const DefaultPassivateAfter = 250 * time.Millisecond
-
-// Config configures a [Handler]. Its zero value is usable: sessions expire after 30 idle
-// minutes, at most 10,000 are open at once, only same-origin browser requests are accepted,
-// and there is no authentication.
-type Config struct {
-	// SessionIdleTimeout ends a session that has had no HTTP request in progress for this long:
-	// its calls in flight are cancelled, its connection actor stops, and its id answers 404.
-	// A session with an open POST or GET stream is never idle. 0 means
-	// DefaultSessionIdleTimeout.
-	SessionIdleTimeout time.Duration
-
-	// PassivateAfter lets a legacy session's connection actor go once the session has had no
-	// request in progress (its standalone GET stream aside) for this long: the session then
-	// costs a compact record of its state, and its next request brings an actor back from it
-	// first, with everything as it was (the negotiated version, what the client declared, its
-	// log level and resource subscriptions, its resumable streams and their event ids, its idle
-	// expiry, its place under the limits, its cluster home); list changes and resource updates
-	// still reach its GET stream meanwhile. 0 means DefaultPassivateAfter; negative means never.
-	PassivateAfter time.Duration
-
-	// MaxSessions bounds the legacy sessions open at once, those whose initialize is still in
-	// progress included; a session keeps its place until it is deleted or expires. An
-	// initialize over it is refused, unprocessed, with 503 Service Unavailable, a Retry-After
-	// header and the JSON-RPC error -31000 "Server busy: too many sessions open on the server
-	// (limit N)", data {"scope":"sessions","limit":N} (protocol.ErrTooManySessions). 0 means
-	// DefaultMaxSessions; negative means no limit.
-	MaxSessions int
-	// MaxSessionsPerSubject bounds the legacy sessions one authenticated subject has open at
-	// once, so that one client cannot take every place; it applies only when Auth is set
-	// (without auth all clients are one anonymous subject, and MaxSessions alone applies). An
-	// initialize over it gets 429 Too Many Requests, a Retry-After header and -31000 "Server
-	// busy: too many sessions open for this subject (limit N)", data
-	// {"scope":"subject","limit":N}. 0 means DefaultMaxSessionsPerSubject; negative means no
-	// limit.
-	MaxSessionsPerSubject int
-
-	// AllowedOrigins lists the browser origins ("https://app.example.com") accepted besides the
-	// endpoint's own. A request without an Origin header (any non-browser client) is always
-	// accepted; one whose Origin names the same host and port as its Host header too; any other
-	// gets 403 (DNS rebinding and cross-site requests). "*" accepts every origin. The origins
-	// listed get CORS (see [Handler]): a page of one may call the endpoint, the HTTP+SSE paths
-	// and the protected-resource metadata from the browser.
-	AllowedOrigins []string
-
-	// AllowedHosts lists extra Host header values ("mcp.example.com", or with a port) accepted
-	// when the server is reached on a loopback address, where only localhost, 127.0.0.1 and
-	// [::1] are accepted by default: a foreign Host there is a DNS-rebinding attempt and gets
-	// 403. When set, it also restricts requests reaching the server on other addresses; empty
-	// means those are not checked. With Auth and a Resource that is not an absolute URL, these
-	// are the names the tokens' audience may take from a request, and at least one is needed
-	// (see [AuthConfig].Resource).
-	AllowedHosts []string
-
-	// Auth turns on bearer-token authentication. Nil means none.
-	Auth *AuthConfig
-
-	// StreamRetry is the reconnection delay announced in the retry field of the priming event
-	// that starts every POST SSE stream. 0 means DefaultStreamRetry.
-	StreamRetry time.Duration
-
-	// KeepAlive is how often an open SSE stream with nothing to send (a modern request's, a
-	// subscriptions/listen stream, a session's standalone GET stream) gets a comment line,
-	// which keeps it open through proxies that close idle connections. It is also the
-	// dead-client bound of a stream taken from net/http (see [Handler]): data a client has not
-	// acknowledged for this long (TCP_USER_TIMEOUT), or a backlog its full socket has not taken
-	// for this long, ends the stream. 0 means DefaultKeepAlive; negative means no comments
-	// (and DefaultKeepAlive as the bound).
-	KeepAlive time.Duration
-
-	// DisableSSE turns off the HTTP+SSE transport of MCP 2024-11-05, which is served by default
-	// beside Streamable HTTP (see [Handler]): a GET without Mcp-Session-Id then gets 400, as
-	// does a POST that names its session by the sessionId query parameter alone.
-	DisableSSE bool
-	// SSEPath is the path, as the handler sees it, whose GET opens an HTTP+SSE stream whose
-	// endpoint event names MessagesPath; a GET without Mcp-Session-Id on any other path the
-	// handler serves (the MCP endpoint) names that path itself. "" means DefaultSSEPath.
-	SSEPath string
-	// MessagesPath is the POST path named by the endpoint event of a stream opened on SSEPath,
-	// as clients must send it (behind a proxy that rewrites paths, the public one). "" means
-	// DefaultMessagesPath.
-	MessagesPath string
-
-	// NewSessionID mints the Mcp-Session-Id of each new legacy session. It must return a value
-	// protocol.ValidSessionID accepts, unique and unguessable. Nil means protocol.NewSessionID
-	// (128 random bits); a cluster sets it to ids that name their home node (package cluster).
-	NewSessionID func() string
-}
-
-// Options are what a [Handler] takes from the server it belongs to rather than from [Config].
-// The zero value is usable.
+// Options are what a [Handler] takes from the server it belongs to rather than from its
+// streamable.Config. The zero value is usable.
 type Options struct {
 	// Logger receives the transport's debug lines (a session opened or deleted), under the name
 	// "http". Nil means no logging.
@@ -142,93 +46,25 @@ type Options struct {
 	// MaxMessageSize bounds one POST body in bytes; a larger body gets 413. 0 means
 	// protocol.DefaultMaxMessageSize (4 MiB).
 	MaxMessageSize int
+	// NewSessionID mints the Mcp-Session-Id of each new legacy session. It must return a value
+	// protocol.ValidSessionID accepts, unique and unguessable. Nil means protocol.NewSessionID
+	// (128 random bits); a cluster's member gives ids that name it as their home (package
+	// cluster).
+	NewSessionID func() string
 }
 
-// Handler is the Streamable HTTP transport (MCP 2025-11-25 and 2026-07-28) of one engine, an http.Handler to be
-// mounted at the MCP endpoint of a mux, for example mux.Handle("/mcp", h). Its sessions live
-// until they are deleted, expire or [Handler.Shutdown] ends them. Its methods are safe for
-// concurrent use.
-//
-// One endpoint takes POST (a JSON-RPC message), GET (the session's standalone SSE stream) and
-// DELETE (end the session):
-//
-//   - initialize, without an Mcp-Session-Id header, opens a session (one connection actor) and
-//     its answer carries the new Mcp-Session-Id. Every other request needs the header: 400
-//     without it, 404 for an unknown or ended session. Past [Config].MaxSessions (or
-//     MaxSessionsPerSubject) an initialize gets 503 (or 429) with Retry-After.
-//   - A notification or response gets 202 with no body. A request gets its answer as one JSON
-//     body, or as an SSE stream when the call sends anything before its result (progress): then
-//     those notifications and the result go on the stream, which ends after the result. A
-//     JSON-RPC error answers a well-formed request with status 200. A cancelled call's stream
-//     ends with no response.
-//   - An SSE answer is resumable: it starts with a priming event (an id, a retry field and empty
-//     data), every event has an id unique in the session that names its stream, and a GET with
-//     Last-Event-ID gets that stream's events after the id, then the rest of it live (400 for an
-//     id the session never issued, 410 for a stream that is complete or no longer kept). A
-//     handler closes its stream's connection, without ending its call, with
-//     client.CloseStream.
-//   - A body that is not a valid JSON-RPC message gets 400 with a JSON-RPC error; one larger
-//     than [Options].MaxMessageSize gets 413.
-//   - MCP-Protocol-Version is checked after initialize: absent means 2025-03-26, an unsupported
-//     value gets 400.
-//   - A JSON-RPC batch is served in a session that negotiated 2025-03-26: one array of its
-//     responses as the final message (a JSON body, or the last SSE event), or 202 when it holds
-//     no request. Anywhere else it gets 400 and -32600, as does an empty batch or one of more
-//     than protocol.MaxBatchLength messages.
-//   - A client that disconnects does not cancel its call; notifications/cancelled does, from
-//     any POST of the session. Shutting the server down cancels every call in flight.
-//   - Host and Origin are checked first (403), then the bearer token when [Config].Auth is set
-//     (401, 403 insufficient_scope, 503 when the verifier fails unexpectedly). A tools/call
-//     whose caller lacks a scope of the tool (tools.Tool.Scopes) gets 403 with the step-up
-//     challenge (error="insufficient_scope", the scopes to ask for, resource_metadata) and the
-//     JSON-RPC error protocol.ErrInsufficientScope with the request's id, in both eras; the
-//     tool does not run. When the engine hides such tools (toolgrain.Config.HideForbiddenTools)
-//     the call is answered as a call of an unknown tool instead, with nothing checked first.
-//   - A modern (MCP 2026-07-28) request is a POST whose MCP-Protocol-Version header is
-//     2026-07-28, or whose params._meta carries the envelope; it ignores any Mcp-Session-Id and
-//     opens no session. Its MCP-Protocol-Version, Mcp-Method and Mcp-Name headers must agree
-//     with the body (400 and -32020 otherwise); a missing envelope field is 400 and -32602, a
-//     version not served 400 and -32022, a method the revision does not have 404 and -32601.
-//     Its answer is one JSON body or an SSE stream without event ids, never resumed; the client
-//     closing it cancels the request. GET and DELETE with a modern version header get 405.
-//   - CORS, for the origins [Config].AllowedOrigins lists: a preflight (OPTIONS with
-//     Access-Control-Request-Method) is answered 204 before authentication, allowing GET, POST
-//     and DELETE and the request headers MCP uses (Accept, Authorization, Content-Type,
-//     Last-Event-ID, Mcp-Method, Mcp-Name, MCP-Protocol-Version, Mcp-Session-Id, Mcp-Param-*;
-//     403 for another); every answer to such an origin carries Access-Control-Allow-Origin
-//     (the origin, or * when every origin is accepted) and exposes Mcp-Session-Id,
-//     MCP-Protocol-Version and WWW-Authenticate. Credentials are never allowed.
-//   - The HTTP+SSE transport of MCP 2024-11-05 is served beside it unless
-//     [Config].DisableSSE: a GET without Mcp-Session-Id (nor Last-Event-ID, nor the modern
-//     version header) opens a session and its event stream, whose first event, "endpoint",
-//     names the URL to POST to, with the session in its sessionId query parameter
-//     ([Config].MessagesPath for a stream opened at [Config].SSEPath, else the GET's own path).
-//     A POST naming its session so, without Mcp-Session-Id, gets 202 Accepted and no body; its
-//     answer goes on the stream (a 2025-03-26 session's batch too: the array of its responses;
-//     a batch elsewhere gets 400 and -32600 as above). The session is a legacy session under the same limits, auth
-//     and checks; the stream's close ends it, cancelling its calls. Mount the handler at the
-//     SSE and messages paths too for clients configured with them.
-//
-// Legacy error statuses come with a JSON-RPC error body whose id is null, but for an initialize
-// refused at a limit on sessions, which echoes it; modern ones echo the request's id.
-//
-// What a connected client costs. Over HTTP/1.x on Linux, a GET stream, or a subscriptions/listen
-// stream once its acknowledgement is out, leaves net/http (Hijack): one goroutine per handler,
-// running while such streams are open, writes for all of them without blocking, and its
-// connection is a small record; a client that closes is seen at once, one that vanishes
-// within about three [Config].KeepAlive, and one that stops reading is cut off once more than
-// 64 KiB wait behind its full socket. [Handler.Drain] ends them at shutdown. A session with no
-// request in progress (its GET stream aside) lets its connection actor go after
-// [Config].PassivateAfter and keeps its state in one record; its next request brings the actor
-// back first. HTTP/2, TLS, and a ResponseWriter that cannot hijack keep net/http's goroutine per
-// stream.
+// Handler is the Streamable HTTP transport of one engine, in both protocol eras: the
+// http.Handler that toolgrain's Server.Handler returns. Its contract (what each request gets) is
+// the doc of package streamable; its sessions live until they are deleted, expire or
+// [Handler.Shutdown] ends them. Its methods are safe for concurrent use.
 type Handler struct {
 	eng     *actors.Engine
 	log     *zap.Logger
-	cfg     Config
+	cfg     streamable.Config
 	auth    *authenticator
 	cors    *corsPolicy // nil without AllowedOrigins
 	maxBody int
+	newID   func() string // Options.NewSessionID
 
 	mu       sync.Mutex
 	sessions map[string]*legacySession
@@ -242,11 +78,11 @@ type Handler struct {
 
 var _ http.Handler = (*Handler)(nil)
 
-// New returns the transport of eng configured by cfg. Its errors are a [Config].Auth without a
-// Verifier, and one whose Resource is neither an absolute URL nor, with a [Config].AllowedHosts
-// that lists a name, a path (see [AuthConfig].Resource). Unexpected failures (a verifier that fails, a session that cannot be opened) are
+// New returns the transport of eng configured by cfg. Its errors are a [streamable.Config].Auth without a
+// Verifier, and one whose Resource is neither an absolute URL nor, with a [streamable.Config].AllowedHosts
+// that lists a name, a path (see [streamable.AuthConfig].Resource). Unexpected failures (a verifier that fails, a session that cannot be opened) are
 // reported to eng ([actors.Engine.Report]), never to the client.
-func New(eng *actors.Engine, cfg Config, opts Options) (*Handler, error) {
+func New(eng *actors.Engine, cfg streamable.Config, opts Options) (*Handler, error) {
 	log := opts.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -256,6 +92,7 @@ func New(eng *actors.Engine, cfg Config, opts Options) (*Handler, error) {
 		log:      log.Named("http"),
 		cfg:      cfg,
 		maxBody:  opts.MaxMessageSize,
+		newID:    opts.NewSessionID,
 		sessions: make(map[string]*legacySession),
 	}
 	h.places = newPlaces(cfg.MaxSessions, cfg.MaxSessionsPerSubject, cfg.Auth != nil)
@@ -264,10 +101,10 @@ func New(eng *actors.Engine, cfg Config, opts Options) (*Handler, error) {
 		h.maxBody = protocol.DefaultMaxMessageSize
 	}
 	if h.cfg.SessionIdleTimeout <= 0 {
-		h.cfg.SessionIdleTimeout = DefaultSessionIdleTimeout
+		h.cfg.SessionIdleTimeout = streamable.DefaultSessionIdleTimeout
 	}
 	if h.cfg.StreamRetry <= 0 {
-		h.cfg.StreamRetry = DefaultStreamRetry
+		h.cfg.StreamRetry = streamable.DefaultStreamRetry
 	}
 	var err error
 	if h.auth, err = newAuthenticator(cfg.Auth, eng.Report); err != nil {
@@ -286,8 +123,8 @@ func New(eng *actors.Engine, cfg Config, opts Options) (*Handler, error) {
 }
 
 // ResourceMetadataHandler serves the OAuth 2.0 protected-resource metadata (RFC 9728) of the
-// endpoint when [Config].Auth is set, and 404 otherwise, with CORS for the origins
-// [Config].AllowedOrigins accepts. Mount it at
+// endpoint when [streamable.Config].Auth is set, and 404 otherwise, with CORS for the origins
+// [streamable.Config].AllowedOrigins accepts. Mount it at
 // /.well-known/oauth-protected-resource and at that path followed by the endpoint's path (for
 // /mcp: /.well-known/oauth-protected-resource/mcp), the locations MCP clients try.
 func (h *Handler) ResourceMetadataHandler() http.Handler {
@@ -636,8 +473,8 @@ func (h *Handler) acquire(w http.ResponseWriter, sid string, id *tools.Identity,
 
 // newSessionID mints the id of a new legacy session.
 func (h *Handler) newSessionID() string {
-	if h.cfg.NewSessionID != nil {
-		return h.cfg.NewSessionID()
+	if h.newID != nil {
+		return h.newID()
 	}
 	return protocol.NewSessionID()
 }
@@ -700,13 +537,13 @@ func (h *Handler) Shutdown() {
 	}
 }
 
-// passivateAfter is [Config].PassivateAfter with its default; 0 means never.
+// passivateAfter is [streamable.Config].PassivateAfter with its default; 0 means never.
 func (h *Handler) passivateAfter() time.Duration {
 	switch d := h.cfg.PassivateAfter; {
 	case d < 0:
 		return 0
 	case d == 0:
-		return DefaultPassivateAfter
+		return streamable.DefaultPassivateAfter
 	default:
 		return d
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/internal/httpserve"
 	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/streamable"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -35,7 +36,7 @@ func startEngine(t *testing.T) *actors.Engine {
 
 func TestNewNeedsVerifier(t *testing.T) {
 	eng := startEngine(t)
-	_, err := httpserve.New(eng, httpserve.Config{Auth: &httpserve.AuthConfig{}}, httpserve.Options{})
+	_, err := httpserve.New(eng, streamable.Config{Auth: &streamable.AuthConfig{}}, httpserve.Options{})
 	if err == nil || !strings.Contains(err.Error(), "Verifier is nil") {
 		t.Errorf("New with an Auth without Verifier = %v", err)
 	}
@@ -46,7 +47,7 @@ func TestNewNeedsVerifier(t *testing.T) {
 // handler answers 404 without auth.
 func TestHandlerLifecycle(t *testing.T) {
 	eng := startEngine(t)
-	h, err := httpserve.New(eng, httpserve.Config{}, httpserve.Options{})
+	h, err := httpserve.New(eng, streamable.Config{}, httpserve.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

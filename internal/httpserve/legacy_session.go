@@ -9,21 +9,12 @@ import (
 
 	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/streamable"
 )
 
 // Limits on the legacy sessions of a [Handler]. Without them a client could open sessions, each
 // a connection actor and its bookkeeping, until memory ran out: they end only when deleted or
 // after SessionIdleTimeout.
-const (
-	// DefaultMaxSessions is the limit on open legacy sessions when [Config].MaxSessions is
-	// zero. An idle session holds about 4 KB, so the limit keeps them to some tens of MB.
-	DefaultMaxSessions = 10000
-	// DefaultMaxSessionsPerSubject is the limit on the legacy sessions of one authenticated
-	// subject when [Config].MaxSessionsPerSubject is zero: a tenth of DefaultMaxSessions, so
-	// that no one token can take every place.
-	DefaultMaxSessionsPerSubject = 1000
-)
-
 // sessionRetryAfter is the Retry-After, in seconds, of an initialize refused for a limit on
 // sessions: a hint only, since a place frees whenever a session is deleted or expires.
 const sessionRetryAfter = "5"
@@ -36,12 +27,12 @@ type places struct {
 	bySubject       map[string]int // when perSubject applies
 }
 
-// newPlaces applies the limits of a [Config]: zero means the default, negative none; the limit
+// newPlaces applies the limits of a [streamable.Config]: zero means the default, negative none; the limit
 // per subject applies only with authentication.
 func newPlaces(max, perSubject int, auth bool) places {
 	switch {
 	case max == 0:
-		max = DefaultMaxSessions
+		max = streamable.DefaultMaxSessions
 	case max < 0:
 		max = 0
 	}
@@ -49,7 +40,7 @@ func newPlaces(max, perSubject int, auth bool) places {
 	case !auth || perSubject < 0:
 		perSubject = 0
 	case perSubject == 0:
-		perSubject = DefaultMaxSessionsPerSubject
+		perSubject = streamable.DefaultMaxSessionsPerSubject
 	}
 	return places{max: max, perSubject: perSubject, bySubject: make(map[string]int)}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/streamable"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -14,11 +15,6 @@ import (
 // own envelope in params._meta, mirrored in headers; there are no sessions, no GET or DELETE, no
 // event ids and no resumption. The engine's one stateless connection actor serves the modern
 // requests of every client; the client closing its response stream cancels its request.
-
-// DefaultKeepAlive is how often an open modern SSE stream with nothing to say gets a comment
-// line, when [Config].KeepAlive is zero: proxies and clients that time idle connections out keep
-// a subscriptions/listen stream open.
-const DefaultKeepAlive = 15 * time.Second
 
 // isModern reports whether a POSTed message belongs to the modern era: its
 // MCP-Protocol-Version header names the modern revision, its params carry the envelope, or its
@@ -189,7 +185,7 @@ func (h *Handler) stateless() *actors.Connection {
 // body when the first frame is the response (with the status of [modernStatus] for an error),
 // else an SSE stream of the request's notifications ending with its response, without event
 // ids: a modern stream is not resumable. A client that takes JSON only gets the response
-// alone. An open stream with nothing to say gets a comment line every [Config].KeepAlive.
+// alone. An open stream with nothing to say gets a comment line every [streamable.Config].KeepAlive.
 //
 // It returns when the response is written, the stream was closed without one (the request was
 // cancelled, or the server shut down), the client went away, or the connection actor stopped.
@@ -305,7 +301,7 @@ func (h *Handler) keepAlive() time.Duration {
 	case d < 0:
 		return 0
 	case d == 0:
-		return DefaultKeepAlive
+		return streamable.DefaultKeepAlive
 	default:
 		return d
 	}

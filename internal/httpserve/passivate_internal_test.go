@@ -13,12 +13,13 @@ import (
 
 	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/streamable"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
 // passivationHandler serves an engine with one tool over httptest; sessions passivate after
 // quiet.
-func passivationHandler(t *testing.T, cfg Config) (*actors.Engine, *Handler, *httptest.Server) {
+func passivationHandler(t *testing.T, cfg streamable.Config) (*actors.Engine, *Handler, *httptest.Server) {
 	t.Helper()
 	eng, h, hs, _ := passivationHandlerWith(t, cfg)
 	return eng, h, hs
@@ -26,7 +27,7 @@ func passivationHandler(t *testing.T, cfg Config) (*actors.Engine, *Handler, *ht
 
 // passivationHandlerWith also returns the channel that releases the tool step: it reports
 // progress, then waits for a value on the channel before it answers.
-func passivationHandlerWith(t *testing.T, cfg Config) (*actors.Engine, *Handler, *httptest.Server, chan struct{}) {
+func passivationHandlerWith(t *testing.T, cfg streamable.Config) (*actors.Engine, *Handler, *httptest.Server, chan struct{}) {
 	t.Helper()
 	release := make(chan struct{}, 16)
 	set, err := tools.Compile([]tools.Tool{{
@@ -118,7 +119,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // still reach that stream; the next request is served as if nothing happened, and the session
 // passivates again afterwards. Idle expiry still ends it.
 func TestSessionPassivates(t *testing.T) {
-	eng, h, hs := passivationHandler(t, Config{PassivateAfter: 20 * time.Millisecond, SessionIdleTimeout: 2 * time.Second})
+	eng, h, hs := passivationHandler(t, streamable.Config{PassivateAfter: 20 * time.Millisecond, SessionIdleTimeout: 2 * time.Second})
 	status, sid, body := post(t, hs.URL, "", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	if status != http.StatusOK || sid == "" {
 		t.Fatalf("initialize: %d %q %s", status, sid, body)
@@ -193,7 +194,7 @@ const initializeBody = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{
 // TestPassiveSessionKeepsItsGuarantees: a session that passivated keeps its resumable streams
 // and their event ids, its place under the limit on sessions, and its idle expiry.
 func TestPassiveSessionKeepsItsGuarantees(t *testing.T) {
-	_, h, hs, release := passivationHandlerWith(t, Config{PassivateAfter: 20 * time.Millisecond,
+	_, h, hs, release := passivationHandlerWith(t, streamable.Config{PassivateAfter: 20 * time.Millisecond,
 		SessionIdleTimeout: 1500 * time.Millisecond, MaxSessions: 2})
 	status, sid, body := post(t, hs.URL, "", initializeBody)
 	if status != http.StatusOK || sid == "" {

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/protocol"
@@ -30,9 +29,6 @@ import (
 // therefore unique across the session's streams and name their stream.
 
 const (
-	// DefaultStreamRetry is the reconnection delay sent in the retry field of a POST SSE
-	// stream's priming event when [Config].StreamRetry is zero.
-	DefaultStreamRetry = time.Second
 	// maxStreamEvents bounds the events one stream keeps for resumption; older ones are
 	// dropped, and resuming from before them gets 410 Gone.
 	maxStreamEvents = 1024

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/streamable"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -21,31 +22,21 @@ import (
 // session in its sessionId query parameter. Each POST is answered 202 Accepted with no body;
 // every answer, and every message of the server, goes on the stream. The session is a legacy
 // session as Streamable HTTP's are (one connection actor, passivated when quiet, the same limits,
-// bound to its caller's subject, its id minted by Config.NewSessionID so that a cluster forwards
+// bound to its caller's subject, its id minted by Options.NewSessionID so that a cluster forwards
 // its POSTs to its home); it ends when its stream closes, which cancels its calls in flight.
-
-// Default paths of the HTTP+SSE transport.
-const (
-	// DefaultSSEPath is the path whose GET opens an HTTP+SSE stream when [Config].SSEPath is
-	// empty.
-	DefaultSSEPath = "/sse"
-	// DefaultMessagesPath is the POST path the endpoint event of a stream opened on the SSE
-	// path names when [Config].MessagesPath is empty.
-	DefaultMessagesPath = "/messages"
-)
 
 func (h *Handler) ssePath() string {
 	if h.cfg.SSEPath != "" {
 		return h.cfg.SSEPath
 	}
-	return DefaultSSEPath
+	return streamable.DefaultSSEPath
 }
 
 func (h *Handler) messagesPath() string {
 	if h.cfg.MessagesPath != "" {
 		return h.cfg.MessagesPath
 	}
-	return DefaultMessagesPath
+	return streamable.DefaultMessagesPath
 }
 
 // opensSSE reports whether a GET opens an HTTP+SSE stream: the transport is on, and the request
