@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/toolgrain/toolgrain/internal/tags"
 )
 
 // The configuration file: the mcpServers JSON that desktop clients and FastMCP use, each server
@@ -137,7 +139,7 @@ func parseServer(name string, raw json.RawMessage) (Mount, bool, error) {
 	m := Mount{Name: name}
 	var s struct {
 		Command, Cwd, URL, Transport, Prefix, Separator, Protocol string
-		Args, Include, Exclude                                    []string
+		Args, Include, Exclude, Tags                              []string
 		Env, Headers                                              map[string]string
 		NoPrefix                                                  bool
 		MaxCallsInFlight                                          int
@@ -167,6 +169,7 @@ func parseServer(name string, raw json.RawMessage) (Mount, bool, error) {
 		{"separator", &s.Separator, "must be a string"},
 		{"include", &s.Include, "must be an array of strings"},
 		{"exclude", &s.Exclude, "must be an array of strings"},
+		{"tags", &s.Tags, "must be an array of strings"},
 		{"protocol", &s.Protocol, "must be a string"},
 		{"maxCallsInFlight", &s.MaxCallsInFlight, "must be an integer"},
 		{"tools", &s.Tools, "must be an object, by tool name"},
@@ -255,6 +258,10 @@ func parseServer(name string, raw json.RawMessage) (Mount, bool, error) {
 	}
 	m.Prefix, m.NoPrefix, m.Separator = s.Prefix, s.NoPrefix, s.Separator
 	m.Include, m.Exclude, m.Protocol, m.MaxCallsInFlight = s.Include, s.Exclude, s.Protocol, s.MaxCallsInFlight
+	if err := tags.CheckAll(s.Tags); err != nil {
+		return fail("tags", "%v", err)
+	}
+	m.Tags = s.Tags
 	if len(s.Tools) > 0 {
 		m.Tools = make(map[string]ToolTransform, len(s.Tools))
 		for tool, raw := range s.Tools {
@@ -311,13 +318,17 @@ func parseToolTransform(raw json.RawMessage) (ToolTransform, string, error) {
 		Description *string                    `json:"description"`
 		Arguments   map[string]json.RawMessage `json:"arguments"`
 		Scopes      []string                   `json:"scopes"`
+		Tags        []string                   `json:"tags"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&t); err != nil {
-		return ToolTransform{}, "", fmt.Errorf("must be an object with name, title, description, arguments and scopes: %v", err)
+		return ToolTransform{}, "", fmt.Errorf("must be an object with name, title, description, arguments, scopes and tags: %v", err)
 	}
-	out := ToolTransform{Name: t.Name, Title: t.Title, Description: t.Description, Scopes: t.Scopes}
+	if err := tags.CheckAll(t.Tags); err != nil {
+		return ToolTransform{}, ".tags", err
+	}
+	out := ToolTransform{Name: t.Name, Title: t.Title, Description: t.Description, Scopes: t.Scopes, Tags: t.Tags}
 	if len(t.Arguments) > 0 {
 		out.Arguments = make(map[string]ArgumentTransform, len(t.Arguments))
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -19,7 +20,8 @@ import (
 // a secret); badout and goodout (output schema {n: integer}; badout breaks it); slow (answers
 // only once cancelled: a late answer, as go-sdk gives); crash (the process exits mid-call);
 // progress (two progress notifications, then the answer); log (a log message, then the answer);
-// elicit (asks the client, answers with what it said).
+// elicit (asks the client, answers with what it said). With FAKE_META_TAGS set, echo, public and
+// goodout declare tags in their _meta, some of them bad.
 
 const fakeSecret = "SECRET-upstream-detail"
 
@@ -88,6 +90,13 @@ func runFake() {
 		map[string]any{"name": "progress", "description": "progress", "inputSchema": schema},
 		map[string]any{"name": "log", "description": "logs", "inputSchema": schema},
 		map[string]any{"name": "elicit", "description": "asks the user", "inputSchema": schema},
+	}
+	if os.Getenv("FAKE_META_TAGS") != "" {
+		// Tags declared in _meta: echo's good and bad ones, public's member not an array,
+		// goodout's _meta without tags.
+		toolList[0].(map[string]any)["_meta"] = map[string]any{"io.github.toolgrain/tags": []string{"beta", "a b", strings.Repeat("x", 100), "ok.1"}, "other": true}
+		toolList[1].(map[string]any)["_meta"] = map[string]any{"io.github.toolgrain/tags": "beta"}
+		toolList[4].(map[string]any)["_meta"] = map[string]any{"unrelated": 1}
 	}
 	if os.Getenv("FAKE_ONE_TOOL") != "" {
 		toolList = toolList[:1]

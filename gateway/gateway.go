@@ -27,6 +27,11 @@
 //   - a call the client cancels is cancelled upstream too (notifications/cancelled, or its
 //     stream closed), and nothing the upstream sends for it afterwards reaches anyone.
 //
+// Mounted components have tags (Mount.Tags on all of an upstream's, ToolTransform.Tags on one
+// tool, and those the upstream lists in a component's _meta under "io.github.toolgrain/tags"),
+// and the server's visibility rules, toolsets and tags changed at run time (package visibility)
+// apply to them as to its own: one a caller cannot see answers as one nobody serves.
+//
 // Progress notifications and log messages of a call, and the upstream's requests to the client
 // (sampling, elicitation, roots), go to the client whose call caused them, in either era; a
 // request the client cannot answer (it did not declare the capability) is refused to the
@@ -43,6 +48,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -52,6 +58,7 @@ import (
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/internal/enginehook"
+	"github.com/toolgrain/toolgrain/internal/tags"
 	"github.com/toolgrain/toolgrain/internal/upstream"
 	"github.com/toolgrain/toolgrain/protocol"
 )
@@ -135,6 +142,12 @@ type Mount struct {
 	Include, Exclude []string
 	// Tools transforms tools, by the upstream's own name.
 	Tools map[string]ToolTransform
+	// Tags are put on every component of the upstream (its tools, resources, resource
+	// templates and prompts), for the server's visibility rules, toolsets and tags changed at
+	// run time (package visibility), beside a tool's own (ToolTransform.Tags) and those the
+	// upstream declares in a component's _meta under "io.github.toolgrain/tags" (a toolgrain
+	// upstream lists its own tags so). Each is 1 to 64 characters from A-Za-z0-9_.- .
+	Tags []string
 
 	// Timeout bounds each call to the upstream, from the moment it is made (waiting for a
 	// connection or a free slot included); a call past it is an unexpected failure and is
@@ -238,6 +251,9 @@ func checkMount(m Mount) (checked, error) {
 	if err := checkPatterns("exclude", m.Exclude); err != nil {
 		return checked{}, err
 	}
+	if err := tags.CheckAll(m.Tags); err != nil {
+		return checked{}, fmt.Errorf("tags: %w", err)
+	}
 	for name, t := range m.Tools {
 		if err := checkTransform(name, t); err != nil {
 			return checked{}, fmt.Errorf("tools: %w", err)
@@ -299,7 +315,7 @@ func (g *Gateway) prepare(m Mount) (*mount, error) {
 	mt := &mount{
 		owned: owned,
 		g:     g, name: m.Name, prefix: c.prefix, sep: c.sep,
-		filter: filter{include: m.Include, exclude: m.Exclude}, transforms: m.Tools,
+		filter: filter{include: m.Include, exclude: m.Exclude}, transforms: m.Tools, tags: slices.Clone(m.Tags),
 		timeout: m.Timeout, log: g.log.With(zap.String("upstream", m.Name)), netAttrs: networkAttrs(m.Source),
 	}
 	mt.cfg = upstream.Config{

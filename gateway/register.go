@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgrain/toolgrain"
+	"github.com/toolgrain/toolgrain/internal/tags"
 	"github.com/toolgrain/toolgrain/internal/upstream"
 	"github.com/toolgrain/toolgrain/prompts"
 	"github.com/toolgrain/toolgrain/protocol"
@@ -28,6 +29,7 @@ type mount struct {
 	sep        string
 	filter     filter
 	transforms map[string]ToolTransform
+	tags       []string // Mount.Tags
 	timeout    time.Duration
 	log        *zap.Logger
 	cfg        upstream.Config
@@ -392,6 +394,41 @@ type upstreamTool struct {
 	InputSchema  json.RawMessage           `json:"inputSchema"`
 	OutputSchema json.RawMessage           `json:"outputSchema"`
 	Annotations  *protocol.ToolAnnotations `json:"annotations"`
+	Meta         json.RawMessage           `json:"_meta"`
+}
+
+// tagsOf returns the tags of one of the upstream's components (kind "tool", "resource",
+// "resource template" or "prompt", named by the upstream): the mount's, those of extra (a
+// tool's transform's), and those the upstream declares in the component's _meta under
+// "io.github.toolgrain/tags"; nil when none. A declared tag that is not a tag, or a member that
+// is not an array of strings, is dropped, and the log says so.
+func (m *mount) tagsOf(kind, name string, meta json.RawMessage, extra []string) []string {
+	var out []string
+	out = append(append(out, m.tags...), extra...)
+	var members map[string]json.RawMessage
+	if len(meta) == 0 || json.Unmarshal(meta, &members) != nil {
+		return out
+	}
+	raw, ok := members[tags.MetaTags]
+	if !ok {
+		return out
+	}
+	var declared []string
+	if err := json.Unmarshal(raw, &declared); err != nil {
+		m.log.Warn("upstream tags dropped: not an array of strings", zap.String(kind, name), zap.String("key", tags.MetaTags))
+		return out
+	}
+	for _, t := range declared {
+		if reason := tags.Check(t); reason != "" {
+			if len(t) > tags.MaxLength+8 {
+				t = t[:tags.MaxLength+8] + "..."
+			}
+			m.log.Warn("upstream tag dropped", zap.String(kind, name), zap.String("tag", t), zap.String("reason", reason))
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
 }
 
 // toolDefs builds the server's definitions of the upstream's tools: filtered, transformed and
@@ -418,9 +455,10 @@ func (m *mount) toolDefs(l *upstream.Lists) []tools.Tool {
 		}
 		base := t.Name
 		var plan *argPlan
-		var scopes []string
+		var scopes, extra []string
 		if tr, ok := m.transforms[t.Name]; ok {
 			scopes = append(scopes, tr.Scopes...)
+			extra = tr.Tags
 			if tr.Name != "" {
 				base = tr.Name
 			}
@@ -444,7 +482,7 @@ func (m *mount) toolDefs(l *upstream.Lists) []tools.Tool {
 		scopes = append(scopes, m.g.scopes[name]...)
 		defs = append(defs, tools.Tool{
 			Name: name, Title: t.Title, Description: t.Description, Scopes: scopes,
-			InputSchema: schema, OutputSchema: out, Annotations: t.Annotations,
+			Tags: m.tagsOf("tool", t.Name, t.Meta, extra), InputSchema: schema, OutputSchema: out, Annotations: t.Annotations,
 			Handler: newToolHandler(m, t.Name, name, plan, len(out) > 0, headerArgs(t.InputSchema)),
 		})
 	}
@@ -471,7 +509,7 @@ func (m *mount) resourceDefs(l *upstream.Lists) ([]resources.Resource, []resourc
 		}
 		res = append(res, resources.Resource{
 			URI: uri, Name: r.Name, Title: r.Title, Description: r.Description, MimeType: r.MimeType,
-			Annotations: r.Annotations, Reader: &resourceReader{m: m},
+			Annotations: r.Annotations, Tags: m.tagsOf("resource", r.URI, r.Meta, nil), Reader: &resourceReader{m: m},
 		})
 	}
 	tpls := make([]resources.Template, 0, len(l.Templates))
@@ -483,7 +521,8 @@ func (m *mount) resourceDefs(l *upstream.Lists) ([]resources.Resource, []resourc
 		}
 		tpl := resources.Template{
 			URITemplate: uri, Name: t.Name, Title: t.Title, Description: t.Description, MimeType: t.MimeType,
-			Annotations: t.Annotations, Reader: &resourceReader{m: m},
+			Annotations: t.Annotations, Tags: m.tagsOf("resource template", t.URITemplate, t.Meta, nil),
+			Reader: &resourceReader{m: m},
 		}
 		if completes {
 			tpl.Complete = map[string]resources.CompleteFunc{}
@@ -506,6 +545,7 @@ func (m *mount) promptDefs(l *upstream.Lists) []prompts.Prompt {
 	for _, p := range l.Prompts {
 		def := prompts.Prompt{
 			Name: m.componentName(p.Name), Title: p.Title, Description: p.Description,
+			Tags:    m.tagsOf("prompt", p.Name, p.Meta, nil),
 			Handler: &promptHandler{m: m, name: p.Name},
 		}
 		for _, a := range p.Arguments {

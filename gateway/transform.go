@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/toolgrain/toolgrain/internal/tags"
 )
 
 // ToolTransform changes one tool of an upstream as the gateway serves it.
@@ -23,6 +25,9 @@ type ToolTransform struct {
 	// Scopes are OAuth scopes a call of the tool needs (tools.Tool.Scopes: refused with the
 	// step-up challenge over HTTP with auth, when the caller lacks one). Nil means none.
 	Scopes []string
+	// Tags are put on the tool beside the mount's (Mount.Tags) and the upstream's own, as
+	// tools.Tool.Tags.
+	Tags []string
 }
 
 // ArgumentTransform changes one argument of a tool.
@@ -81,6 +86,9 @@ func checkTransform(tool string, t ToolTransform) error {
 		if sc == "" || strings.ContainsAny(sc, " \"\\") {
 			return fmt.Errorf("tool %q: scope %q: not an OAuth scope token", tool, sc)
 		}
+	}
+	if err := tags.CheckAll(t.Tags); err != nil {
+		return fmt.Errorf("tool %q: %w", tool, err)
 	}
 	for arg, at := range t.Arguments {
 		if len(at.Default) > 0 && !json.Valid(at.Default) {

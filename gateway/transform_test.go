@@ -94,6 +94,33 @@ func TestTransformsInConfig(t *testing.T) {
 
 func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
 
+// Tags in the file: the server's for each of its components, a tool's in its transform.
+func TestTagsInConfig(t *testing.T) {
+	mounts, err := gateway.ParseConfig([]byte(`{"mcpServers": {
+	  "fk": {"command": ` + quote(os.Args[0]) + `, "env": {"GATEWAY_FAKE_UPSTREAM": "1"}, "include": ["echo", "public"],
+	         "tags": ["up", "ext"], "tools": {"echo": {"tags": ["ops"]}}}
+	}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mounts) != 1 || !slices.Equal(mounts[0].Tags, []string{"up", "ext"}) || !slices.Equal(mounts[0].Tools["echo"].Tags, []string{"ops"}) {
+		t.Fatalf("mounts: %+v", mounts)
+	}
+	f := newFront(t, toolgrain.Config{}, mounts...)
+	list, err := f.c.Call(ctxT(t), "tools/list", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`"name":"fk_echo","description":"echo","inputSchema":{"properties":{"text":{"type":"string"}},"required":["text"],"type":"object"},"_meta":{"io.github.toolgrain/tags":["ext","ops","up"]}}`,
+		`"name":"fk_public","description":"a public error","inputSchema":{"type":"object"},"_meta":{"io.github.toolgrain/tags":["ext","up"]}}`,
+	} {
+		if !strings.Contains(string(list), want) {
+			t.Errorf("tools/list lacks %s:\n%s", want, list)
+		}
+	}
+}
+
 // A url entry is an HTTP source with its headers and OAuth settings.
 func TestConfigHTTP(t *testing.T) {
 	t.Setenv("GATEWAY_TEST_TOKEN", "t0k")
@@ -141,7 +168,10 @@ func TestConfigErrors(t *testing.T) {
 		{`{"mcpServers": {"a": {"command": "x", "prefix": "a/b"}}}`, `mcpServers."a": prefix "a/b": invalid character '/'`},
 		{`{"mcpServers": {"a": {"command": "x", "include": ["[a"]}}}`, `mcpServers."a": include: pattern "[a": syntax error in pattern`},
 		{`{"mcpServers": {"a": {"command": "x", "protocol": "2023"}}}`, `mcpServers."a": protocol "2023": want auto, legacy or modern`},
-		{`{"mcpServers": {"a": {"command": "x", "tools": {"t": {"rename": "u"}}}}}`, `mcpServers."a".tools."t": must be an object with name, title, description, arguments and scopes`},
+		{`{"mcpServers": {"a": {"command": "x", "tools": {"t": {"rename": "u"}}}}}`, `mcpServers."a".tools."t": must be an object with name, title, description, arguments, scopes and tags`},
+		{`{"mcpServers": {"a": {"command": "x", "tags": "ops"}}}`, `mcpServers."a".tags: must be an array of strings`},
+		{`{"mcpServers": {"a": {"command": "x", "tags": ["o/ps"]}}}`, `mcpServers."a".tags: tag "o/ps": invalid character '/' at position 1`},
+		{`{"mcpServers": {"a": {"command": "x", "tools": {"t": {"tags": [""]}}}}}`, `mcpServers."a".tools."t".tags: tag "": empty`},
 		{`{"mcpServers": {"a": {"command": "x", "tools": {"t": {"arguments": {"x": {"hidden": true}}}}}}}`, `mcpServers."a".tools."t".arguments."x": must be an object with hide, default and description`},
 		{`{"mcpServers": {"a": {"command": "x", "tools": {"t": {"name": "u v"}}}}}`, `mcpServers."a": tools: tool "t": name "u v": invalid character ' '`},
 		{`{"mcpServers": {"a": {"url": "ftp://x"}}}`, `mcpServers."a".url: url "ftp://x": want an http or https URL`},

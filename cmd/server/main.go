@@ -138,7 +138,7 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&o.cacheTTL, "cache-ttl", 0, "ttlMs of the MCP 2026-07-28 results a client may cache: server/discover, the lists, resources/read (0: stale at once)")
 	fs.BoolVar(&o.touchTool, "touch-tool", false, `also serve the demonstration tool touch, which changes a list ({"list":"tools"}) or announces a resource update ({"uri":U}) on demand: for measuring how fast a change reaches every client`)
 	fs.StringVar(&o.pprofAddr, "pprof", "", "serve net/http/pprof on `HOST:PORT` (a separate listener, for profiling; off by default)")
-	fs.Var(&o.mounts, "mount", "mount the MCP servers of the mcpServers JSON `FILE` (command/args/env/cwd, url/headers/transport, and prefix, include, exclude, tools, timeout: see docs/gateway.md), each under its key (repeatable)")
+	fs.Var(&o.mounts, "mount", "mount the MCP servers of the mcpServers JSON `FILE` (command/args/env/cwd, url/headers/transport, and prefix, include, exclude, tools, tags, timeout: see docs/gateway.md), each under its key (repeatable)")
 	fs.DurationVar(&o.mountWait, "mount-wait", 5*time.Second, "with --mount, how long the server waits at start for the mounted upstreams to be listed before it serves (one still not listed is served once it answers)")
 	fs.Func("instructions", "the server's instructions for the client's model, in the initialize result and server/discover (default: the demonstration tools' when they are served, none otherwise)", func(v string) error {
 		o.instructions = &v

@@ -21,7 +21,7 @@ type visibilityOptions struct {
 
 func (o *visibilityOptions) register(fs *flag.FlagSet) {
 	fs.Var(&o.disabled, "disable-tag", "disable a `TAG` for everyone at start (repeatable): its components are invisible until it is enabled, with POST /tags/enable?tag=TAG on the admin listener (--admin-addr)")
-	fs.Var(&o.toolTags, "tool-tag", "give a tool tags, `TOOL=TAG[,TAG...]` (repeatable), for --tag-scope and for the toolsets a client narrows its view to over HTTP: the X-MCP-Toolsets header, or the endpoint /mcp/t/TAG[,TAG...]")
+	fs.Var(&o.toolTags, "tool-tag", "give a tool of the binary's own tags, `TOOL=TAG[,TAG...]` (repeatable), for --tag-scope and for the toolsets a client narrows its view to over HTTP: the X-MCP-Toolsets header, or the endpoint /mcp/t/TAG[,TAG...] (mounted components get theirs in the --mount file, \"tags\")")
 	fs.Var(&o.tagScopes, "tag-scope", "make the components tagged TAG visible only to tokens with every SCOPE, `TAG=SCOPE[,SCOPE...]` (repeatable): to the others they do not exist, lists leave them out and a call of one is answered as a call of an unknown tool (a stdio client, which has no token, sees none of them)")
 }
 
