@@ -304,8 +304,7 @@ func (c *InMemoryClient) ListTools(ctx context.Context) ([]protocol.Tool, error)
 // Close ends the connection: the calls still in flight are cancelled (the server sends nothing
 // more for them; unlike EOF on stdio, which lets them answer first, since that client still
 // reads), and Close waits until the connection's actor has stopped, which the server's
-// ShutdownGrace bounds. Messages already received stay readable
-// with [InMemoryClient.Receive]. Calling Close again does nothing.
+// HandlerGrace bounds. Messages already received stay readable with [InMemoryClient.Receive]. Calling Close again does nothing.
 func (c *InMemoryClient) Close() error {
 	c.closeOnce.Do(func() {
 		c.conn.Close()

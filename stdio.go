@@ -33,7 +33,7 @@ func (stdioStream) Close()              {}
 // (the slow-consumer policy: reading resumes once the backlog has drained to half).
 //
 // EOF on in means the client will send nothing more, not that it wants nothing back: the calls
-// and other requests received before it go on and are answered, for at most ShutdownGrace,
+// and other requests received before it go on and are answered, for at most EndOfInputGrace,
 // after which those still running are cancelled (they get no response). Open
 // subscriptions/listen streams, which never end by themselves, end at once with the result
 // that closes them; requests to the client (sampling, elicitation) fail, since no answer can
@@ -46,7 +46,7 @@ func (stdioStream) Close()              {}
 // (other than EOF), the error goes to OnError (with no details), the connection is closed the
 // same way and ServeStdio returns nil. When writing to out fails, the error goes to OnError
 // (with no details), the connection is closed the same way and ServeStdio returns the write
-// error, wrapped. Pending answers are written for at most ShutdownGrace at the end: if out
+// error, wrapped. Pending answers are written for at most OutputGrace at the end: if out
 // still blocks then, they are abandoned and reported as stalled output, and the goroutine
 // writing them ends when out's Write returns. Close the server afterwards to flush OnError
 // reports and stop the actors.
@@ -97,7 +97,7 @@ func (s *Server) ServeStdioAs(ctx context.Context, in io.Reader, out io.Writer, 
 			break
 		}
 		// EOF: answer what was received. The connection stops once nothing is in flight, or
-		// cancels the rest after the close grace (ShutdownGrace).
+		// cancels the rest after EndOfInputGrace.
 		s.cfg.Logger.Debug("stdio: end of input; answering the requests in flight")
 		conn.Finish()
 		select {
@@ -135,7 +135,7 @@ func closeInput(in io.Reader) {
 	}
 }
 
-// closeWriter writes the pending answers, waiting at most ShutdownGrace for a client that
+// closeWriter writes the pending answers, waiting at most OutputGrace for a client that
 // does not read them.
 func (s *Server) closeWriter(w *protocol.StreamWriter) {
 	closed := make(chan struct{})
@@ -145,10 +145,7 @@ func (s *Server) closeWriter(w *protocol.StreamWriter) {
 		_ = w.Close()
 		close(closed)
 	}()
-	grace := s.cfg.ShutdownGrace
-	if grace <= 0 {
-		grace = actors.DefaultCloseGrace
-	}
+	grace := s.cfg.OutputGrace
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
 	select {

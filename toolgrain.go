@@ -275,11 +275,18 @@ type Config struct {
 	// CallbackTimeout bounds one OnError call; a slower one is abandoned (left to finish on its
 	// own) and the next report starts. 0 means 5 s.
 	CallbackTimeout time.Duration
-	// ShutdownGrace is how long closing a connection, or the server, waits for handlers to
-	// return after their context was cancelled; how long the calls in flight on a stdio
-	// connection whose input ended (EOF) get to finish and answer before they are cancelled;
-	// and how long a client gets to read its last answers. 0 means 5 s.
-	ShutdownGrace time.Duration
+	// HandlerGrace is how long closing a connection, or the server, waits for the handlers
+	// of the calls it cancelled to return; one that ignores its context is then left to
+	// finish on its own. 0 means 5 s.
+	HandlerGrace time.Duration
+	// EndOfInputGrace is how long the calls and other requests in flight on a stdio
+	// connection whose input ended (EOF) get to answer; those still running then are
+	// cancelled (they get no answer). 0 means 5 s.
+	EndOfInputGrace time.Duration
+	// OutputGrace is how long a stdio client gets to read its last answers once its
+	// connection ended; those still unwritten then are abandoned and reported as stalled
+	// output. 0 means 5 s.
+	OutputGrace time.Duration
 
 	// Limits; see docs/limits.md. A zero value means the default given.
 
@@ -404,6 +411,9 @@ type Config struct {
 // DefaultMaxOutputBacklog is the MaxOutputBacklog of a zero Config: 16 MiB.
 const DefaultMaxOutputBacklog = 16 << 20
 
+// defaultGrace is the HandlerGrace, EndOfInputGrace and OutputGrace of a zero Config.
+const defaultGrace = 5 * time.Second
+
 // Server is an MCP server. Its methods are safe for concurrent use.
 type Server struct {
 	cfg     Config
@@ -461,6 +471,14 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.MaxOutputBacklog == 0 {
 		cfg.MaxOutputBacklog = DefaultMaxOutputBacklog
 	}
+	for _, g := range []*time.Duration{&cfg.HandlerGrace, &cfg.EndOfInputGrace, &cfg.OutputGrace} {
+		if *g <= 0 {
+			*g = defaultGrace
+		}
+	}
+	if cfg.CallbackTimeout <= 0 {
+		cfg.CallbackTimeout = actors.DefaultCallbackTimeout
+	}
 	var relay func(method, uri string)
 	var tagSync actors.TagSync
 	var newSessionID func() string
@@ -495,7 +513,8 @@ func NewServer(cfg Config) (*Server, error) {
 		TagSync:            tagSync,
 		DiagnosticsQueue:   cfg.DiagnosticsQueue,
 		CallbackTimeout:    cfg.CallbackTimeout,
-		CloseGrace:         cfg.ShutdownGrace,
+		HandlerGrace:       cfg.HandlerGrace,
+		EndOfInputGrace:    cfg.EndOfInputGrace,
 		Resources:          res,
 		Prompts:            prm,
 		LogLevel:           cfg.LogLevel,
@@ -593,17 +612,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// Close is Shutdown bounded by the ShutdownGrace plus the CallbackTimeout.
+// Close is Shutdown bounded by the HandlerGrace plus the CallbackTimeout.
 func (s *Server) Close() error {
-	grace := s.cfg.ShutdownGrace
-	if grace <= 0 {
-		grace = actors.DefaultCloseGrace
-	}
-	cb := s.cfg.CallbackTimeout
-	if cb <= 0 {
-		cb = actors.DefaultCallbackTimeout
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), grace+cb)
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.HandlerGrace+s.cfg.CallbackTimeout)
 	defer cancel()
 	return s.Shutdown(ctx)
 }

@@ -520,7 +520,8 @@ func clearVacatedChildren(ctx actor.Context) {
 
 // beginFinish starts the end of a connection whose input ended cleanly: the requests in flight
 // go on and answer, the listen streams end at once, requests to the client fail (no answer can
-// come), and the actor stops once no request actor is left, or closes after the close grace.
+// come), and the actor stops once no request actor is left, or closes after the end-of-input
+// grace.
 func (c *connectionActor) beginFinish(ctx actor.Context) {
 	if c.closing || c.finishing {
 		return
@@ -538,7 +539,7 @@ func (c *connectionActor) beginFinish(ctx actor.Context) {
 		return
 	}
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	c.finishBy = time.AfterFunc(c.eng.cfg.CloseGrace, func() { root.Send(self, &finishExpired{}) })
+	c.finishBy = time.AfterFunc(c.eng.cfg.EndOfInputGrace, func() { root.Send(self, &finishExpired{}) })
 }
 
 func (c *connectionActor) beginClose(ctx actor.Context) {
@@ -555,7 +556,7 @@ func (c *connectionActor) beginClose(ctx actor.Context) {
 		return
 	}
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	time.AfterFunc(c.eng.cfg.CloseGrace, func() { root.Send(self, &graceExpired{}) })
+	time.AfterFunc(c.eng.cfg.HandlerGrace, func() { root.Send(self, &graceExpired{}) })
 }
 
 // HandleFailure implements [actor.SupervisorStrategy] for request actors. A panic there is a

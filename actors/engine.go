@@ -48,7 +48,7 @@ const (
 	DefaultDiagnosticsQueue  = 1024
 	DefaultCallbackTimeout   = 5 * time.Second
 	DefaultMaxAbandoned      = 16
-	DefaultCloseGrace        = 5 * time.Second
+	DefaultGrace             = 5 * time.Second // of HandlerGrace and EndOfInputGrace
 	defaultActorReplyTimeout = 10 * time.Second
 	// DefaultMaxClientDeclaration bounds what one initialize declares: 64 KiB, far beyond
 	// what real clients declare.
@@ -101,9 +101,13 @@ type Config struct {
 	// MaxAbandonedCallbacks caps abandoned onError calls still running; while the cap is
 	// reached, reports wait in the queue. 0 means DefaultMaxAbandoned.
 	MaxAbandonedCallbacks int
-	// CloseGrace is how long a closing connection waits for its handlers to return after
-	// cancelling them. 0 means DefaultCloseGrace.
-	CloseGrace time.Duration
+	// HandlerGrace is how long a closing connection waits for the handlers of the calls it
+	// cancelled to return; it then stops without them. 0 means DefaultGrace.
+	HandlerGrace time.Duration
+	// EndOfInputGrace is how long the requests in flight on a connection whose input ended
+	// ([Connection.Finish]) get to answer; those still running then are cancelled as by
+	// [Connection.Close]. 0 means DefaultGrace.
+	EndOfInputGrace time.Duration
 
 	// Resources and Prompts are the compiled resources, resource templates and prompts. Nil
 	// means none (until added at run time).
@@ -235,8 +239,11 @@ func Start(cfg Config) (*Engine, error) {
 	if cfg.MaxAbandonedCallbacks <= 0 {
 		cfg.MaxAbandonedCallbacks = DefaultMaxAbandoned
 	}
-	if cfg.CloseGrace <= 0 {
-		cfg.CloseGrace = DefaultCloseGrace
+	if cfg.HandlerGrace <= 0 {
+		cfg.HandlerGrace = DefaultGrace
+	}
+	if cfg.EndOfInputGrace <= 0 {
+		cfg.EndOfInputGrace = DefaultGrace
 	}
 	if cfg.OnError == nil {
 		cfg.OnError = diagnostics.ZapSink(cfg.Logger)
@@ -530,7 +537,7 @@ func (c *Connection) deliver(ctx context.Context, in *inbound) {
 func (c *Connection) NameSession(id string) { c.session.Store(&id) }
 
 // Close tells the connection that its input ended: every call in flight is cancelled and the
-// connection actor stops once their handlers returned (or after the close grace). It does not
+// connection actor stops once their handlers returned (or after [Config].HandlerGrace). It does not
 // wait; see [Connection.Done].
 func (c *Connection) Close() {
 	c.stop(&inputEnded{}, &c.closeSent)
@@ -555,9 +562,9 @@ func (c *Connection) stop(msg any, sent *bool) {
 // other requests in flight go on and are answered; open listen streams (subscriptions/listen,
 // which never end by themselves) end at once with the result that ends them gracefully;
 // requests to the client (sampling, elicitation, roots) fail with [ErrConnectionClosed], since
-// no answer can come. The connection actor stops once nothing is in flight. After the close
-// grace, what is still in flight is cancelled as by [Connection.Close], which also cuts the
-// wait short at any time. It does not wait; see [Connection.Done].
+// no answer can come. The connection actor stops once nothing is in flight. After
+// [Config].EndOfInputGrace, what is still in flight is cancelled as by [Connection.Close], which
+// also cuts the wait short at any time. It does not wait; see [Connection.Done].
 func (c *Connection) Finish() {
 	c.stop(&inputFinished{}, &c.finishSent)
 }

@@ -38,10 +38,11 @@ type (
 	// listen streams, then stop; inputEnded cuts it short.
 	inputFinished struct{}
 	// finishExpired: timer → connection. The grace given to the requests in flight at the end
-	// of input is over: close as inputEnded does.
+	// of input (EndOfInputGrace) is over: close as inputEnded does.
 	finishExpired struct{}
-	// graceExpired: timer → connection. Stop now, even with request actors still waiting for
-	// handlers that ignore their context.
+	// graceExpired: timer → connection. The grace given to cancelled handlers (HandlerGrace) is
+	// over: stop now, even with request actors still waiting for handlers that ignore their
+	// context.
 	graceExpired struct{}
 	// streamGone: transport → connection. The client of a stream went away (a modern HTTP
 	// request's connection closed): cancel the call it carried, as notifications/cancelled

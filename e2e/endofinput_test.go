@@ -17,7 +17,7 @@ import (
 )
 
 // The end of a stdio client's input (EOF) means it will send nothing more, not that it wants
-// nothing back: what it sent is answered, within ShutdownGrace.
+// nothing back: what it sent is answered, within EndOfInputGrace.
 
 // rootsTool asks the client for its roots and answers with a public error result when it cannot.
 func rootsTool() tools.Tool {
@@ -60,9 +60,9 @@ func (c *stdioClient) drain() ([]string, error) {
 // TestEndOfInputAnswersWhatWasReceived: calls still running at EOF are answered, progress
 // included; a listen stream, which would never end by itself, ends at once with its result; a
 // request to the client fails, since no answer can come, and the call answers anyway. The
-// connection ends when the last answer is out, not at ShutdownGrace (an hour here).
+// connection ends when the last answer is out, not at EndOfInputGrace (an hour here).
 func TestEndOfInputAnswersWhatWasReceived(t *testing.T) {
-	c := startStdio(t, toolgrain.Config{Tools: append(demo.Tools(), rootsTool()), ShutdownGrace: time.Hour})
+	c := startStdio(t, toolgrain.Config{Tools: append(demo.Tools(), rootsTool()), EndOfInputGrace: time.Hour})
 	c.expect(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{}},"clientInfo":{"name":"t","version":"1"}}}`,
 		`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"logging":{},"completions":{}},"serverInfo":{"name":"toolgrain","version":"`+toolgrain.Version+`"}}}`)
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -114,11 +114,11 @@ func TestEndOfInputAnswersWhatWasReceived(t *testing.T) {
 	}
 }
 
-// TestEndOfInputGraceCancelsTheRest: a call still running ShutdownGrace after EOF is cancelled:
+// TestEndOfInputGraceCancelsTheRest: a call still running EndOfInputGrace after EOF is cancelled:
 // it gets no answer and nothing is reported, while what finished in time is answered.
 func TestEndOfInputGraceCancelsTheRest(t *testing.T) {
 	rec := newRecorder()
-	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.onError, ShutdownGrace: 200 * time.Millisecond})
+	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.onError, EndOfInputGrace: 200 * time.Millisecond})
 	c.initialize()
 	c.send(call("1", "sleep", `{"ms":600000}`))
 	c.send(call("2", "echo", `{"text":"in time"}`))
@@ -139,7 +139,7 @@ func TestEndOfInputGraceCancelsTheRest(t *testing.T) {
 // once; ServeStdio returns its error.
 func TestEndOfInputThenContext(t *testing.T) {
 	core, logs := observer.New(zap.DebugLevel)
-	srv := newServer(t, toolgrain.Config{Tools: demo.Tools(), ShutdownGrace: time.Hour, Logger: zap.New(core)})
+	srv := newServer(t, toolgrain.Config{Tools: demo.Tools(), EndOfInputGrace: time.Hour, Logger: zap.New(core)})
 	p := newPipes()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -38,10 +38,10 @@ func FuzzRequestPath(f *testing.F) {
 		f.Add(true, []byte(s))
 	}
 	f.Add(false, []byte(call("1", "echo", `{"text":"before initialize"}`)))
-	// A short ShutdownGrace: calls still running when an input ends (a long sleep) are cancelled
+	// A short EndOfInputGrace: calls still running when an input ends (a long sleep) are cancelled
 	// after 100 ms instead of 5 s, which no check here depends on.
 	srv, err := toolgrain.NewServer(toolgrain.Config{Tools: demo.Tools(), OnError: func(error, *toolgrain.ToolErrorDetails) {},
-		ShutdownGrace: 100 * time.Millisecond})
+		EndOfInputGrace: 100 * time.Millisecond})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -66,8 +66,8 @@ func TestServerOnHostActorSystem(t *testing.T) {
 	host := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &hostActor{cancels: cancels, calls: calls} }))
 	handlerStarted := make(chan struct{})
 	srv, err := toolgrain.NewServer(toolgrain.Config{
-		ActorSystem:   system,
-		ShutdownGrace: 2 * time.Second,
+		ActorSystem:  system,
+		HandlerGrace: 2 * time.Second,
 		Tools: []tools.Tool{
 			{Name: "host", InputSchema: modeSchema, Handler: tools.NewActorHandler(system, host)},
 			{Name: "block", Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
@@ -213,7 +213,7 @@ func TestNoDeadLetterNoiseInTheHostLog(t *testing.T) {
 		return slog.New(logRecorder{&mu, &lines})
 	}))
 	defer system.Shutdown()
-	srv, err := toolgrain.NewServer(toolgrain.Config{ActorSystem: system, Tools: demo.Tools(), ShutdownGrace: 50 * time.Millisecond,
+	srv, err := toolgrain.NewServer(toolgrain.Config{ActorSystem: system, Tools: demo.Tools(), HandlerGrace: 50 * time.Millisecond,
 		OnError: func(error, *toolgrain.ToolErrorDetails) {}})
 	if err != nil {
 		t.Fatal(err)

@@ -45,7 +45,7 @@ func TestCallLimitPerConnection(t *testing.T) {
 	if got := c.srv.Stats().RefusedCalls; got != 2 {
 		t.Errorf("RefusedCalls = %d, want 2", got)
 	}
-	// Cancelled, so that the end of the input does not wait ShutdownGrace for them.
+	// Cancelled, so that the end of the input does not wait EndOfInputGrace for them.
 	c.send(cancelFor("3"))
 	c.send(cancelFor("5"))
 }
@@ -65,7 +65,7 @@ func TestCallLimitPerServer(t *testing.T) {
 	b.send(cancelFor("1"))
 	b.expectPing(`"b2"`) // the cancellation has been handled
 	a.expect(call("3", "echo", `{"text":"y"}`), echoResult("3", "y"))
-	a.send(cancelFor("1")) // so that the end of the input does not wait ShutdownGrace for it
+	a.send(cancelFor("1")) // so that the end of the input does not wait EndOfInputGrace for it
 }
 
 // TestAnsweredCallFreesItsPlaceFirst: a call's place is given back before its answer is sent,
@@ -278,10 +278,10 @@ func TestSlowConsumerPausesReading(t *testing.T) {
 }
 
 // TestStalledOutputAtClose: a client that closes its input but never reads the answers does
-// not keep ServeStdio past ShutdownGrace; the abandoned output is reported with no details.
+// not keep ServeStdio past OutputGrace; the abandoned output is reported with no details.
 func TestStalledOutputAtClose(t *testing.T) {
 	rec := newRecorder()
-	srv := newServer(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.onError, ShutdownGrace: 50 * time.Millisecond})
+	srv := newServer(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.onError, OutputGrace: 50 * time.Millisecond})
 	p := newPipes()
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeStdio(context.Background(), p.inR, p.outW) }()

@@ -284,7 +284,7 @@ func TestClusterLocalMembersEndWithTheirParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	// A member told of its parent's end (SIGTERM) stops within its shutdown grace; 60 s
+	// A member told of its parent's end (SIGTERM) stops within its graces (--handler-grace, --output-grace); 60 s
 	// covers a loaded machine. An orphan whose new parent has not reaped it yet is a zombie:
 	// it has ended.
 	for _, pid := range pids {

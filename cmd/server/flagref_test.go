@@ -50,7 +50,8 @@ var flagSections = []flagSection{
 		return strings.HasPrefix(f.Name, "task-") || strings.HasPrefix(f.Name, "max-tasks")
 	}},
 	{"Streamable HTTP", func(f *flag.Flag) bool { return strings.HasPrefix(f.Usage, "HTTP") }},
-	{"Limits", named("max-message-size", "max-calls-per-connection", "max-calls", "max-client-declaration", "tool-timeout", "shutdown-grace")},
+	{"Limits", named("max-message-size", "max-calls-per-connection", "max-calls", "max-client-declaration", "tool-timeout",
+		"handler-grace", "end-of-input-grace", "output-grace", "shutdown-grace")},
 	{"Observability", named("log-level", "diagnostics-file", "admin-addr", "pprof")},
 	{"General", func(*flag.Flag) bool { return true }},
 }

@@ -333,8 +333,9 @@ func (v staticVerifier) VerifyToken(ctx context.Context, token string) (*toolgra
 
 // serveHTTP serves srv on o.http.addr until ctx ends or the listener fails, then shuts down:
 // the server first (every call in flight is cancelled and its response ends, sessions end,
-// diagnostics are flushed), then the HTTP server (the listener closes and the last responses
-// finish), each within the shutdown grace.
+// diagnostics are flushed) within the handler grace plus the diagnostics callback's timeout,
+// then the HTTP server (the listener closes and the last responses finish) within the output
+// grace.
 //
 // With tracing on, every HTTP request gets an HTTP server span (otelhttp), which the MCP span of
 // each message it carries links to.
@@ -397,12 +398,12 @@ func serveHTTP(ctx context.Context, srv *toolgrain.Server, o *options, tel *tele
 		result = err
 	}
 
-	srvCtx, cancel := context.WithTimeout(context.Background(), o.shutdownGrace+actors.DefaultCallbackTimeout)
+	srvCtx, cancel := context.WithTimeout(context.Background(), o.handlerGrace+actors.DefaultCallbackTimeout)
 	defer cancel()
 	if err := srv.Shutdown(srvCtx); err != nil {
 		log.Warn("shutdown", zap.Error(err))
 	}
-	httpCtx, cancelHTTP := context.WithTimeout(context.Background(), o.shutdownGrace)
+	httpCtx, cancelHTTP := context.WithTimeout(context.Background(), o.outputGrace)
 	defer cancelHTTP()
 	if err := hs.Shutdown(httpCtx); err != nil {
 		log.Warn("http shutdown", zap.Error(err))

@@ -5,7 +5,8 @@
 //
 //	server [--transport stdio|http] [--addr HOST:PORT] [--auth-token TOKEN]... [--diagnostics-file PATH]
 //	       [--log-level LEVEL] [--max-message-size N] [--max-calls-per-connection N] [--max-calls N]
-//	       [--tool-timeout D] [--shutdown-grace D] [--fixtures conformance] [--task-store memory|bolt:PATH]
+//	       [--tool-timeout D] [--handler-grace D] [--end-of-input-grace D] [--output-grace D]
+//	       [--fixtures conformance] [--task-store memory|bolt:PATH]
 //	       [--admin-addr HOST:PORT] [--pprof HOST:PORT] [--touch-tool] [more HTTP and task flags: see --help]
 //	       [--cluster-local N | --cluster-addr HOST:PORT (--cluster-member HOST:PORT,... --cluster-health-port PORT | --cluster-etcd URL,...) ...]
 //
@@ -22,7 +23,7 @@
 //
 // Over stdio it reads newline-delimited JSON-RPC on stdin and answers on stdout; logs go to
 // stderr only. When stdin reaches EOF it answers the calls it received (those still running
-// after --shutdown-grace are cancelled) and exits 0; on SIGINT/SIGTERM it cancels the calls in
+// after --end-of-input-grace are cancelled) and exits 0; on SIGINT/SIGTERM it cancels the calls in
 // flight and exits 0; either way after flushing the diagnostics. A stdout that breaks (the
 // client went away) is reported to the diagnostics, and the server shuts down and exits 1.
 //
@@ -94,7 +95,9 @@ type options struct {
 	maxCalls        int
 	maxDeclaration  int
 	toolTimeout     time.Duration
-	shutdownGrace   time.Duration
+	handlerGrace    time.Duration
+	endOfInputGrace time.Duration
+	outputGrace     time.Duration
 	pprofAddr       string
 	adminAddr       string
 	http            httpOptions
@@ -131,7 +134,17 @@ func newFlagSet(o *options, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&o.maxCalls, "max-calls", 0, "calls in flight on the server before new ones are refused (0: 100000, -1: no limit)")
 	fs.IntVar(&o.maxDeclaration, "max-client-declaration", 0, "largest capabilities and clientInfo an initialize may declare, which its session keeps, in `bytes` (0: 64 KiB, -1: no limit)")
 	fs.DurationVar(&o.toolTimeout, "tool-timeout", 0, "timeout of each tool call, for tools without their own (0: none)")
-	fs.DurationVar(&o.shutdownGrace, "shutdown-grace", 5*time.Second, "on SIGINT/SIGTERM, how long cancelled handlers, open HTTP responses and a client's last unread answers get to finish; at stdin EOF, how long the calls in flight get to answer")
+	fs.DurationVar(&o.handlerGrace, "handler-grace", 5*time.Second, "how long the handlers of cancelled calls get to return, on SIGINT/SIGTERM and when a connection or session ends")
+	fs.DurationVar(&o.endOfInputGrace, "end-of-input-grace", 5*time.Second, "at stdin EOF, how long the calls in flight get to answer before they are cancelled")
+	fs.DurationVar(&o.outputGrace, "output-grace", 5*time.Second, "at exit, how long a stdio client's last unread answers, open HTTP responses and telemetry not yet exported get to go out")
+	fs.Func("shutdown-grace", "deprecated: sets --handler-grace, --end-of-input-grace and --output-grace to one `duration`", func(v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return err
+		}
+		o.handlerGrace, o.endOfInputGrace, o.outputGrace = d, d, d
+		return nil
+	})
 	fs.StringVar(&o.fixtures, "fixtures", "", "also serve a fixture `set`: conformance (the MCP conformance suite's test_* tools, test:// resources and test_* prompts)")
 	fs.StringVar(&o.stateKeyFile, "request-state-key-file", "", "read the key that protects the requestState of MCP 2026-07-28 input_required rounds from `PATH` (at least 32 bytes; share it between servers that must accept each other's states; default: a random key per process)")
 	fs.DurationVar(&o.stateTTL, "request-state-ttl", 0, "how long a requestState is accepted (0: 10m)")
@@ -238,7 +251,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		OnError:        onError,
 		Logger:         log,
 		MaxMessageSize: o.maxMessageSize,
-		ShutdownGrace:  o.shutdownGrace,
+
+		HandlerGrace:    o.handlerGrace,
+		EndOfInputGrace: o.endOfInputGrace,
+		OutputGrace:     o.outputGrace,
 
 		MaxCallsPerConnection: o.maxCallsPerConn,
 		MaxCalls:              o.maxCalls,
@@ -281,7 +297,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), o.shutdownGrace)
+		sctx, cancel := context.WithTimeout(context.Background(), o.outputGrace)
 		defer cancel()
 		if err := tel.shutdown(sctx); err != nil {
 			log.Warn("telemetry shutdown", zap.Error(err))

@@ -18,7 +18,7 @@ import (
 
 // TestBinaryShutdown stops the real binary the ways an operator or a client does, each with
 // calls in flight: SIGTERM and SIGINT must silence those calls (no answer), flush the
-// diagnostics and exit 0; so must stdin EOF once --shutdown-grace has passed with the calls
+// diagnostics and exit 0; so must stdin EOF once --end-of-input-grace has passed with the calls
 // still running (what ends in time is answered: see TestBinaryEndOfInput); so must SIGTERM
 // while the client reads nothing (the server must not wait forever for stdout). A stdout that
 // the client closes ends the server with exit 1.
@@ -35,7 +35,7 @@ func TestBinaryShutdown(t *testing.T) {
 	}{
 		{"SIGTERM", nil, func(cmd *exec.Cmd, _ io.Closer) error { return cmd.Process.Signal(syscall.SIGTERM) }},
 		{"SIGINT", nil, func(cmd *exec.Cmd, _ io.Closer) error { return cmd.Process.Signal(os.Interrupt) }},
-		{"stdin EOF", []string{"--shutdown-grace", "300ms"}, func(_ *exec.Cmd, stdin io.Closer) error { return stdin.Close() }},
+		{"stdin EOF", []string{"--end-of-input-grace", "300ms"}, func(_ *exec.Cmd, stdin io.Closer) error { return stdin.Close() }},
 	}
 	for _, tt := range stops {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,7 +68,7 @@ func TestBinaryShutdown(t *testing.T) {
 		})
 	}
 	t.Run("SIGTERM with a client that reads nothing", func(t *testing.T) {
-		s := startBinary(t, bin, "--shutdown-grace", "200ms")
+		s := startBinary(t, bin, "--output-grace", "200ms")
 		s.exchange(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 		text := strings.Repeat("x", 32<<10)
 		for id := 1; id <= 16; id++ { // 512 KiB of answers: far more than a pipe holds
@@ -87,8 +87,35 @@ func TestBinaryShutdown(t *testing.T) {
 	t.Run("stdout closed by the client", func(t *testing.T) { testBrokenStdout(t, bin) })
 }
 
+// TestShutdownGraceFlag: --shutdown-grace, the one flag the three graces had, still sets them
+// all; a grace given after it is set alone.
+func TestShutdownGraceFlag(t *testing.T) {
+	for _, tt := range []struct {
+		args                   []string
+		handler, input, output time.Duration
+	}{
+		{nil, 5 * time.Second, 5 * time.Second, 5 * time.Second},
+		{[]string{"--shutdown-grace", "2s"}, 2 * time.Second, 2 * time.Second, 2 * time.Second},
+		{[]string{"--shutdown-grace", "2s", "--output-grace", "3s"}, 2 * time.Second, 2 * time.Second, 3 * time.Second},
+		{[]string{"--handler-grace", "1s", "--end-of-input-grace", "1h", "--output-grace", "3s"}, time.Second, time.Hour, 3 * time.Second},
+	} {
+		var o options
+		if err := newFlagSet(&o, io.Discard).Parse(tt.args); err != nil {
+			t.Fatalf("%q: %v", tt.args, err)
+		}
+		if o.handlerGrace != tt.handler || o.endOfInputGrace != tt.input || o.outputGrace != tt.output {
+			t.Errorf("%q: handler %s, end of input %s, output %s; want %s, %s, %s", tt.args,
+				o.handlerGrace, o.endOfInputGrace, o.outputGrace, tt.handler, tt.input, tt.output)
+		}
+	}
+	var o options
+	if err := newFlagSet(&o, io.Discard).Parse([]string{"--shutdown-grace", "soon"}); err == nil {
+		t.Error("--shutdown-grace soon: no error")
+	}
+}
+
 // TestBinaryEndOfInput: a client that closes stdin still gets the answers to the calls it sent,
-// progress included, and the server then exits 0, without waiting out --shutdown-grace (an hour
+// progress included, and the server then exits 0, without waiting out --end-of-input-grace (an hour
 // here). The official TypeScript client probes a server with server/discover, closes stdin and
 // sends SIGTERM: an answered probe leaves nothing in flight, and the server exits at once.
 func TestBinaryEndOfInput(t *testing.T) {
@@ -98,7 +125,7 @@ func TestBinaryEndOfInput(t *testing.T) {
 	}
 	bin := buildServer(t)
 	t.Run("calls in flight", func(t *testing.T) {
-		s := startBinary(t, bin, "--shutdown-grace", "1h")
+		s := startBinary(t, bin, "--end-of-input-grace", "1h")
 		s.exchange(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 		s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 		s.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":200}}}`)
@@ -130,7 +157,7 @@ func TestBinaryEndOfInput(t *testing.T) {
 		}
 	})
 	t.Run("discover probe", func(t *testing.T) {
-		s := startBinary(t, bin, "--shutdown-grace", "1h")
+		s := startBinary(t, bin, "--end-of-input-grace", "1h")
 		got := s.exchange(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
 		if !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":1,"result":`) {
 			t.Fatalf("server/discover: %s", got)
