@@ -7,9 +7,10 @@ import (
 	"github.com/toolgrain/toolgrain/protocol"
 )
 
-// The params of a request to the upstream: the caller's members, then _meta with the progress
-// token, the caller's _meta members and, in the modern era, the envelope.
-func TestParams(t *testing.T) {
+// A request to the upstream, encoded in one pass: the envelope, then params with the caller's
+// members, then _meta with the progress token, the caller's _meta members and, in the modern
+// era, the envelope of the era; on one line.
+func TestRequestFrame(t *testing.T) {
 	u := &Upstream{cfg: Config{ClientInfo: protocol.Implementation{Name: "gw", Version: "1"}}}
 	u.info, _ = json.Marshal(u.cfg.ClientInfo)
 	id := protocol.NewIntID(7)
@@ -28,6 +29,8 @@ func TestParams(t *testing.T) {
 		{name: "empty params", params: `{}`, meta: `{"k":true}`, progress: true, want: `{"_meta":{"progressToken":7,"k":true}}`},
 		{name: "modern", modern: true, params: `{"uri":"u"}`, caps: &protocol.ClientCapabilities{Sampling: json.RawMessage(`{}`)}, level: "info",
 			want: `{"uri":"u","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}},"io.modelcontextprotocol/clientInfo":{"name":"gw","version":"1"},"io.modelcontextprotocol/logLevel":"info"}}`},
+		{name: "line breaks", params: "{\"name\":\"x\",\n\"arguments\":{\"t\":\"a\\nb\"}\r\n}", meta: `{"k":1}`,
+			want: `{"name":"x","arguments":{"t":"a\nb"},"_meta":{"k":1}}`},
 		{name: "modern, nothing", modern: true,
 			want: `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"gw","version":"1"}}}`},
 	} {
@@ -38,11 +41,15 @@ func TestParams(t *testing.T) {
 		if c.meta != "" {
 			meta = json.RawMessage(c.meta)
 		}
-		got := string(u.params(params, meta, id, c.progress, c.caps, c.level, c.modern))
-		if got != c.want {
-			t.Errorf("%s:\n got %s\nwant %s", c.name, got, c.want)
+		want := `{"jsonrpc":"2.0","id":7,"method":"tools/call"}`
+		if c.want != "" {
+			want = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":` + c.want + `}`
 		}
-		if got != "" && !json.Valid([]byte(got)) {
+		got := string(u.requestFrame(id, "tools/call", params, meta, c.progress, c.caps, c.level, c.modern))
+		if got != want {
+			t.Errorf("%s:\n got %s\nwant %s", c.name, got, want)
+		}
+		if !json.Valid([]byte(got)) {
 			t.Errorf("%s: invalid JSON %s", c.name, got)
 		}
 	}

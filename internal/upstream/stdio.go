@@ -159,7 +159,7 @@ func (c *stdioConn) read(r io.Reader, max int) {
 		if err != nil {
 			return
 		}
-		m, werr := protocol.Decode(line)
+		m, werr := decodeLine(line)
 		if werr != nil || m == nil {
 			continue // not a message: ignored, as a client ignores noise
 		}

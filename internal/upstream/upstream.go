@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -367,15 +368,7 @@ func (u *Upstream) trySend(c *Call) bool {
 	u.t.active[key] = c
 	u.stats.InFlight.Store(int64(len(u.t.active)))
 	u.t.mu.Unlock()
-	frame, err := protocol.EncodeRequest(c.id, c.Method, json.RawMessage(u.params(c.Params, c.Meta, c.id, c.Progress, c.Caps, c.LogLevel, modern)))
-	if err != nil {
-		u.t.mu.Lock()
-		delete(u.t.active, key)
-		u.stats.InFlight.Store(int64(len(u.t.active)))
-		u.t.mu.Unlock()
-		c.finish(nil, u.fail(c, err))
-		return true
-	}
+	frame := u.requestFrame(c.id, c.Method, c.Params, c.Meta, c.Progress, c.Caps, c.LogLevel, modern)
 	u.stats.Calls.Add(1)
 	out := &Outgoing{Frame: frame, ID: c.id, Method: c.Method, Name: c.Name, Modern: modern, Version: version, Params: c.HeaderParams}
 	if w, ok := conn.(interface{ Write(*Outgoing) }); ok {
@@ -844,11 +837,7 @@ func (a *upstreamActor) drain() {
 func (a *upstreamActor) sendCall(c *Call) {
 	c.id = protocol.NewIntID(a.u.ids.Add(1))
 	c.gen = a.gen
-	frame, err := protocol.EncodeRequest(c.id, c.Method, json.RawMessage(a.u.params(c.Params, c.Meta, c.id, c.Progress, c.Caps, c.LogLevel, a.modern)))
-	if err != nil {
-		c.finish(nil, a.fail(c, err))
-		return
-	}
+	frame := a.u.requestFrame(c.id, c.Method, c.Params, c.Meta, c.Progress, c.Caps, c.LogLevel, a.modern)
 	a.u.t.mu.Lock()
 	a.u.t.active[c.id.Key()] = c
 	a.u.stats.InFlight.Store(int64(len(a.u.t.active)))
@@ -860,17 +849,7 @@ func (a *upstreamActor) sendCall(c *Call) {
 // request sends one of the actor's own requests.
 func (a *upstreamActor) request(method string, params json.RawMessage, modern bool, done func(json.RawMessage, *protocol.WireError)) protocol.ID {
 	id := protocol.NewIntID(a.u.ids.Add(1))
-	var p json.RawMessage
-	if modern {
-		p = a.u.params(params, nil, id, false, nil, "", true)
-	} else if params != nil {
-		p = params
-	}
-	frame, err := protocol.EncodeRequest(id, method, p)
-	if err != nil {
-		done(nil, protocol.ErrInternal())
-		return id
-	}
+	frame := a.u.requestFrame(id, method, params, nil, false, nil, "", modern)
 	a.pending[id.Key()] = &pending{internal: done}
 	a.conn.Send(&Outgoing{Frame: frame, ID: id, Method: method, Modern: modern, Version: a.versionFor(modern)})
 	return id
@@ -891,36 +870,50 @@ func (a *upstreamActor) notify(method string, params any) {
 	a.conn.Send(&Outgoing{Frame: frame, Method: method, Modern: a.modern, Version: a.version})
 }
 
-// params returns a request's params: the caller's members, and _meta with the progress token,
-// the caller's _meta members and, in the modern era, the envelope.
-func (u *Upstream) params(params, meta json.RawMessage, id protocol.ID, progress bool, caps *protocol.ClientCapabilities, level string, modern bool) json.RawMessage {
-	if !progress && !modern && len(meta) == 0 {
-		if len(params) == 0 {
-			return nil
-		}
-		return params
+// requestFrame encodes a request in one pass: the envelope, the caller's params members, and
+// _meta with the progress token, the caller's _meta members and, in the modern era, the
+// envelope of the era. params and meta are JSON objects the gateway encoded itself (from what
+// the engine validated, or by encoding/json), and method one of the protocol's names, so
+// nothing is checked again; a line break in them (a client's arguments over HTTP may hold one)
+// is taken out, as a message on a stdio pipe is one line.
+func (u *Upstream) requestFrame(id protocol.ID, method string, params, meta json.RawMessage, progress bool, caps *protocol.ClientCapabilities, level string, modern bool) []byte {
+	const envelope = len(`{"jsonrpc":"2.0","id":,"method":"","params":}`)
+	size := envelope + len(id.String()) + len(method) + len(params) + len(meta)
+	var capsJSON []byte
+	if progress || len(meta) > 0 {
+		size += len(`,"_meta":{"progressToken":}`) + len(id.String()) + 1
 	}
-	b := make([]byte, 0, len(params)+len(meta)+256)
-	body := trimObject(params)
-	b = append(b, '{')
-	b = append(b, body...)
-	if len(body) > 0 {
+	if modern {
+		capsJSON = u.capsJSON(caps)
+		size += len(`,"_meta":{}`) + 3*len(`,"":`) + len(protocol.MetaProtocolVersion) + len(protocol.LatestModernVersion) + 2 +
+			len(protocol.MetaClientCapabilities) + len(capsJSON) + len(protocol.MetaClientInfo) + len(u.info)
+		if level != "" {
+			size += len(`,"":""`) + len(protocol.MetaLogLevel) + len(level) + 8
+		}
+	}
+	b := make([]byte, 0, size)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id.String()...)
+	b = append(b, `,"method":"`...)
+	b = append(b, method...)
+	b = append(b, '"')
+	if !progress && !modern && len(meta) == 0 {
+		if len(params) > 0 {
+			b = append(b, `,"params":`...)
+			b = append(b, params...)
+		}
+		return oneLine(append(b, '}'))
+	}
+	b = append(b, `,"params":{`...)
+	if body := trimObject(params); len(body) > 0 {
+		b = append(b, body...)
 		b = append(b, ',')
 	}
 	b = append(b, `"_meta":{`...)
 	sep := false
-	member := func(name string, value []byte) {
-		if sep {
-			b = append(b, ',')
-		}
-		sep = true
-		b = append(b, '"')
-		b = append(b, name...)
-		b = append(b, `":`...)
-		b = append(b, value...)
-	}
 	if progress {
-		member("progressToken", []byte(id.String()))
+		b, sep = appendName(b, sep, "progressToken"), true
+		b = append(b, id.String()...)
 	}
 	if m := trimObject(meta); len(m) > 0 {
 		if sep {
@@ -930,16 +923,45 @@ func (u *Upstream) params(params, meta json.RawMessage, id protocol.ID, progress
 		b = append(b, m...)
 	}
 	if modern {
-		member(protocol.MetaProtocolVersion, []byte(`"`+protocol.LatestModernVersion+`"`))
-		member(protocol.MetaClientCapabilities, u.capsJSON(caps))
-		member(protocol.MetaClientInfo, u.info)
+		b, sep = appendName(b, sep, protocol.MetaProtocolVersion), true
+		b = append(b, '"')
+		b = append(b, protocol.LatestModernVersion...)
+		b = append(b, '"')
+		b = appendName(b, sep, protocol.MetaClientCapabilities)
+		b = append(b, capsJSON...)
+		b = appendName(b, sep, protocol.MetaClientInfo)
+		b = append(b, u.info...)
 		if level != "" {
+			b = appendName(b, sep, protocol.MetaLogLevel)
 			lv, _ := json.Marshal(level)
-			member(protocol.MetaLogLevel, lv)
+			b = append(b, lv...)
 		}
 	}
-	b = append(b, "}}"...)
-	return b
+	return oneLine(append(b, "}}}"...))
+}
+
+// appendName appends the name of an object's member and its colon, after a comma when sep
+// says that a member came before; the value is appended next.
+func appendName(b []byte, sep bool, name string) []byte {
+	if sep {
+		b = append(b, ',')
+	}
+	b = append(b, '"')
+	b = append(b, name...)
+	return append(b, `":`...)
+}
+
+// oneLine takes the line breaks out of frame, valid JSON, where there are any: in valid JSON a
+// line break can only be white space (one in a string is escaped).
+func oneLine(frame []byte) []byte {
+	if bytes.IndexByte(frame, '\n') < 0 && bytes.IndexByte(frame, '\r') < 0 {
+		return frame
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, frame) != nil {
+		return frame
+	}
+	return buf.Bytes()
 }
 
 // trimObject returns the members of a JSON object without its braces, or nil.
