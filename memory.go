@@ -8,7 +8,7 @@ import (
 	"io"
 	"sync"
 
-	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/protocol"
 )
 
@@ -29,7 +29,7 @@ var ErrClientClosed = errors.New("toolgrain: in-memory connection closed")
 // Messages wait unread without limit: a test that ignores them holds them in memory.
 type InMemoryClient struct {
 	srv      *Server
-	conn     *actors.Connection
+	conn     *engine.Connection
 	identity *Identity // every message's caller; nil for none
 
 	mu      sync.Mutex
@@ -61,7 +61,7 @@ func (s *Server) ConnectInMemoryAs(identity *Identity) (*InMemoryClient, error) 
 	}
 	// Messages unrelated to any request (list_changed, resources/updated) wait in the inbox too.
 	conn, err := s.eng.ConnectNotify("memory", memoryStream{c})
-	if errors.Is(err, actors.ErrClosed) {
+	if errors.Is(err, engine.ErrClosed) {
 		return nil, ErrServerClosed
 	}
 	if err != nil {

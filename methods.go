@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/protocol"
 )
 
@@ -26,7 +26,7 @@ type Method struct {
 
 // MethodHandler serves a custom method; [TypedMethod] makes one from a typed function. The
 // zero value serves nothing (NewServer refuses a Method without a handler).
-type MethodHandler struct{ m *actors.Method }
+type MethodHandler struct{ m *engine.Method }
 
 // TypedMethod returns the handler that serves a custom method with fn, as the typed tools do
 // (tools.Func): the request's params are decoded into P with encoding/json (absent params, or
@@ -54,7 +54,7 @@ func TypedMethod[P, R any](fn func(ctx context.Context, params P) (R, error)) Me
 	if fn == nil {
 		return MethodHandler{}
 	}
-	return MethodHandler{m: &actors.Method{
+	return MethodHandler{m: &engine.Method{
 		Decode: func(raw json.RawMessage) (any, *protocol.WireError) {
 			var p P
 			if len(raw) == 0 || string(raw) == "null" {
@@ -119,9 +119,9 @@ func jsonKind(t reflect.Type) string {
 
 // engineMethods checks the custom methods and extensions of cfg and returns them as the engine
 // takes them.
-func engineMethods(cfg *Config) (map[string]*actors.Method, map[string]json.RawMessage, error) {
+func engineMethods(cfg *Config) (map[string]*engine.Method, map[string]json.RawMessage, error) {
 	var errs []error
-	var methods map[string]*actors.Method
+	var methods map[string]*engine.Method
 	for _, m := range cfg.Methods {
 		if err := protocol.CheckMethodName(m.Name); err != nil {
 			errs = append(errs, fmt.Errorf("toolgrain: method %q: %w", m.Name, err))
@@ -136,7 +136,7 @@ func engineMethods(cfg *Config) (map[string]*actors.Method, map[string]json.RawM
 			continue
 		}
 		if methods == nil {
-			methods = make(map[string]*actors.Method, len(cfg.Methods))
+			methods = make(map[string]*engine.Method, len(cfg.Methods))
 		}
 		methods[m.Name] = m.Handler.m
 	}

@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/protocol"
 )
 
@@ -28,7 +28,7 @@ func (stdioStream) Close()              {}
 //
 // Reading never waits for calls in flight, so cancellations and pings are handled however busy
 // the handlers are. It waits in two cases only: while the connection actor has more than
-// actors.InboxBytes of messages still to handle (a short wait: the actor never blocks), and
+// engine.InboxBytes of messages still to handle (a short wait: the actor never blocks), and
 // while more than MaxOutputBacklog bytes of answers wait for a client that does not read them
 // (the slow-consumer policy: reading resumes once the backlog has drained to half).
 //
@@ -74,7 +74,7 @@ func (s *Server) ServeStdioAs(ctx context.Context, in io.Reader, out io.Writer, 
 	conn, err := s.eng.ConnectNotify("stdio", stdioStream{w: w})
 	if err != nil {
 		_ = w.Close()
-		if errors.Is(err, actors.ErrClosed) {
+		if errors.Is(err, engine.ErrClosed) {
 			return ErrServerClosed
 		}
 		return err
@@ -155,7 +155,7 @@ func (s *Server) closeWriter(w *protocol.StreamWriter) {
 	}
 }
 
-func (s *Server) readLoop(in io.Reader, conn *actors.Connection, w *protocol.StreamWriter, stop <-chan struct{}, identity *Identity) error {
+func (s *Server) readLoop(in io.Reader, conn *engine.Connection, w *protocol.StreamWriter, stop <-chan struct{}, identity *Identity) error {
 	stream := stdioStream{w: w}
 	lr := protocol.NewLineReader(in, s.cfg.MaxMessageSize)
 	for {

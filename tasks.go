@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/taskstore"
 	"github.com/toolgrain/toolgrain/tools"
 )
@@ -51,12 +51,12 @@ type TaskConfig struct {
 
 // TaskRestartedText is the error message of a task that was running when its server stopped,
 // as the next server on the same durable store reports it.
-const TaskRestartedText = actors.TaskRestartedText
+const TaskRestartedText = engine.TaskRestartedText
 
 // engineTasks is the engine's task configuration for cfg.
-func engineTasks(cfg *Config) actors.TaskConfig {
+func engineTasks(cfg *Config) engine.TaskConfig {
 	t := cfg.Tasks
-	return actors.TaskConfig{
+	return engine.TaskConfig{
 		Enabled: t.Enabled || hasTaskTool(cfg.Tools),
 		Store:   t.Store, TTL: t.TTL, PollInterval: t.PollInterval,
 		MaxTasks: t.MaxTasks, MaxTasksPerCaller: t.MaxTasksPerCaller, Home: t.Home,

@@ -156,10 +156,10 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/cluster"
 	"github.com/toolgrain/toolgrain/diagnostics"
 	"github.com/toolgrain/toolgrain/internal/clusterhook"
+	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/internal/httpserve"
 	"github.com/toolgrain/toolgrain/metrics"
 	"github.com/toolgrain/toolgrain/prompts"
@@ -173,7 +173,7 @@ import (
 const Version = "0.1.0"
 
 // FailedText is the text of the generic result that stands for every unexpected failure.
-const FailedText = actors.FailedText
+const FailedText = engine.FailedText
 
 // ErrServerClosed is returned by the Serve methods after [Server.Close].
 var ErrServerClosed = errors.New("toolgrain: server closed")
@@ -304,7 +304,7 @@ type Config struct {
 	MaxCalls int
 	// ToolTimeout is the timeout of each call of a tool whose own tools.Tool.Timeout is zero.
 	// A call past its timeout is an unexpected failure: the client gets the generic result and
-	// OnError an error wrapping actors.ErrTimeout. 0 means no timeout.
+	// OnError an error wrapping engine.ErrTimeout. 0 means no timeout.
 	ToolTimeout time.Duration
 	// MaxOutputBacklog bounds, in bytes, the answers queued for a client that does not read
 	// them (a slow consumer). While a stdio connection's backlog is over it, the connection
@@ -315,7 +315,7 @@ type Config struct {
 	// connection or session keeps for its life: its capabilities as sent, and the strings of
 	// its clientInfo (name, title, version, icons). An initialize over it is refused, no session made, with -32602
 	// "Invalid params: capabilities and clientInfo take N bytes, more than the limit of L" and
-	// data {"limit":L}. 0 means 64 KiB (actors.DefaultMaxClientDeclaration), far beyond what
+	// data {"limit":L}. 0 means 64 KiB (engine.DefaultMaxClientDeclaration), far beyond what
 	// real clients declare; negative means no limit.
 	MaxClientDeclaration int
 
@@ -417,7 +417,7 @@ const defaultGrace = 5 * time.Second
 // Server is an MCP server. Its methods are safe for concurrent use.
 type Server struct {
 	cfg     Config
-	eng     *actors.Engine
+	eng     *engine.Engine
 	http    *httpserve.Handler
 	handler http.Handler // http, or its cluster wrapper
 
@@ -477,10 +477,10 @@ func NewServer(cfg Config) (*Server, error) {
 		}
 	}
 	if cfg.CallbackTimeout <= 0 {
-		cfg.CallbackTimeout = actors.DefaultCallbackTimeout
+		cfg.CallbackTimeout = engine.DefaultCallbackTimeout
 	}
 	var relay func(method, uri string)
-	var tagSync actors.TagSync
+	var tagSync engine.TagSync
 	var newSessionID func() string
 	member, clustered := clusterhook.Of(cfg.Cluster)
 	if clustered {
@@ -488,7 +488,7 @@ func NewServer(cfg Config) (*Server, error) {
 			cfg.ActorSystem = cfg.Cluster.System()
 		}
 		relay = member.Relay
-		tagSync = actors.TagSync{Origin: cfg.Cluster.Address(), Relay: member.RelayTags}
+		tagSync = engine.TagSync{Origin: cfg.Cluster.Address(), Relay: member.RelayTags}
 		newSessionID = member.NewSessionID
 	}
 	tasksCfg := engineTasks(&cfg)
@@ -498,7 +498,7 @@ func NewServer(cfg Config) (*Server, error) {
 		tasksCfg.Home = member.TaskHome
 		tasksCfg.Gone = member.TaskGone
 	}
-	eng, err := actors.Start(actors.Config{
+	eng, err := engine.Start(engine.Config{
 		Relay:              relay,
 		System:             cfg.ActorSystem,
 		Tools:              set,
@@ -529,7 +529,7 @@ func NewServer(cfg Config) (*Server, error) {
 		RequestStateTTL: cfg.RequestStateTTL,
 		CacheTTL:        cfg.CacheTTL,
 
-		Telemetry: actors.Telemetry{
+		Telemetry: engine.Telemetry{
 			TracerProvider: cfg.TracerProvider,
 			MeterProvider:  cfg.MeterProvider,
 			Propagator:     cfg.Propagator,

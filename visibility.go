@@ -3,7 +3,7 @@ package toolgrain
 import (
 	"errors"
 
-	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/internal/principal"
 )
 
@@ -28,53 +28,53 @@ import (
 // themselves (EnableTagsFor, EnableTagsForClient). An empty list does nothing; a tag must be 1
 // to 64 characters from A-Za-z0-9_.- .
 func (s *Server) DisableTags(tags ...string) error {
-	return s.eng.SetTags("", actors.TagDisabled, tags...)
+	return s.eng.SetTags("", engine.TagDisabled, tags...)
 }
 
 // EnableTags enables the tags for everyone but the identities that disabled them for themselves
 // (DisableTagsFor, DisableTagsForClient); Config.Visibility.Disabled are enabled so too.
 func (s *Server) EnableTags(tags ...string) error {
-	return s.eng.SetTags("", actors.TagEnabled, tags...)
+	return s.eng.SetTags("", engine.TagEnabled, tags...)
 }
 
 // DisableTagsFor disables the tags for the user whose Subject is subject, whatever they are for
 // everyone. It does not touch a client whose id is subject (DisableTagsForClient).
 func (s *Server) DisableTagsFor(subject string, tags ...string) error {
-	return s.setFor(subject, false, actors.TagDisabled, tags)
+	return s.setFor(subject, false, engine.TagDisabled, tags)
 }
 
 // EnableTagsFor enables the tags for the user whose Subject is subject, whatever they are for
 // everyone (the rules still apply).
 func (s *Server) EnableTagsFor(subject string, tags ...string) error {
-	return s.setFor(subject, false, actors.TagEnabled, tags)
+	return s.setFor(subject, false, engine.TagEnabled, tags)
 }
 
 // ResetTagsFor drops the own settings of the tags of the user whose Subject is subject: the
 // settings for everyone apply to it again.
 func (s *Server) ResetTagsFor(subject string, tags ...string) error {
-	return s.setFor(subject, false, actors.TagInherit, tags)
+	return s.setFor(subject, false, engine.TagInherit, tags)
 }
 
 // DisableTagsForClient disables the tags for the client whose id is clientID when it acts on
 // its own behalf (its identity's client_id claim is its Subject), whatever they are for
 // everyone. The users who sign in through that client keep their own settings.
 func (s *Server) DisableTagsForClient(clientID string, tags ...string) error {
-	return s.setFor(clientID, true, actors.TagDisabled, tags)
+	return s.setFor(clientID, true, engine.TagDisabled, tags)
 }
 
 // EnableTagsForClient enables the tags for the client whose id is clientID, as
 // DisableTagsForClient disables them (the rules still apply).
 func (s *Server) EnableTagsForClient(clientID string, tags ...string) error {
-	return s.setFor(clientID, true, actors.TagEnabled, tags)
+	return s.setFor(clientID, true, engine.TagEnabled, tags)
 }
 
 // ResetTagsForClient drops the own settings of the tags of the client whose id is clientID.
 func (s *Server) ResetTagsForClient(clientID string, tags ...string) error {
-	return s.setFor(clientID, true, actors.TagInherit, tags)
+	return s.setFor(clientID, true, engine.TagInherit, tags)
 }
 
 // setFor sets the tags for one principal.
-func (s *Server) setFor(subject string, client bool, setting actors.TagSetting, tags []string) error {
+func (s *Server) setFor(subject string, client bool, setting engine.TagSetting, tags []string) error {
 	if subject == "" {
 		return errNoSubject
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/internal/httpserve"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/streamable"
@@ -25,7 +25,7 @@ func TestForwardKeepsTheScheme(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := actors.Start(actors.Config{Tools: set})
+	eng, err := engine.Start(engine.Config{Tools: set})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/toolgrain/toolgrain"
-	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/diagnostics"
+	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/internal/enginehook"
 )
 
@@ -163,7 +163,7 @@ var errCanary = errors.New("canary")
 
 // engineOccupancy returns what the engine of srv holds now: connection actors, calls in flight
 // and open listen streams.
-func engineOccupancy(srv *toolgrain.Server) actors.Occupancy {
+func engineOccupancy(srv *toolgrain.Server) engine.Occupancy {
 	s, ok := enginehook.Of(srv)
 	if !ok {
 		panic("engineOccupancy: not a server")

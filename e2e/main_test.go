@@ -12,6 +12,6 @@ const deadLetterThrottle = "github.com/asynkron/protoactor-go/actor.NewDeadLette
 
 // idleWorker is a goroutine of the engine's worker pool waiting for work: it belongs to the
 // server, not to a session, and ends when the server closes.
-const idleWorker = "github.com/toolgrain/toolgrain/actors.(*workerPool).worker"
+const idleWorker = "github.com/toolgrain/toolgrain/internal/engine.(*workerPool).worker"
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreTopFunction(deadLetterThrottle)) }

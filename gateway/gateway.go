@@ -56,7 +56,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/toolgrain/toolgrain"
-	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/internal/enginehook"
 	"github.com/toolgrain/toolgrain/internal/tags"
 	"github.com/toolgrain/toolgrain/internal/upstream"
@@ -463,4 +463,4 @@ func (g *Gateway) changedNow() {
 }
 
 // engine is the server's engine.
-func (g *Gateway) engine() *actors.Engine { return g.srv.Engine }
+func (g *Gateway) engine() *engine.Engine { return g.srv.Engine }

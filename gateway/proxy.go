@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/client"
+	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/internal/upstream"
 	"github.com/toolgrain/toolgrain/prompts"
 	"github.com/toolgrain/toolgrain/protocol"
@@ -267,7 +267,7 @@ func (m *mount) do(ctx context.Context, c *upstream.Call, meta json.RawMessage) 
 	}
 	if ctx.Err() != nil {
 		if errors.Is(context.Cause(ctx), errMountTimeout) {
-			return nil, m.errorf(c.Method, c.Name, fmt.Errorf("%w after %s", actors.ErrTimeout, m.timeout))
+			return nil, m.errorf(c.Method, c.Name, fmt.Errorf("%w after %s", engine.ErrTimeout, m.timeout))
 		}
 		return nil, context.Cause(ctx) // cancelled: the engine sends nothing
 	}

@@ -9,12 +9,12 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
-	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/engine"
 )
 
 // Server is what a mounted source needs of the server it is mounted on.
 type Server struct {
-	Engine *actors.Engine
+	Engine *engine.Engine
 	Logger *zap.Logger
 	// Name and Version are the server's serverInfo.
 	Name, Version string

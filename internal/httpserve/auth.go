@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/streamable"
 	"github.com/toolgrain/toolgrain/tools"
@@ -337,7 +337,7 @@ func (h *Handler) denyToolScopes(w http.ResponseWriter, r *http.Request, msg *pr
 	if err != nil {
 		return false
 	}
-	tool, ok := h.eng.ToolFor(p.Name, id, actors.ToolsetsFromContext(r.Context()))
+	tool, ok := h.eng.ToolFor(p.Name, id, engine.ToolsetsFromContext(r.Context()))
 	if !ok {
 		return false // unknown, or hidden from the caller: the engine answers both alike
 	}

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/internal/httpserve"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/streamable"
@@ -29,7 +29,7 @@ import (
 // streamServer is an engine and its handler served by httptest.
 type streamServer struct {
 	t   *testing.T
-	eng *actors.Engine
+	eng *engine.Engine
 	h   *httpserve.Handler
 	url string
 }
@@ -40,7 +40,7 @@ func newStreamServer(t *testing.T, cfg streamable.Config) *streamServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := actors.Start(actors.Config{Tools: set})
+	eng, err := engine.Start(engine.Config{Tools: set})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestShutdownEndsDetachedStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := actors.Start(actors.Config{Tools: set})
+	eng, err := engine.Start(engine.Config{Tools: set})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +404,7 @@ func TestDetachedStreamOnWrappedConn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := actors.Start(actors.Config{Tools: set})
+	eng, err := engine.Start(engine.Config{Tools: set})
 	if err != nil {
 		t.Fatal(err)
 	}

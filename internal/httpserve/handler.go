@@ -30,7 +30,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/internal/principal"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/streamable"
@@ -58,7 +58,7 @@ type Options struct {
 // the doc of package streamable; its sessions live until they are deleted, expire or
 // [Handler.Shutdown] ends them. Its methods are safe for concurrent use.
 type Handler struct {
-	eng     *actors.Engine
+	eng     *engine.Engine
 	log     *zap.Logger
 	cfg     streamable.Config
 	auth    *authenticator
@@ -69,7 +69,7 @@ type Handler struct {
 	mu       sync.Mutex
 	sessions map[string]*legacySession
 	places   places             // the sessions' places under the limits, opening ones included
-	modern   *actors.Connection // the stateless connection of modern requests, made on first use
+	modern   *engine.Connection // the stateless connection of modern requests, made on first use
 	hub      *hub               // the detached streams (detach.go), made on first use
 	clock    clock              // the sessions' timers
 	closed   bool
@@ -81,8 +81,8 @@ var _ http.Handler = (*Handler)(nil)
 // New returns the transport of eng configured by cfg. Its errors are a [streamable.Config].Auth without a
 // Verifier, and one whose Resource is neither an absolute URL nor, with a [streamable.Config].AllowedHosts
 // that lists a name, a path (see [streamable.AuthConfig].Resource). Unexpected failures (a verifier that fails, a session that cannot be opened) are
-// reported to eng ([actors.Engine.Report]), never to the client.
-func New(eng *actors.Engine, cfg streamable.Config, opts Options) (*Handler, error) {
+// reported to eng ([engine.Engine.Report]), never to the client.
+func New(eng *engine.Engine, cfg streamable.Config, opts Options) (*Handler, error) {
 	log := opts.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -321,7 +321,7 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, msg *protoc
 		return
 	}
 	// The session starts without an actor: its initialize is answered from its record, and
-	// the first request that needs one brings one (actors.Engine.OpenIdle). The session, its
+	// the first request that needs one brings one (engine.Engine.OpenIdle). The session, its
 	// connection and its notification path are one allocation.
 	s := newLegacySession(h, h.newSessionID(), subject)
 	conn := s.conn
@@ -329,7 +329,7 @@ func (h *Handler) initialize(w http.ResponseWriter, r *http.Request, msg *protoc
 	if err != nil {
 		h.releasePlace(subject)
 	}
-	if errors.Is(err, actors.ErrClosed) {
+	if errors.Is(err, engine.ErrClosed) {
 		writeError(w, http.StatusServiceUnavailable, protocol.ErrTransport("Service Unavailable", "server shutting down"))
 		return
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/internal/httpserve"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/streamable"
@@ -16,13 +16,13 @@ import (
 )
 
 // startEngine starts an engine with no tools; Cleanup shuts it down.
-func startEngine(t *testing.T) *actors.Engine {
+func startEngine(t *testing.T) *engine.Engine {
 	t.Helper()
 	set, err := tools.Compile(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := actors.Start(actors.Config{Tools: set})
+	eng, err := engine.Start(engine.Config{Tools: set})
 	if err != nil {
 		t.Fatal(err)
 	}

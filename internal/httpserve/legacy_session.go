@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/streamable"
 )
@@ -110,14 +110,14 @@ func (h *Handler) releasePlace(subject string) {
 // actor stopped, or at shutdown; its id then answers 404 for good.
 //
 // A session with no request in progress but its standalone GET stream is quiet: after
-// passivateAfter its connection lets its actor go (actors.Connection.Passivate), to bring it
+// passivateAfter its connection lets its actor go (engine.Connection.Passivate), to bring it
 // back with the next request. A session with nothing at all in progress, not even a GET
 // stream, is idle, and expires after SessionIdleTimeout. Both are timed by the handler's clock.
 // The record is kept small: thousands of sessions wait at once.
 type legacySession struct {
 	id      string
 	h       *Handler
-	conn    *actors.Connection
+	conn    *engine.Connection
 	notify  *standaloneStream // the session's notification path, relayed by its GET stream
 	streams *streams          // its POST SSE streams kept for resumption; made with the first
 	subject string            // the identity's subject when auth is on; later requests must match it
@@ -140,12 +140,12 @@ type legacySession struct {
 // table, and its id).
 type sessionRecord struct {
 	session legacySession
-	conn    actors.Connection
+	conn    engine.Connection
 	notify  standaloneStream
 }
 
 // newLegacySession returns the session id with one request in progress (the initialize POST
-// that opens it). Its connection is to be opened (actors.Engine.OpenIdle) before use.
+// that opens it). Its connection is to be opened (engine.Engine.OpenIdle) before use.
 func newLegacySession(h *Handler, id, subject string) *legacySession {
 	rec := &sessionRecord{}
 	rec.session = legacySession{id: id, h: h, conn: &rec.conn, notify: &rec.notify, subject: subject, active: 1}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/streamable"
 	"github.com/toolgrain/toolgrain/tools"
@@ -158,7 +158,7 @@ func modernStatus(code int64) int {
 
 // stateless returns the engine's connection for modern requests, made on first use; nil once
 // the handler is shut down or the engine closed.
-func (h *Handler) stateless() *actors.Connection {
+func (h *Handler) stateless() *engine.Connection {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -193,7 +193,7 @@ func (h *Handler) stateless() *actors.Connection {
 // With detached set, an SSE stream that has written what it had is handed to a detached
 // stream (detach.go) when the connection can be taken from net/http; relayModern then returns
 // true, and detached is called once the stream is over.
-func (h *Handler) relayModern(w http.ResponseWriter, r *http.Request, st *postStream, conn *actors.Connection, detached func(endReason)) bool {
+func (h *Handler) relayModern(w http.ResponseWriter, r *http.Request, st *postStream, conn *engine.Connection, detached func(endReason)) bool {
 	connDone := conn.Done()
 	gen, wake := st.attach()
 	handedOver := false

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/tools"
 )
@@ -110,14 +110,14 @@ func bodyValue(typ string, body json.RawMessage) (text string, n int64, ok bool)
 // checkToolParams checks the Mcp-Param-* headers of the modern tools/call msg against its
 // arguments ([checkParamHeaders]), for the tool it names as the engine serves it now to the
 // caller id. Params that do not decode and a tool the engine does not serve are left to the
-// engine to answer, and so is a tool hidden from the caller (actors.Engine.ToolFor): checking
+// engine to answer, and so is a tool hidden from the caller (engine.Engine.ToolFor): checking
 // its headers would tell it exists.
 func (h *Handler) checkToolParams(r *http.Request, msg *protocol.Message, id *tools.Identity) *protocol.WireError {
 	p, err := msg.CallToolParams()
 	if err != nil {
 		return nil
 	}
-	tool, ok := h.eng.ToolFor(p.Name, id, actors.ToolsetsFromContext(r.Context()))
+	tool, ok := h.eng.ToolFor(p.Name, id, engine.ToolsetsFromContext(r.Context()))
 	if !ok {
 		return nil
 	}

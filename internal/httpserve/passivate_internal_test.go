@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/streamable"
 	"github.com/toolgrain/toolgrain/tools"
@@ -19,7 +19,7 @@ import (
 
 // passivationHandler serves an engine with one tool over httptest; sessions passivate after
 // quiet.
-func passivationHandler(t *testing.T, cfg streamable.Config) (*actors.Engine, *Handler, *httptest.Server) {
+func passivationHandler(t *testing.T, cfg streamable.Config) (*engine.Engine, *Handler, *httptest.Server) {
 	t.Helper()
 	eng, h, hs, _ := passivationHandlerWith(t, cfg)
 	return eng, h, hs
@@ -27,7 +27,7 @@ func passivationHandler(t *testing.T, cfg streamable.Config) (*actors.Engine, *H
 
 // passivationHandlerWith also returns the channel that releases the tool step: it reports
 // progress, then waits for a value on the channel before it answers.
-func passivationHandlerWith(t *testing.T, cfg streamable.Config) (*actors.Engine, *Handler, *httptest.Server, chan struct{}) {
+func passivationHandlerWith(t *testing.T, cfg streamable.Config) (*engine.Engine, *Handler, *httptest.Server, chan struct{}) {
 	t.Helper()
 	release := make(chan struct{}, 16)
 	set, err := tools.Compile([]tools.Tool{{
@@ -55,7 +55,7 @@ func passivationHandlerWith(t *testing.T, cfg streamable.Config) (*actors.Engine
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng, err := actors.Start(actors.Config{Tools: set})
+	eng, err := engine.Start(engine.Config{Tools: set})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/protocol"
 )
 
@@ -37,7 +37,7 @@ const (
 	maxKeptStreams = 64
 )
 
-// postStream is the [actors.Stream] of one POSTed request: the actors queue frames on it without
+// postStream is the [engine.Stream] of one POSTed request: the actors queue frames on it without
 // blocking, and one reader at a time (the POST's handler goroutine, then the GETs that resume
 // it) writes them out. It keeps its frames for resumption once it is an SSE stream.
 type postStream struct {
@@ -66,15 +66,15 @@ type postStream struct {
 }
 
 var (
-	_ actors.Stream       = (*postStream)(nil)
-	_ actors.Streamer     = (*postStream)(nil)
-	_ actors.Disconnecter = (*postStream)(nil)
+	_ engine.Stream       = (*postStream)(nil)
+	_ engine.Streamer     = (*postStream)(nil)
+	_ engine.Disconnecter = (*postStream)(nil)
 )
 
 func newPostStream() *postStream { return &postStream{first: 1} }
 
 // Streaming reports whether the stream carries messages before the response
-// ([actors.Streamer]): not for a client that takes JSON only.
+// ([engine.Streamer]): not for a client that takes JSON only.
 func (p *postStream) Streaming() bool { return !p.jsonOnly }
 
 // Send queues one frame; it never blocks.
@@ -119,7 +119,7 @@ func (p *postStream) Close() {
 }
 
 // Disconnect asks the attached reader to end its response after what was sent so far
-// ([actors.Disconnecter]).
+// ([engine.Disconnecter]).
 func (p *postStream) Disconnect() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()

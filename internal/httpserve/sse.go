@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/streamable"
 	"github.com/toolgrain/toolgrain/tools"
@@ -91,7 +91,7 @@ func (h *Handler) sseOpen(w http.ResponseWriter, r *http.Request, id *tools.Iden
 	s.notify.strict = true
 	if err := h.eng.OpenIdle(s.conn, "http-sse", s.notify); err != nil {
 		h.releasePlace(subject)
-		if errors.Is(err, actors.ErrClosed) {
+		if errors.Is(err, engine.ErrClosed) {
 			writeError(w, http.StatusServiceUnavailable, protocol.ErrTransport("Service Unavailable", "server shutting down"))
 			return
 		}
@@ -249,7 +249,7 @@ type sseCall struct {
 	done atomic.Bool
 }
 
-var _ actors.Stream = (*sseCall)(nil)
+var _ engine.Stream = (*sseCall)(nil)
 
 func (c *sseCall) Send(frame []byte) { c.s.notify.Send(frame) }
 

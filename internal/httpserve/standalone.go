@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/protocol"
 )
 
@@ -14,7 +14,7 @@ import (
 const maxStandaloneQueue = 1024
 
 // standaloneStream is an HTTP session's notification path (the notify stream of
-// [actors.Engine.ConnectNotify]): messages unrelated to any request — list_changed,
+// [engine.Engine.ConnectNotify]): messages unrelated to any request — list_changed,
 // resources/updated, the withdrawal of a request to the client — go to the session's
 // standalone GET stream while one is open, and are dropped while none is (the transport keeps
 // no events for replay). The actors queue frames without blocking; the GET handler relays them.
@@ -30,7 +30,7 @@ type standaloneStream struct {
 	over   bool
 }
 
-var _ actors.Stream = (*standaloneStream)(nil)
+var _ engine.Stream = (*standaloneStream)(nil)
 
 func newStandaloneStream() *standaloneStream { return &standaloneStream{} }
 

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/internal/tags"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/visibility"
@@ -13,7 +13,7 @@ import (
 // Toolsets: a request narrows its view to the components with one of some tags (package
 // visibility) by the X-MCP-Toolsets header, or by an endpoint path that ends in /t/TAG[,TAG...]
 // for clients that cannot set headers. The engine does the narrowing; the transport reads the
-// tags and hands them over in the request's context (actors.WithToolsets).
+// tags and hands them over in the request's context (engine.WithToolsets).
 
 // toolsetsSuffix is what precedes the tags at the end of a toolsets path.
 const toolsetsSuffix = "/" + visibility.ToolsetsPath + "/"
@@ -87,5 +87,5 @@ func withToolsets(w http.ResponseWriter, r *http.Request) *http.Request {
 	if list == nil {
 		return r
 	}
-	return r.WithContext(actors.WithToolsets(r.Context(), list))
+	return r.WithContext(engine.WithToolsets(r.Context(), list))
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/toolgrain/toolgrain/actors"
+	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/protocol"
 )
 
@@ -18,7 +18,7 @@ var ErrConnectionClosed = errors.New("upstream: the in-process connection was cl
 // delivered with a stream of its own, so what the server sends about it (progress, log
 // messages, its requests to the client) is related to it exactly.
 type Memory struct {
-	Engine *actors.Engine
+	Engine *engine.Engine
 }
 
 // Kind returns "memory".
@@ -45,7 +45,7 @@ func (m Memory) Open(_ context.Context, h Handler, wg *sync.WaitGroup) (Conn, er
 
 type memConn struct {
 	h    Handler
-	conn *actors.Connection
+	conn *engine.Connection
 	once sync.Once
 	stop chan struct{}
 }

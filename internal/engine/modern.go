@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/toolgrain/toolgrain/internal/tags"
+	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/tools"
+)
+
+// The modern era (MCP 2026-07-28): a request that carries the envelope in params._meta is
+// served on its own, whatever came before it on the connection. Its version, capabilities and
+// log level are its own; its results say resultType and name the server in _meta, and the
+// cacheable ones carry ttlMs and cacheScope. A connection serves both eras at once, deciding per
+// message (dual-era): a stdio connection or a legacy HTTP session may be initialized and still
+// take modern requests, and the engine's stateless connection serves the modern requests of
+// every HTTP client.
+
+// modernReq is the era of the message the connection actor is handling: nil for a legacy
+// message, else the request's envelope and how its results are annotated.
+type modernReq struct {
+	env *protocol.Envelope
+	// private: the request was authenticated, so cacheable results are scoped to its
+	// authorization context.
+	private bool
+	// toolsets are the toolsets the request narrowed its view to (nil for none), which its
+	// cacheable results name in their _meta.
+	toolsets []string
+}
+
+// annotation returns what the revision of the request being handled makes of its results: for
+// a modern request, resultType and serverInfo, and the cache hints when cacheable; for a legacy
+// one, the shape of the session's revision (nil for 2025-11-25, whose results are as encoded).
+func (c *connectionActor) annotation(cacheable bool) *protocol.Annotation {
+	if c.modern == nil {
+		return protocol.LegacyAnnotation(c.version)
+	}
+	return c.eng.modernAnnotation(c.modern, cacheable)
+}
+
+// modernAnnotation returns how a result of the modern request m is annotated.
+func (e *Engine) modernAnnotation(m *modernReq, cacheable bool) *protocol.Annotation {
+	if !cacheable {
+		return e.plainAnn
+	}
+	a := &protocol.Annotation{Meta: e.serverMeta,
+		Cache: &protocol.CacheHint{TTLMs: e.cfg.CacheTTL.Milliseconds(), Scope: protocol.CachePublic}}
+	if m.toolsets != nil {
+		// What the view was narrowed to: a list, a read or discover says so.
+		a.Meta = append(append(append([]byte(nil), e.serverMeta...), ','), tags.Meta(tags.MetaToolsets, m.toolsets)...)
+	}
+	if m.private {
+		a.Cache.Scope = protocol.CachePrivate
+	}
+	return a
+}
+
+// handleModern serves one modern request: the envelope's checks first (-32602 for a missing or
+// malformed field, -32022 for a version not served), then the method, which must exist in the
+// modern revision (-32601 for the removed ones, initialize and ping among them).
+func (c *connectionActor) handleModern(ctx actor.Context, in *inbound, s Stream) {
+	m := in.msg
+	if in.envErr != nil {
+		reply(s, protocol.EncodeError(m.ID, in.envErr))
+		return
+	}
+	if werr := in.env.CheckVersion(); werr != nil {
+		reply(s, protocol.EncodeError(m.ID, werr))
+		return
+	}
+	if c.closing {
+		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidRequest("connection is closing")))
+		return
+	}
+	c.modern = &modernReq{env: in.env, private: in.identity != nil, toolsets: in.toolsets}
+	defer func() { c.modern = nil }()
+	caller := in.identity
+	switch m.Method {
+	case protocol.MethodServerDiscover:
+		c.discover(m, s)
+	case protocol.MethodToolsList:
+		c.listTools(m, s, caller)
+	case protocol.MethodToolsCall:
+		c.callTool(ctx, m, s, caller)
+	case protocol.MethodResourcesList:
+		c.listResources(m, s, caller)
+	case protocol.MethodResourcesTemplatesList:
+		c.listResourceTemplates(m, s, caller)
+	case protocol.MethodResourcesRead:
+		c.readResource(ctx, m, s, caller)
+	case protocol.MethodPromptsList:
+		c.listPrompts(m, s, caller)
+	case protocol.MethodPromptsGet:
+		c.getPrompt(ctx, m, s, caller)
+	case protocol.MethodCompletionComplete:
+		c.complete(ctx, m, s, caller)
+	case protocol.MethodSubscriptionsListen:
+		c.listen(m, s, caller)
+	case protocol.MethodTasksGet, protocol.MethodTasksUpdate, protocol.MethodTasksCancel:
+		c.taskMethod(ctx, m, s, caller)
+	default:
+		if !c.customMethod(ctx, m, s, caller) {
+			reply(s, protocol.EncodeError(m.ID, protocol.ErrMethodNotFound(m.Method)))
+		}
+	}
+}
+
+// discover answers server/discover: the versions served, the capabilities and instructions.
+func (c *connectionActor) discover(m *protocol.Message, s Stream) {
+	c.cacheableResult(s, m.ID, &protocol.DiscoverResult{
+		SupportedVersions: protocol.ServedVersions,
+		Capabilities:      c.eng.modernCapabilities(),
+		Instructions:      c.eng.cfg.Instructions,
+	})
+}
+
+// cacheableResult answers with a result a modern client may cache (a list, a read, discover).
+func (c *connectionActor) cacheableResult(s Stream, id protocol.ID, v any) {
+	c.resultWith(s, id, v, c.annotation(true))
+}
+
+// classify classifies a request on the transport's goroutine: a request whose params carry
+// the envelope, or whose method exists only in the modern revision, is modern, and its envelope
+// is read here (or the error that answers it).
+func (in *inbound) classify() {
+	m := in.msg
+	if !m.IsRequest() || in.modern {
+		return
+	}
+	if protocol.HasEnvelope(m.Params) || protocol.IsModernOnlyMethod(m.Method) {
+		in.modern = true
+		in.env, in.envErr = m.Envelope()
+	}
+}
+
+// capabilityError is the answer of a modern call whose handler needs a client capability the
+// request did not declare: -32021 naming it.
+func capabilityError(id protocol.ID, required json.RawMessage) []byte {
+	return protocol.EncodeError(id, protocol.ErrMissingCapability(required))
+}
+
+// DeliverModern hands a modern request whose envelope the transport has read and checked (an
+// HTTP POST) to the connection, as [Connection.DeliverWith] does.
+func (c *Connection) DeliverModern(ctx context.Context, msg *protocol.Message, env *protocol.Envelope, s Stream, id *tools.Identity) {
+	cost := inboundCost(msg)
+	c.inbox.add(cost)
+	in := &inbound{msg: msg, stream: s, identity: id, modern: true, env: env, cost: cost}
+	in.toolsets = ToolsetsFromContext(ctx)
+	in.decode()
+	c.deliver(ctx, in)
+}

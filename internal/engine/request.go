@@ -1,0 +1,369 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/toolgrain/toolgrain/cancel"
+	"github.com/toolgrain/toolgrain/client"
+	"github.com/toolgrain/toolgrain/diagnostics"
+	"github.com/toolgrain/toolgrain/internal/faults"
+	"github.com/toolgrain/toolgrain/internal/toolctx"
+	"github.com/toolgrain/toolgrain/metrics"
+	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/tools"
+)
+
+// FailedText is the only text a client ever sees for an unexpected failure.
+const FailedText = "Tool execution failed"
+
+// failedResult is the public result of every unexpected failure: no detail, no structuredContent.
+var failedResult = json.RawMessage(`{"content":[{"type":"text","text":"` + FailedText + `"}],"isError":true}`)
+
+// ErrTimeout is the error onError receives when a call runs past its tool's Timeout.
+var ErrTimeout = errors.New("tool call timed out")
+
+// callSpec is everything a request actor needs; it is built by the connection actor and never
+// mutated.
+type callSpec struct {
+	eng     *Engine
+	tool    *tools.Compiled
+	toolPID *actor.PID // nil when the tool has no concurrency limit
+	id      protocol.ID
+	args    json.RawMessage
+	meta    json.RawMessage
+	call    *cancel.Call
+	stream  Stream
+	peer    *callPeer // the call's client: logs and requests to it
+	// identity is the authenticated caller, nil when the transport has none; it only goes
+	// into the handler's context.
+	identity *tools.Identity
+	slot     *callSlot // the call's place under the limits on calls in flight
+	// ann is what the call's revision makes of its results (see connectionActor.annotation).
+	ann *protocol.Annotation
+	// task says that the call runs as a task (taskrpc.go); nil for an ordinary call.
+	task *taskPlan
+}
+
+// request phases.
+const (
+	phaseStarting = iota // validating
+	phaseWaiting         // asked the tool actor for a run slot
+	phaseRunning         // the handler goroutine runs
+	phaseDraining        // answered or silenced; waiting for the handler goroutine to return
+)
+
+// requestActor owns one tools/call from start to finish: validation, admission, the handler
+// goroutine, the response, the failure report, and the decision to stay silent after a
+// cancellation (through its cancel.Call). It stops itself once it has answered (or been
+// silenced) and its handler goroutine has returned, so the goroutine never outlives its owner.
+type requestActor struct {
+	*callSpec
+	phase    int
+	acquired bool // asked the tool actor for a slot (and must release it)
+	timer    *time.Timer
+	stopHdlr context.CancelFunc // cancels the handler context of a tool with a timeout; nil otherwise
+	hctx     context.Context    // the handler's context
+	// askedInput: the call was answered input_required (or with the task its handler asked
+	// for); the handler's return is expected and dropped.
+	askedInput bool
+
+	callMetrics    // what the call reports to the engine's metrics (metrics.go)
+	actorCallState // the call of an actor-backed tool (actortool.go)
+	taskCallState  // the task the call becomes (taskrpc.go)
+}
+
+func newRequestActor(spec *callSpec) *requestActor { return &requestActor{callSpec: spec} }
+
+// rec is the call's telemetry, which its traced stream carries; nil when there is none.
+func (r *requestActor) rec() *served { return recordOf(r.stream) }
+
+func (r *requestActor) Receive(ctx actor.Context) {
+	if r.target != nil && r.receiveFromActor(ctx) {
+		return
+	}
+	if r.task != nil && r.receiveTask(ctx) {
+		return
+	}
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		faults.Check(faults.RequestStart, r.tool.Name())
+		r.peer.owner = ctx.Self()
+		r.start(ctx)
+	case *inputRequired:
+		if r.phase == phaseRunning && r.respondAs(msg.frame, metrics.InputRequired) {
+			r.askedInput = true
+			r.phase = phaseDraining // the answer cancelled the handler's context
+		}
+	case *slotGranted:
+		if r.phase != phaseWaiting {
+			return
+		}
+		r.rec().endPhase()
+		if r.call.Silenced() {
+			r.finish(ctx)
+			return
+		}
+		r.run(ctx)
+	case *actorCallAsked:
+		r.askedActor(ctx, msg)
+	case *actorCallAbandoned:
+		// The actor's reply came first; nothing waits for it any more.
+	case *cancelCall:
+		// The call is already silenced; only a request still waiting for a slot has to act.
+		r.settle(metrics.Cancelled)
+		if r.phase == phaseWaiting {
+			r.finish(ctx)
+		}
+	case *callTimedOut:
+		if r.phase == phaseRunning {
+			r.fail(r.timeoutError())
+			r.phase = phaseDraining
+			r.stopHdlr()
+		}
+	case *handlerDone:
+		r.rec().endHandler(msg.err)
+		switch {
+		case r.phase == phaseRunning:
+			faults.Check(faults.RequestAnswer, r.tool.Name())
+			r.answer(msg)
+		case !r.askedInput:
+			r.eng.metrics.LateResponseSuppressed(r.tool.Name()) // after the timeout answered
+		}
+		r.finish(ctx)
+	case *actor.Stopped:
+		r.rec().endPhase()
+		r.rec().endHandler(nil) // stopped with the handler still running: its span ends here
+		if r.timer != nil {
+			r.timer.Stop()
+		}
+		if r.stopHdlr != nil {
+			r.stopHdlr()
+		}
+		r.call.Release()
+		r.settleAtStop()
+		// Stopped without finishing: the engine failed in this actor. Give back what it held.
+		r.slot.release()
+		if r.acquired {
+			r.acquired = false
+			ctx.Send(r.toolPID, &releaseSlot{who: ctx.Self()})
+		}
+	}
+}
+
+func (r *requestActor) start(ctx actor.Context) {
+	r.begin()
+	r.rec().arguments(r.args)
+	if fb := r.validate(); fb != nil {
+		r.respondResult(feedbackResult(fb))
+		r.finish(ctx)
+		return
+	}
+	if r.task != nil && !r.task.deferred {
+		r.phase = phaseTasking
+		r.askTask(ctx, nil, nil)
+		return
+	}
+	if r.toolPID != nil {
+		r.phase = phaseWaiting
+		r.acquired = true
+		r.rec().beginPhase(spanWaitSlot)
+		ctx.Send(r.toolPID, &acquireSlot{who: ctx.Self()})
+		return
+	}
+	r.run(ctx)
+}
+
+// validate checks the call's _meta and arguments against the tool's schemas, and keeps the
+// arguments as the tool reads them; it returns the feedback for the client when they fail.
+func (r *requestActor) validate() *tools.Result {
+	span := r.rec().child(spanValidate)
+	defer endSpan(span, nil)
+	if fb := r.tool.ValidateMeta(r.meta); fb != nil {
+		return fb
+	}
+	args, fb := r.tool.ValidateInput(r.args)
+	if fb != nil {
+		return fb
+	}
+	r.args = args
+	return nil
+}
+
+// run starts the handler goroutine, or sends the call to the actor of an actor-backed tool.
+func (r *requestActor) run(ctx actor.Context) {
+	if r.eng.actorTools.backed(r.tool) {
+		target := r.eng.actorTools.target(r.tool)
+		switch {
+		case r.tool.Wrapped():
+			r.runBridged(ctx, target)
+			return
+		case target != nil:
+			r.runOnActor(ctx, target)
+			return
+		}
+	}
+	r.runGo(ctx)
+}
+
+// runGo starts the handler goroutine.
+func (r *requestActor) runGo(ctx actor.Context) {
+	r.phase = phaseRunning
+	if r.task == nil && r.slot != nil {
+		r.slot.handlerRuns.Store(true)
+	}
+	// Without a timeout the handler gets the call's own context, which the answer, a
+	// cancellation and the actor's stop (call.Release) all cancel: a child context would cost
+	// allocations on every call and cancel nothing more.
+	hctx := r.call.Context()
+	if d := r.timeout(); d > 0 {
+		hctx, r.stopHdlr = context.WithTimeoutCause(hctx, d, r.timeoutError())
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		r.timer = time.AfterFunc(d, func() { root.Send(self, &callTimedOut{}) })
+	}
+	r.hctx = hctx
+	hctx = r.eng.handlerContext(hctx, r.peer, r.meta)
+	if r.bridged {
+		if progressToken(r.meta) != nil {
+			r.progress = hctx // its progress sink takes the actor's reports
+		}
+		hctx = context.WithValue(hctx, toolctx.ActorDispatch{}, askActor(ctx.ActorSystem().Root, ctx.Self()))
+	}
+	hctx = tools.WithIdentity(hctx, r.identity)
+	if span := r.rec().startHandler(); span != nil {
+		hctx = trace.ContextWithSpan(hctx, span)
+	}
+	// The handler's context is cancelled on client cancellation, connection close, timeout and
+	// shutdown.
+	r.eng.runHandler(ctx, r.tool, hctx, &tools.Request{Tool: r.tool.Name(), Arguments: r.args, Meta: r.meta, Identity: r.identity})
+}
+
+func (r *requestActor) timeoutError() error {
+	err := fmt.Errorf("tool %q: %w after %s", r.tool.Name(), ErrTimeout, r.timeout())
+	if r.stray != "" {
+		err = fmt.Errorf("%w; the actor sent %s, which is not a reply of the contract", err, r.stray)
+	}
+	return err
+}
+
+// timeout is the call's timeout: the tool's own, or else the engine's default (for an
+// actor-backed tool, tools.DefaultActorTimeout).
+func (r *requestActor) timeout() time.Duration {
+	if r.bridged {
+		return actorTimeoutOf(r.tool)
+	}
+	if d := r.tool.Def().Timeout; d > 0 {
+		return d
+	}
+	return r.eng.cfg.ToolTimeout
+}
+
+// answer turns the handler's outcome into the call's one response.
+func (r *requestActor) answer(d *handlerDone) {
+	// The deadline passed before this message arrived (its timer's message is still queued):
+	// the call timed out whatever the handler returned, exactly as if the timer had won.
+	if cause := context.Cause(r.hctx); errors.Is(cause, ErrTimeout) {
+		if r.stray != "" {
+			cause = r.timeoutError() // names what the tool's actor sent instead of a reply
+		}
+		if d.err == nil {
+			r.eng.metrics.LateResponseSuppressed(r.tool.Name())
+			r.fail(cause)
+			return
+		}
+		switch {
+		case !errors.Is(d.err, ErrTimeout):
+			d.err = fmt.Errorf("%w (handler returned: %w)", cause, d.err)
+		case r.stray != "":
+			d.err = cause
+		}
+	}
+	var capErr *client.CapabilityError
+	switch {
+	case d.err != nil && r.ann.Modern() && errors.As(d.err, &capErr):
+		// A modern call that cannot do without a capability its request did not declare.
+		r.respondAs(capabilityError(r.id, capErr.Required()), metrics.Invalid)
+		return
+	case d.err != nil:
+		r.fail(d.err)
+		return
+	}
+	frame, err := protocol.EncodeResultWith(r.id, d.result, r.ann)
+	if err != nil {
+		r.fail(&tools.OutputError{Tool: r.tool.Name(), Err: err})
+		return
+	}
+	outcome := metrics.OK
+	if d.result.IsError {
+		outcome = metrics.ToolError
+	}
+	r.rec().succeeded(d.result)
+	r.respondAs(frame, outcome)
+}
+
+// fail answers an unexpected failure with the generic result and, only if that answer was
+// actually sent (the call was not cancelled), hands the original error to diagnostics.
+func (r *requestActor) fail(err error) {
+	frame, _ := protocol.EncodeResultWith(r.id, failedResult, r.ann)
+	outcome := metrics.Failed
+	if errors.Is(err, ErrTimeout) {
+		outcome = metrics.Timeout
+	}
+	r.rec().failed(err)
+	if !r.respondAs(frame, outcome) {
+		return
+	}
+	req := diagnostics.NewToolRequest(r.id, protocol.MethodToolsCall, r.tool.Name(), r.meta)
+	r.eng.report(err, diagnostics.NewToolErrorDetails(r.tool.Name(), req))
+}
+
+func (r *requestActor) respondResult(res *protocol.CallToolResult) {
+	frame, err := protocol.EncodeResultWith(r.id, res, r.ann)
+	if err != nil {
+		r.fail(&tools.OutputError{Tool: r.tool.Name(), Err: err})
+		return
+	}
+	r.respondAs(frame, metrics.Invalid)
+}
+
+// finish ends the request: the stream is closed, the run slot released, and the actor stops.
+func (r *requestActor) finish(ctx actor.Context) {
+	r.phase = phaseDraining
+	if r.bridged && r.target != nil {
+		// A middleware returned without waiting for the actor's reply.
+		r.cancelActor(ctx, nil)
+		r.unwatch(ctx)
+		r.target = nil
+	}
+	r.stream.Close()
+	if r.acquired {
+		r.acquired = false
+		ctx.Send(r.toolPID, &releaseSlot{who: ctx.Self()})
+	}
+	ctx.Stop(ctx.Self())
+}
+
+func feedbackResult(fb *tools.Result) *protocol.CallToolResult {
+	return &protocol.CallToolResult{Content: fb.Content, IsError: true}
+}
+
+// progressToken returns params._meta.progressToken, or nil.
+func progressToken(meta json.RawMessage) json.RawMessage {
+	if len(meta) == 0 {
+		return nil
+	}
+	tok := protocol.MetaProgressToken(meta)
+	if len(tok) == 0 {
+		return nil
+	}
+	if _, err := protocol.ParseID(tok); err != nil {
+		return nil // a token must be a string or an integer
+	}
+	return tok
+}
