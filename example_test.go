@@ -266,6 +266,50 @@ func Example_metrics() {
 	// Output: 1 1 0
 }
 
+// A call that runs past its timeout is an unexpected failure: its client gets the generic
+// result, and OnError an error that wraps ErrToolTimeout, which tells it from the handler's own
+// failures.
+func Example_toolTimeout() {
+	reports := make(chan error, 1)
+	srv, err := toolgrain.NewServer(toolgrain.Config{
+		Tools: []tools.Tool{{
+			Name:    "wait",
+			Timeout: 10 * time.Millisecond,
+			Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
+				<-ctx.Done() // ended by the timeout
+				return nil, ctx.Err()
+			}),
+		}},
+		OnError: func(err error, _ *toolgrain.ToolErrorDetails) { reports <- err },
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	client, err := srv.ConnectInMemory()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+	ctx := context.Background()
+	if _, err := client.Initialize(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	res, err := client.CallTool(ctx, "wait", map[string]any{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.IsError, res.Content[0].Text == toolgrain.FailedText)
+	fmt.Println(errors.Is(<-reports, toolgrain.ErrToolTimeout))
+	// Output:
+	// true true
+	// true
+}
+
 // Shutdown ends every connection and cancels the calls in flight: their handlers see their
 // context cancelled and the clients get no response for them. Then the pending OnError reports
 // are delivered and the actors stop.

@@ -27,8 +27,8 @@ func (stdioStream) Close()              {}
 // refused with -32600 in any other.
 //
 // Reading never waits for calls in flight, so cancellations and pings are handled however busy
-// the handlers are. It waits in two cases only: while the connection actor has more than
-// engine.InboxBytes of messages still to handle (a short wait: the actor never blocks), and
+// the handlers are. It waits in two cases only: while the connection actor has more than 8 MiB
+// of messages still to handle (a short wait: the actor never blocks), and
 // while more than MaxOutputBacklog bytes of answers wait for a client that does not read them
 // (the slow-consumer policy: reading resumes once the backlog has drained to half).
 //

@@ -66,8 +66,9 @@
 //     that fails its schema or cannot be encoded, a failing provider, a timeout, a tool actor
 //     that replies with a failure, never replies, crashes or is gone) gives an isError result
 //     with the text "Tool execution failed" ([FailedText]) and no structuredContent. The
-//     original error reaches the operator privately through [Config].OnError, with the tool
-//     name and the request (id, method, tool name, client-supplied _meta), never the arguments;
+//     original error (for a timeout, one wrapping [ErrToolTimeout]) reaches the operator
+//     privately through [Config].OnError, with the tool name and the request (id, method, tool
+//     name, client-supplied _meta), never the arguments;
 //   - a call over a limit on calls in flight is refused, unprocessed, with the JSON-RPC error
 //     -31000 "Server busy: ..." (see [Config].MaxCallsPerConnection);
 //   - nothing at all is sent, and nothing reported, for a call after it was cancelled;
@@ -174,6 +175,12 @@ const Version = "0.1.0"
 
 // FailedText is the text of the generic result that stands for every unexpected failure.
 const FailedText = engine.FailedText
+
+// ErrToolTimeout is wrapped by the error [Config].OnError receives for a call that ran past its
+// timeout (tools.Tool.Timeout, or [Config].ToolTimeout), whose client got the generic
+// [FailedText] result: errors.Is(err, ErrToolTimeout) tells a timeout from the handler's own
+// failures.
+var ErrToolTimeout = engine.ErrTimeout
 
 // ErrServerClosed is returned by the Serve methods after [Server.Close].
 var ErrServerClosed = errors.New("toolgrain: server closed")
@@ -304,7 +311,7 @@ type Config struct {
 	MaxCalls int
 	// ToolTimeout is the timeout of each call of a tool whose own tools.Tool.Timeout is zero.
 	// A call past its timeout is an unexpected failure: the client gets the generic result and
-	// OnError an error wrapping engine.ErrTimeout. 0 means no timeout.
+	// OnError an error wrapping [ErrToolTimeout]. 0 means no timeout.
 	ToolTimeout time.Duration
 	// MaxOutputBacklog bounds, in bytes, the answers queued for a client that does not read
 	// them (a slow consumer). While a stdio connection's backlog is over it, the connection
@@ -315,8 +322,8 @@ type Config struct {
 	// connection or session keeps for its life: its capabilities as sent, and the strings of
 	// its clientInfo (name, title, version, icons). An initialize over it is refused, no session made, with -32602
 	// "Invalid params: capabilities and clientInfo take N bytes, more than the limit of L" and
-	// data {"limit":L}. 0 means 64 KiB (engine.DefaultMaxClientDeclaration), far beyond what
-	// real clients declare; negative means no limit.
+	// data {"limit":L}. 0 means 64 KiB, far beyond what real clients declare; negative means
+	// no limit.
 	MaxClientDeclaration int
 
 	// HTTP configures the Streamable HTTP transport ([Server.Handler], package streamable):
@@ -414,6 +421,9 @@ const DefaultMaxOutputBacklog = 16 << 20
 // defaultGrace is the HandlerGrace, EndOfInputGrace and OutputGrace of a zero Config.
 const defaultGrace = 5 * time.Second
 
+// DefaultCallbackTimeout is the CallbackTimeout of a zero Config: 5 s.
+const DefaultCallbackTimeout = engine.DefaultCallbackTimeout
+
 // Server is an MCP server. Its methods are safe for concurrent use.
 type Server struct {
 	cfg     Config
@@ -477,7 +487,7 @@ func NewServer(cfg Config) (*Server, error) {
 		}
 	}
 	if cfg.CallbackTimeout <= 0 {
-		cfg.CallbackTimeout = engine.DefaultCallbackTimeout
+		cfg.CallbackTimeout = DefaultCallbackTimeout
 	}
 	var relay func(method, uri string)
 	var tagSync engine.TagSync

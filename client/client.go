@@ -63,6 +63,9 @@ var (
 	// ErrInvalidContent is wrapped by the error [Elicit] returns, together with the result, when
 	// the client accepted a form whose content does not conform to the requested schema.
 	ErrInvalidContent = errors.New("client: elicited content does not match the requested schema")
+	// ErrConnectionClosed is returned for a request to the client ([CreateMessage], [Elicit],
+	// [ListRoots]) when the connection it went out on closes before the client answered.
+	ErrConnectionClosed = errors.New("client: connection closed before the client answered")
 )
 
 // Peer is the engine's side of one call: the client it came from. Handlers use the package's

@@ -73,7 +73,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 
-	"github.com/toolgrain/toolgrain/internal/engine"
+	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/internal/wire"
 )
 
@@ -235,7 +235,7 @@ func Start(cfg Config) (*Node, error) {
 	// The endpoint writer retries a dead address MaxRetryCount times, 2 s apart, holding
 	// queued messages; one retry bounds a forward to a member that just died.
 	rc.MaxRetryCount = 1
-	system := engine.NewSystem(log)
+	system := actors.NewSystem(log)
 	cl := pcluster.New(system, pcluster.Configure(name, provider, disthash.New(), rc))
 	// Subscribed before the member starts: its first topology comes during StartMember.
 	n := newNode(cl, cfg.Secret, log)
@@ -401,11 +401,11 @@ func (n *Node) Stats() Stats {
 }
 
 // setDeliver sets the function that tells this member's clients of a list change or resource
-// update made on another member (engine.Engine.Deliver); toolgrain.NewServer calls it.
+// update made on another member (the engine's Deliver); toolgrain.NewServer calls it.
 func (n *Node) setDeliver(fn func(method, uri string)) { n.deliver.Store(&fn) }
 
 // relay tells every other member of a list change or resource update made on this one (the
-// engine's engine.Config.Relay). It never blocks; members that join later are not told.
+// engine's Config.Relay). It never blocks; members that join later are not told.
 //
 // It sends to each member's "eventstream" actor, as MemberList.BroadcastEvent does, but over
 // this Node's own copy of the topology: BroadcastEvent reads the member list without its lock

@@ -10,7 +10,7 @@ import (
 // The state of the tags (which components each caller sees, changed at run time with the
 // server's EnableTags and the like) is the same on every member: a member sends the entries of
 // each change it makes to every other member, and its whole state to a member that joins;
-// members merge what they receive, the newer entry winning (see actors.TagSync). Each member
+// members merge what they receive, the newer entry winning (see the engine's TagSync). Each member
 // then tells its own clients whose view changed.
 
 // maxPendingTags bounds the tag messages kept for an engine that is not attached yet (a member
@@ -25,7 +25,7 @@ type tagSync struct {
 }
 
 // setTagSync sets how this member's engine merges the tag entries other members send (merge,
-// actors.Engine.MergeTags) and what it sends a member that joins (state, actors.Engine.TagState);
+// the engine's MergeTags) and what it sends a member that joins (state, its TagState);
 // toolgrain.NewServer calls it. Entries that arrived before are merged now.
 func (n *Node) setTagSync(merge func([]byte) error, state func() []byte) {
 	n.mu.Lock()
@@ -38,7 +38,7 @@ func (n *Node) setTagSync(merge func([]byte) error, state func() []byte) {
 }
 
 // relayTags sends the tag entries of a change made on this member to every other member (the
-// engine's actors.TagSync.Relay). It never blocks; a member that joins later gets the whole
+// engine's TagSync.Relay). It never blocks; a member that joins later gets the whole
 // state when it joins.
 func (n *Node) relayTags(entries []byte) {
 	n.sendTags(entries, n.others())

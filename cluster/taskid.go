@@ -128,7 +128,7 @@ func (n *Node) taskHomeOf(id string) (string, bool) {
 }
 
 // taskGone reports whether a task id names another member as its home and that member has left
-// the member list: the engine then reports the task failed (actors.TaskConfig.Gone). A home
+// the member list: the engine then reports the task failed (its TaskConfig.Gone). A home
 // still in the list whose connection is down is not gone (wrap refuses such requests as ones to
 // send again). It never blocks.
 func (n *Node) taskGone(id string) bool {

@@ -14,8 +14,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/toolgrain/toolgrain"
+	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/internal/demo"
-	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -54,7 +54,7 @@ func TestServerOnHostActorSystem(t *testing.T) {
 
 	// Hold the name the server would take first: read the next id, occupy it, rewind.
 	seq := &system.ProcessRegistry.SequenceID
-	squatted, err := system.Root.SpawnNamed(actor.PropsFromFunc(pingActor), engine.RootPrefix+system.ProcessRegistry.NextId())
+	squatted, err := system.Root.SpawnNamed(actor.PropsFromFunc(pingActor), actors.RootPrefix+system.ProcessRegistry.NextId())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestServerOnHostActorSystem(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := srv.RootPID()
-	if root.Equal(squatted) || !strings.HasPrefix(root.Id, engine.RootPrefix+"$") {
+	if root.Equal(squatted) || !strings.HasPrefix(root.Id, actors.RootPrefix+"$") {
 		t.Fatalf("server root %s, host actor %s", root.Id, squatted.Id)
 	}
 	assertAlive(t, system, squatted)

@@ -25,7 +25,7 @@ import (
 // and the late answers it dropped. The server's providers are used; none records nothing and
 // costs nothing.
 
-// Names of the MCP semantic conventions (see actors/telemetry.go for why they are here).
+// Names of the MCP semantic conventions (see internal/engine/telemetry.go for why they are here).
 const (
 	semMethod          = "mcp.method.name"
 	semProtocolVersion = "mcp.protocol.version"

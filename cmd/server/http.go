@@ -21,7 +21,6 @@ import (
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/auth"
 	"github.com/toolgrain/toolgrain/internal/demo"
-	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/tools"
 	"github.com/toolgrain/toolgrain/visibility"
 )
@@ -398,7 +397,7 @@ func serveHTTP(ctx context.Context, srv *toolgrain.Server, o *options, tel *tele
 		result = err
 	}
 
-	srvCtx, cancel := context.WithTimeout(context.Background(), o.handlerGrace+engine.DefaultCallbackTimeout)
+	srvCtx, cancel := context.WithTimeout(context.Background(), o.handlerGrace+toolgrain.DefaultCallbackTimeout)
 	defer cancel()
 	if err := srv.Shutdown(srvCtx); err != nil {
 		log.Warn("shutdown", zap.Error(err))

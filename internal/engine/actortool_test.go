@@ -10,6 +10,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
+	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/metrics"
 	"github.com/toolgrain/toolgrain/tools"
@@ -36,7 +37,7 @@ func actorToolEngine(tb testing.TB, system *actor.ActorSystem, pid *actor.PID, r
 // ends, so a long-lived host actor collects no watchers: when it stops, no Terminated goes to
 // a request actor that is gone.
 func TestActorToolUnwatches(t *testing.T) {
-	system := engine.NewSystem(zap.NewNop())
+	system := actors.NewSystem(zap.NewNop())
 	var stale atomic.Int32
 	sub := system.EventStream.Subscribe(func(evt any) {
 		if dl, ok := evt.(*actor.DeadLetterEvent); ok {
@@ -70,7 +71,7 @@ func TestActorToolUnwatches(t *testing.T) {
 // BenchmarkCallActorTool is BenchmarkCall with the tool backed by an actor: the request actor
 // sends an ActorCall, watches the actor and waits for its reply as a message.
 func BenchmarkCallActorTool(b *testing.B) {
-	system := engine.NewSystem(zap.NewNop())
+	system := actors.NewSystem(zap.NewNop())
 	pid := system.Root.Spawn(actor.PropsFromFunc(echoActor))
 	defer system.Root.Stop(pid)
 	conn, s := actorToolEngine(b, system, pid, nil)

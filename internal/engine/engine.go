@@ -21,17 +21,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	cmap "github.com/orcaman/concurrent-map"
 	"go.uber.org/zap"
-	"go.uber.org/zap/exp/zapslog"
-	"go.uber.org/zap/zapcore"
 
+	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/diagnostics"
 	"github.com/toolgrain/toolgrain/internal/mrtr"
 	"github.com/toolgrain/toolgrain/metrics"
@@ -284,7 +281,7 @@ func Start(cfg Config) (*Engine, error) {
 	e.dispatcher = poolDispatcher{pool: e.pool}
 	e.system = cfg.System
 	if e.system == nil {
-		e.system = NewSystem(cfg.Logger)
+		e.system = actors.NewSystem(cfg.Logger)
 		e.ownSystem = true
 	}
 	e.diagState = newDiagState(e)
@@ -329,48 +326,6 @@ func Start(cfg Config) (*Engine, error) {
 	e.toolPIDs = tree.tools
 	e.initRegistry(tree.tools)
 	return e, nil
-}
-
-// NewSystem returns an actor system whose own slog output goes to log, with protoactor's chatty
-// Info lines (dead letters, recoveries) shown only when log is at debug level.
-func NewSystem(log *zap.Logger) *actor.ActorSystem {
-	core := log.Core()
-	if !core.Enabled(zapcore.DebugLevel) {
-		if c, err := zapcore.NewIncreaseLevelCore(core, zapcore.WarnLevel); err == nil {
-			core = c
-		}
-	}
-	system := actor.NewActorSystem(
-		actor.WithLoggerFactory(func(s *actor.ActorSystem) *slog.Logger {
-			return slog.New(zapslog.NewHandler(core, zapslog.WithName("protoactor"))).With("system", s.ID)
-		}),
-		actor.WithDeadLetterRequestLogging(false),
-	)
-	shrinkRegistry(system.ProcessRegistry.LocalPIDs)
-	return system
-}
-
-// registryBuckets is how many buckets of 32 locked maps the process registry spreads actors
-// over: protoactor makes 1,024 of them (32,768 maps, 2 MiB of heap held for the life of the
-// process and scanned by every garbage collection); 512 maps are still far more locks than
-// there are cores to contend for them.
-const registryBuckets = 16
-
-// shrinkRegistry replaces the buckets of a new actor system's registry with registryBuckets
-// of them, keeping what is registered already. It runs before anything is spawned: nothing
-// else reads the registry yet.
-func shrinkRegistry(m *actor.SliceMap) {
-	buckets := make([]cmap.ConcurrentMap, registryBuckets)
-	for i := range buckets {
-		buckets[i] = cmap.New()
-	}
-	old := m.LocalPIDs
-	m.LocalPIDs = buckets
-	for _, b := range old {
-		// IterCb, not Items: Items starts a goroutine per shard (32 per bucket, 1,024 buckets),
-		// which made every NewServer start 32,768 goroutines.
-		b.IterCb(func(id string, p any) { m.GetBucket(id).Set(id, p) })
-	}
 }
 
 // Occupancy is what an engine holds at one moment.
@@ -561,7 +516,7 @@ func (c *Connection) stop(msg any, sent *bool) {
 // its side at EOF): no message follows, but the client still reads its answers. The calls and
 // other requests in flight go on and are answered; open listen streams (subscriptions/listen,
 // which never end by themselves) end at once with the result that ends them gracefully;
-// requests to the client (sampling, elicitation, roots) fail with [ErrConnectionClosed], since
+// requests to the client (sampling, elicitation, roots) fail with client.ErrConnectionClosed, since
 // no answer can come. The connection actor stops once nothing is in flight. After
 // [Config].EndOfInputGrace, what is still in flight is cancelled as by [Connection.Close], which
 // also cuts the wait short at any time. It does not wait; see [Connection.Done].

@@ -5,12 +5,9 @@ import (
 	"fmt"
 
 	"github.com/asynkron/protoactor-go/actor"
-)
 
-// RootPrefix starts the name of the engine's top-level actor, "toolgrain$<n>", where n comes
-// from the actor system's id sequence. Every other actor of the engine is below it, so its id
-// starts with that name and a slash.
-const RootPrefix = "toolgrain"
+	"github.com/toolgrain/toolgrain/actors"
+)
 
 // maxNameAttempts bounds the search for a free top-level name.
 const maxNameAttempts = 64
@@ -20,7 +17,7 @@ const maxNameAttempts = 64
 // alone and the next name is tried, instead of protoactor's panic (SpawnPrefix) or a clash.
 func spawnRoot(system *actor.ActorSystem, props *actor.Props) (*actor.PID, error) {
 	for range maxNameAttempts {
-		pid, err := system.Root.SpawnNamed(props, RootPrefix+system.ProcessRegistry.NextId())
+		pid, err := system.Root.SpawnNamed(props, actors.RootPrefix+system.ProcessRegistry.NextId())
 		if errors.Is(err, actor.ErrNameExists) {
 			continue
 		}

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"encoding/json"
-	"errors"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -10,10 +9,6 @@ import (
 	"github.com/toolgrain/toolgrain/client"
 	"github.com/toolgrain/toolgrain/protocol"
 )
-
-// ErrConnectionClosed is the error a handler's request to the client gets when the connection
-// closes before the client answered.
-var ErrConnectionClosed = errors.New("client: connection closed before the client answered")
 
 // outgoing is one request from a handler to the client (sampling, elicitation, roots). The
 // handler goroutine makes it and waits on reply; the connection actor gives it an id, sends it
@@ -61,7 +56,7 @@ func newSurface(e *Engine) surface {
 // answer at once.
 func (c *connectionActor) sendRequest(o *outgoing) {
 	if c.closing || c.finishing {
-		o.reply <- outgoingReply{err: ErrConnectionClosed}
+		o.reply <- outgoingReply{err: client.ErrConnectionClosed}
 		return
 	}
 	c.nextOut++
@@ -122,7 +117,7 @@ func (c *connectionActor) abandonRequest(o *outgoing, reason string) {
 func (c *connectionActor) closeOutgoing() {
 	for key, o := range c.out {
 		delete(c.out, key)
-		o.reply <- outgoingReply{err: ErrConnectionClosed}
+		o.reply <- outgoingReply{err: client.ErrConnectionClosed}
 	}
 }
 
