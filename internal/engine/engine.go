@@ -140,7 +140,7 @@ type Config struct {
 	// lists, resources/read). 0 means 0: stale at once.
 	CacheTTL time.Duration
 
-	// Tasks configures the tasks extension (tasks.go). The zero value disables it.
+	// Tasks configures the tasks extension (taskregistry.go). The zero value disables it.
 	Tasks TaskConfig
 
 	// Methods are the custom methods served, by name (methods.go); the names are checked by
@@ -198,7 +198,7 @@ type Engine struct {
 	// noCaps and noInfo are what a connection that started passive holds before initialize.
 	noCaps *protocol.ClientCapabilities
 	noInfo *protocol.Implementation
-	tasks  *taskService // the tasks extension; nil when disabled (tasks.go)
+	tasks  *taskService // the tasks extension; nil when disabled (taskregistry.go)
 
 	tel         *telemetry   // OpenTelemetry; nil when it records nothing
 	slotWaiters atomic.Int64 // calls waiting for a run slot of a tool with MaxConcurrency

@@ -47,7 +47,7 @@ type callSpec struct {
 	slot     *callSlot // the call's place under the limits on calls in flight
 	// ann is what the call's revision makes of its results (see connectionActor.annotation).
 	ann *protocol.Annotation
-	// task says that the call runs as a task (taskrpc.go); nil for an ordinary call.
+	// task says that the call runs as a task (taskrequests.go); nil for an ordinary call.
 	task *taskPlan
 }
 
@@ -76,7 +76,7 @@ type requestActor struct {
 
 	callMetrics    // what the call reports to the engine's metrics (metrics.go)
 	actorCallState // the call of an actor-backed tool (actortool.go)
-	taskCallState  // the task the call becomes (taskrpc.go)
+	taskCallState  // the task the call becomes (taskrequests.go)
 }
 
 func newRequestActor(spec *callSpec) *requestActor { return &requestActor{callSpec: spec} }
