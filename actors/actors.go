@@ -9,12 +9,12 @@
 //	├── diagnostics actor   runs OnError; its failures never reach a client
 //	├── tool actors         one per tool; the admission gate for tools with a concurrency limit
 //	├── tool-<name>         one per actor-backed tool defined by Props, running the host's actor
-//	├── task registry       the tasks extension's tasks, one task actor each
+//	├── task registry       the tasks extension: one task actor per task
 //	└── connection actors   one per stdio stream, in-memory client or legacy HTTP session,
 //	    │                   and one that serves the HTTP transport's stateless requests
 //	    ├── request actors  one per tools/call; each owns its call's cancellation state
-//	    └── operations      one per resources/read, prompts/get, completion/complete and
-//	                        tasks/get, tasks/update, tasks/cancel, owning theirs alike
+//	    └── operations      one per resources/read, prompts/get, completion/complete, custom
+//	                        method and tasks/* request, owning theirs alike
 //
 // No Receive ever blocks: handlers run on goroutines owned by their request actor, OnError
 // callbacks on goroutines owned by the diagnostics actor, and every wait is a message. A call of

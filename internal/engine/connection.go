@@ -29,10 +29,11 @@ type flight struct {
 }
 
 // connectionActor owns one connection (a stdio stream, an in-memory client or a legacy HTTP
-// session): the negotiated protocol version and the table of calls in flight (JSON-RPC id →
-// request actor). It answers initialize, ping, tools/list and protocol errors itself, spawns a
-// request actor per tools/call, and routes notifications/cancelled to the call's cancellation
-// state.
+// session, or the HTTP transport's stateless connection): the negotiated protocol version and
+// the table of requests in flight (JSON-RPC id → request actor). Its messages are served in
+// dispatch.go: it answers initialize, ping, the lists and protocol errors itself, spawns a
+// request actor per tools/call (request.go), and routes notifications/cancelled to the call's
+// cancellation state.
 type connectionActor struct {
 	eng  *Engine
 	conn *Connection
@@ -96,134 +97,6 @@ func newConnectionActor(e *Engine, c *Connection) *connectionActor {
 		a.opened = time.Now()
 	}
 	return a
-}
-
-func (c *connectionActor) Receive(ctx actor.Context) {
-	switch msg := ctx.Message().(type) {
-	case *actor.Started:
-		c.state.pid.Store(ctx.Self())
-	case *actor.Stopping, *actor.Restarting:
-	case *actor.Stopped:
-		if c.passivated {
-			return // the connection goes on without an actor
-		}
-		if c.finishBy != nil {
-			c.finishBy.Stop()
-		}
-		for _, f := range c.children {
-			f.slot.release()
-		}
-		if !c.conn.stateless {
-			c.conn.actorStopped()
-		}
-		c.eng.tel.sessionEnded(c.opened, c.version, c.conn.transport())
-		c.eng.forget(c.conn)
-		c.conn.closeDone()
-	case *passivate:
-		c.passivate(ctx)
-	case *actor.Terminated:
-		c.childEnded(ctx, msg.Who)
-	case *inbound:
-		c.receiveInbound(ctx, msg)
-	case *inboundBatch:
-		c.receiveBatch(ctx, msg)
-	case *streamGone:
-		if key, ok := c.byStream[msg.stream]; ok {
-			c.cancelFlight(ctx, key, cancel.ErrCancelledByClient)
-		}
-	case *inputEnded:
-		c.beginClose(ctx)
-	case *inputFinished:
-		c.beginFinish(ctx)
-	case *finishExpired:
-		if !c.closing {
-			c.log.Warn("end of input: cancelling the requests still in flight after the close grace",
-				zap.Int("requests", len(c.children)))
-			c.beginClose(ctx)
-		}
-	case *graceExpired:
-		if len(c.children) > 0 {
-			c.log.Warn("closing connection with handlers still running after the close grace",
-				zap.Int("calls", len(c.children)))
-		}
-		ctx.Stop(ctx.Self())
-	default:
-		if !c.receiveSurface(ctx, msg) {
-			c.log.Debug("connection: unexpected message", zap.String("type", fmt.Sprintf("%T", msg)))
-		}
-	}
-}
-
-// receiveInbound serves one message a transport delivered, alone or in a batch.
-func (c *connectionActor) receiveInbound(ctx actor.Context, in *inbound) {
-	c.decoded = &in.call
-	c.toolsets = in.toolsets
-	s := in.stream
-	if in.rec != nil {
-		s = c.serving(in)
-	}
-	if in.modern {
-		c.handleModern(ctx, in, s)
-	} else {
-		c.handle(ctx, in.msg, s, in.identity)
-	}
-	c.conn.inbox.done(in.cost)
-	c.decoded, c.toolsets = nil, nil
-	if c.rec != nil {
-		c.rec.handled()
-		c.rec = nil
-	}
-}
-
-func (c *connectionActor) handle(ctx actor.Context, m *protocol.Message, s Stream, caller *tools.Identity) {
-	switch {
-	case m.IsResponse():
-		// The answer to a request a handler sent the client.
-		c.routeResponse(m)
-		s.Close()
-		return
-	case m.IsNotification():
-		c.notification(ctx, m)
-		s.Close()
-		return
-	}
-	if c.closing {
-		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidRequest("connection is closing")))
-		return
-	}
-	switch m.Method {
-	case protocol.MethodInitialize:
-		c.initialize(m, s)
-	case protocol.MethodPing:
-		c.result(s, m.ID, json.RawMessage(`{}`))
-	case protocol.MethodToolsList:
-		if c.requireInit(m, s) {
-			c.listTools(m, s, caller)
-		}
-	case protocol.MethodToolsCall:
-		if c.requireInit(m, s) {
-			c.callTool(ctx, m, s, caller)
-		}
-	default:
-		if !c.handleSurface(ctx, m, s, caller) && !c.customMethod(ctx, m, s, caller) {
-			reply(s, protocol.EncodeError(m.ID, protocol.ErrMethodNotFound(m.Method)))
-		}
-	}
-}
-
-func (c *connectionActor) notification(ctx actor.Context, m *protocol.Message) {
-	switch m.Method {
-	case protocol.MethodInitialized:
-	case protocol.MethodCancelled:
-		p, err := c.cancelledParams(m)
-		if err != nil || p.RequestID.IsZero() {
-			return // invalid cancellations are ignored (spec: cancellation)
-		}
-		if !c.stateless {
-			c.cancelFlight(ctx, p.RequestID.Key(), cancel.ErrCancelledByClient)
-		}
-	}
-	// Every other notification is ignored.
 }
 
 // cancelFlight silences the flight under key, if it is in flight: unknown, finished or
@@ -290,14 +163,6 @@ func (c *connectionActor) forgetFlight(f *flight) {
 	}
 }
 
-func (c *connectionActor) requireInit(m *protocol.Message, s Stream) bool {
-	if c.initialized {
-		return true
-	}
-	reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidRequest("%s before initialize", m.Method)))
-	return false
-}
-
 func (c *connectionActor) initialize(m *protocol.Message, s Stream) {
 	if c.initialized {
 		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidRequest("already initialized")))
@@ -321,6 +186,22 @@ func (c *connectionActor) initialize(m *protocol.Message, s Stream) {
 	c.log.Debug("initialized", zap.String("protocol_version", c.version),
 		zap.String("client", p.ClientInfo.Name), zap.String("client_version", p.ClientInfo.Version))
 	c.result(s, m.ID, c.eng.initializeResult(c.version))
+}
+
+// setLevel answers logging/setLevel: the connection's log messages are filtered from then on.
+func (c *connectionActor) setLevel(m *protocol.Message, s Stream) {
+	var p protocol.SetLevelParams
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("logging/setLevel needs params with a string level")))
+		return
+	}
+	sev, ok := protocol.LogSeverity(p.Level)
+	if !ok {
+		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("invalid log level %q", p.Level)))
+		return
+	}
+	c.state.level.Store(int32(sev))
+	c.result(s, m.ID, json.RawMessage(`{}`))
 }
 
 // Cursors are opaque to clients: base64url of "t" plus the offset of the next tool.
@@ -374,87 +255,12 @@ func (c *connectionActor) viewer(caller *tools.Identity) *viewer {
 	return &viewer{id: caller, toolsets: c.toolsets}
 }
 
-func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Stream, caller *tools.Identity) {
-	p, err := c.callParams(m)
-	if err != nil || p.Name == "" {
-		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("tools/call needs params with a string name")))
-		return
-	}
-	snap := c.eng.reg.tools.Load()
-	tool, ok := c.eng.lookupTool(snap, p.Name, c.viewer(caller))
-	if !ok {
-		// None has that name, or it is invisible to the caller: the same answer.
-		reply(s, protocol.EncodeError(m.ID, errUnknownTool(p.Name)))
-		return
-	}
-	if missing := tool.MissingScopes(caller); missing != nil {
-		reply(s, protocol.EncodeError(m.ID, protocol.ErrInsufficientScope(tool.Name(), missing)))
-		return
-	}
-	if c.idBusy(m, s) {
-		return
-	}
-	plan, werr := c.planTask(tool, caller)
-	if werr != nil {
-		reply(s, protocol.EncodeError(m.ID, werr))
-		return
-	}
-	var input *callInput
-	if c.modern != nil {
-		var werr *protocol.WireError
-		if input, werr = c.inputFor(m, protocol.MethodToolsCall, tool.Name(), p.Arguments, p.InputParams, caller); werr != nil {
-			reply(s, protocol.EncodeError(m.ID, werr))
-			return
-		}
-	}
-	slot := c.admit(m, s)
-	if slot == nil {
-		return
-	}
-	f := &flight{call: cancel.New(c.rec.context()), slot: slot}
-	c.track(m, s, f)
-	spec := &callSpec{
-		eng:     c.eng,
-		tool:    tool,
-		toolPID: snap.pids[tool.Name()],
-		id:      m.ID,
-		args:    p.Arguments,
-		meta:    p.Meta,
-		call:    f.call,
-		stream:  s,
-		peer:    c.newPeer(f.call, s, input),
-		slot:    slot,
-		ann:     c.annotation(false),
-		task:    plan,
-	}
-	spec.identity = caller
-	spec.peer.taskable = plan != nil && plan.deferred
-	f.pid = c.spawnRequest(ctx, spec)
-	c.addChild(f)
-}
-
 // addChild enters the flight f of a request actor just spawned in the table of children.
 func (c *connectionActor) addChild(f *flight) {
 	c.children[f.pid.Id] = f
 	if n := len(c.children); n > c.childPeak {
 		c.childPeak = n
 	}
-}
-
-// spawnRequest spawns the request actor of spec. One Props serves all the connection's
-// request actors: protoactor calls its producer inside Spawn, on this actor's goroutine, and
-// never again for a request actor, which HandleFailure stops rather than restarts; so the
-// producer takes the spec the connection has just set.
-func (c *connectionActor) spawnRequest(ctx actor.Context, spec *callSpec) *actor.PID {
-	if c.reqProps == nil {
-		c.reqProps = actor.PropsFromProducer(func() actor.Actor {
-			spec := c.nextSpec
-			c.nextSpec = nil
-			return newRequestActor(spec)
-		}, actor.WithDispatcher(c.eng.dispatcher), actor.WithMailbox(actor.UnboundedLockfree()))
-	}
-	c.nextSpec = spec
-	return ctx.Spawn(c.reqProps)
 }
 
 func (c *connectionActor) childEnded(ctx actor.Context, who *actor.PID) {

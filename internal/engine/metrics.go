@@ -39,23 +39,3 @@ func (r *requestActor) settleAtStop() {
 	}
 	r.settle(metrics.Failed)
 }
-
-// respondAs sends frame as the call's one response and settles the call with outcome o. When the
-// call was silenced first, nothing is sent, the dropped outcome is counted as a late response
-// suppressed, and respondAs returns false.
-//
-// The call is settled just before its frame is queued, so a client that has the response also
-// finds the call counted.
-func (r *requestActor) respondAs(frame []byte, o metrics.Outcome) bool {
-	r.rec().settled(o)
-	if !r.call.Respond(func() {
-		r.settle(o)
-		r.slot.release() // before the frame: see callSlot
-		r.stream.Send(frame)
-	}) {
-		r.eng.metrics.LateResponseSuppressed(r.tool.Name())
-		r.settle(metrics.Cancelled)
-		return false
-	}
-	return true
-}

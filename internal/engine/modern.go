@@ -1,14 +1,10 @@
 package engine
 
 import (
-	"context"
 	"encoding/json"
-
-	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/toolgrain/toolgrain/internal/tags"
 	"github.com/toolgrain/toolgrain/protocol"
-	"github.com/toolgrain/toolgrain/tools"
 )
 
 // The modern era (MCP 2026-07-28): a request that carries the envelope in params._meta is
@@ -58,56 +54,6 @@ func (e *Engine) modernAnnotation(m *modernReq, cacheable bool) *protocol.Annota
 	return a
 }
 
-// handleModern serves one modern request: the envelope's checks first (-32602 for a missing or
-// malformed field, -32022 for a version not served), then the method, which must exist in the
-// modern revision (-32601 for the removed ones, initialize and ping among them).
-func (c *connectionActor) handleModern(ctx actor.Context, in *inbound, s Stream) {
-	m := in.msg
-	if in.envErr != nil {
-		reply(s, protocol.EncodeError(m.ID, in.envErr))
-		return
-	}
-	if werr := in.env.CheckVersion(); werr != nil {
-		reply(s, protocol.EncodeError(m.ID, werr))
-		return
-	}
-	if c.closing {
-		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidRequest("connection is closing")))
-		return
-	}
-	c.modern = &modernReq{env: in.env, private: in.identity != nil, toolsets: in.toolsets}
-	defer func() { c.modern = nil }()
-	caller := in.identity
-	switch m.Method {
-	case protocol.MethodServerDiscover:
-		c.discover(m, s)
-	case protocol.MethodToolsList:
-		c.listTools(m, s, caller)
-	case protocol.MethodToolsCall:
-		c.callTool(ctx, m, s, caller)
-	case protocol.MethodResourcesList:
-		c.listResources(m, s, caller)
-	case protocol.MethodResourcesTemplatesList:
-		c.listResourceTemplates(m, s, caller)
-	case protocol.MethodResourcesRead:
-		c.readResource(ctx, m, s, caller)
-	case protocol.MethodPromptsList:
-		c.listPrompts(m, s, caller)
-	case protocol.MethodPromptsGet:
-		c.getPrompt(ctx, m, s, caller)
-	case protocol.MethodCompletionComplete:
-		c.complete(ctx, m, s, caller)
-	case protocol.MethodSubscriptionsListen:
-		c.listen(m, s, caller)
-	case protocol.MethodTasksGet, protocol.MethodTasksUpdate, protocol.MethodTasksCancel:
-		c.taskMethod(ctx, m, s, caller)
-	default:
-		if !c.customMethod(ctx, m, s, caller) {
-			reply(s, protocol.EncodeError(m.ID, protocol.ErrMethodNotFound(m.Method)))
-		}
-	}
-}
-
 // discover answers server/discover: the versions served, the capabilities and instructions.
 func (c *connectionActor) discover(m *protocol.Message, s Stream) {
 	c.cacheableResult(s, m.ID, &protocol.DiscoverResult{
@@ -140,15 +86,4 @@ func (in *inbound) classify() {
 // request did not declare: -32021 naming it.
 func capabilityError(id protocol.ID, required json.RawMessage) []byte {
 	return protocol.EncodeError(id, protocol.ErrMissingCapability(required))
-}
-
-// DeliverModern hands a modern request whose envelope the transport has read and checked (an
-// HTTP POST) to the connection, as [Connection.DeliverWith] does.
-func (c *Connection) DeliverModern(ctx context.Context, msg *protocol.Message, env *protocol.Envelope, s Stream, id *tools.Identity) {
-	cost := inboundCost(msg)
-	c.inbox.add(cost)
-	in := &inbound{msg: msg, stream: s, identity: id, modern: true, env: env, cost: cost}
-	in.toolsets = ToolsetsFromContext(ctx)
-	in.decode()
-	c.deliver(ctx, in)
 }

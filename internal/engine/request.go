@@ -51,6 +51,85 @@ type callSpec struct {
 	task *taskPlan
 }
 
+// callTool is the connection actor's side of a tools/call, in both eras: the checks it answers
+// at once (bad params, an unknown or invisible tool, a missing scope, an id in use, a task that
+// cannot be made, a modern input round that does not hold, a limit on calls in flight), then
+// the call's flight in the connection's table and its request actor.
+func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Stream, caller *tools.Identity) {
+	p, err := c.callParams(m)
+	if err != nil || p.Name == "" {
+		reply(s, protocol.EncodeError(m.ID, protocol.ErrInvalidParams("tools/call needs params with a string name")))
+		return
+	}
+	snap := c.eng.reg.tools.Load()
+	tool, ok := c.eng.lookupTool(snap, p.Name, c.viewer(caller))
+	if !ok {
+		// None has that name, or it is invisible to the caller: the same answer.
+		reply(s, protocol.EncodeError(m.ID, errUnknownTool(p.Name)))
+		return
+	}
+	if missing := tool.MissingScopes(caller); missing != nil {
+		reply(s, protocol.EncodeError(m.ID, protocol.ErrInsufficientScope(tool.Name(), missing)))
+		return
+	}
+	if c.idBusy(m, s) {
+		return
+	}
+	plan, werr := c.planTask(tool, caller)
+	if werr != nil {
+		reply(s, protocol.EncodeError(m.ID, werr))
+		return
+	}
+	var input *callInput
+	if c.modern != nil {
+		var werr *protocol.WireError
+		if input, werr = c.inputFor(m, protocol.MethodToolsCall, tool.Name(), p.Arguments, p.InputParams, caller); werr != nil {
+			reply(s, protocol.EncodeError(m.ID, werr))
+			return
+		}
+	}
+	slot := c.admit(m, s)
+	if slot == nil {
+		return
+	}
+	f := &flight{call: cancel.New(c.rec.context()), slot: slot}
+	c.track(m, s, f)
+	spec := &callSpec{
+		eng:     c.eng,
+		tool:    tool,
+		toolPID: snap.pids[tool.Name()],
+		id:      m.ID,
+		args:    p.Arguments,
+		meta:    p.Meta,
+		call:    f.call,
+		stream:  s,
+		peer:    c.newPeer(f.call, s, input),
+		slot:    slot,
+		ann:     c.annotation(false),
+		task:    plan,
+	}
+	spec.identity = caller
+	spec.peer.taskable = plan != nil && plan.deferred
+	f.pid = c.spawnRequest(ctx, spec)
+	c.addChild(f)
+}
+
+// spawnRequest spawns the request actor of spec. One Props serves all the connection's
+// request actors: protoactor calls its producer inside Spawn, on this actor's goroutine, and
+// never again for a request actor, which HandleFailure stops rather than restarts; so the
+// producer takes the spec the connection has just set.
+func (c *connectionActor) spawnRequest(ctx actor.Context, spec *callSpec) *actor.PID {
+	if c.reqProps == nil {
+		c.reqProps = actor.PropsFromProducer(func() actor.Actor {
+			spec := c.nextSpec
+			c.nextSpec = nil
+			return newRequestActor(spec)
+		}, actor.WithDispatcher(c.eng.dispatcher), actor.WithMailbox(actor.UnboundedLockfree()))
+	}
+	c.nextSpec = spec
+	return ctx.Spawn(c.reqProps)
+}
+
 // request phases.
 const (
 	phaseStarting = iota // validating
@@ -244,6 +323,21 @@ func (r *requestActor) runGo(ctx actor.Context) {
 	r.eng.runHandler(ctx, r.tool, hctx, &tools.Request{Tool: r.tool.Name(), Arguments: r.args, Meta: r.meta, Identity: r.identity})
 }
 
+// runHandler runs tool's handler on a pool worker that belongs to the actor of ctx, which gets
+// a handlerDone when it returns and must not stop before.
+func (e *Engine) runHandler(ctx actor.Context, tool *tools.Compiled, hctx context.Context, req *tools.Request) {
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	e.handlers.Add(1)
+	// The handler runs on a pool worker but belongs to the actor that started it, which waits
+	// for its handlerDone before stopping. It ends when the handler returns; its context is
+	// cancelled as the actor's doc says.
+	e.pool.Go(func() {
+		defer e.handlers.Done()
+		res, err := tool.Run(hctx, req)
+		root.Send(self, &handlerDone{result: res, err: err})
+	})
+}
+
 func (r *requestActor) timeoutError() error {
 	err := fmt.Errorf("tool %q: %w after %s", r.tool.Name(), ErrTimeout, r.timeout())
 	if r.stray != "" {
@@ -305,6 +399,26 @@ func (r *requestActor) answer(d *handlerDone) {
 	}
 	r.rec().succeeded(d.result)
 	r.respondAs(frame, outcome)
+}
+
+// respondAs sends frame as the call's one response and settles the call with outcome o. When the
+// call was silenced first, nothing is sent, the dropped outcome is counted as a late response
+// suppressed, and respondAs returns false.
+//
+// The call is settled just before its frame is queued, so a client that has the response also
+// finds the call counted.
+func (r *requestActor) respondAs(frame []byte, o metrics.Outcome) bool {
+	r.rec().settled(o)
+	if !r.call.Respond(func() {
+		r.settle(o)
+		r.slot.release() // before the frame: see callSlot
+		r.stream.Send(frame)
+	}) {
+		r.eng.metrics.LateResponseSuppressed(r.tool.Name())
+		r.settle(metrics.Cancelled)
+		return false
+	}
+	return true
 }
 
 // fail answers an unexpected failure with the generic result and, only if that answer was

@@ -589,18 +589,3 @@ func checkAnswer(method string, raw json.RawMessage) error {
 	}
 	return err
 }
-
-// runHandler runs tool's handler on a pool worker that belongs to the actor of ctx, which gets
-// a handlerDone when it returns and must not stop before.
-func (e *Engine) runHandler(ctx actor.Context, tool *tools.Compiled, hctx context.Context, req *tools.Request) {
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	e.handlers.Add(1)
-	// The handler runs on a pool worker but belongs to the actor that started it, which waits
-	// for its handlerDone before stopping. It ends when the handler returns; its context is
-	// cancelled as the actor's doc says.
-	e.pool.Go(func() {
-		defer e.handlers.Done()
-		res, err := tool.Run(hctx, req)
-		root.Send(self, &handlerDone{result: res, err: err})
-	})
-}

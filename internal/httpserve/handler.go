@@ -256,6 +256,75 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, id *tools.Identit
 	h.relay(w, r, st, s, nil)
 }
 
+// modernPost serves a modern POST. The checks run in the order the revision's clients (and its
+// conformance suite) expect: the body's envelope (-32602), the MCP-Protocol-Version header
+// against it, the Mcp-Method and Mcp-Name headers, for tools/call the Mcp-Param-* headers of the
+// tool's x-mcp-header arguments ([checkParamHeaders]) (-32020), the version (-32022); then the
+// engine answers, -32601 for a method the revision does not have. Each of those errors comes
+// with 400 (404 for -32601), and echoes the request's id.
+func (h *Handler) modernPost(w http.ResponseWriter, r *http.Request, msg *protocol.Message, id *tools.Identity) {
+	switch {
+	case msg.IsResponse():
+		writeFrame(w, http.StatusBadRequest, protocol.EncodeError(msg.ID,
+			protocol.ErrInvalidRequest("a %s client sends no responses: the server sends it no requests", protocol.LatestModernVersion)))
+		return
+	case msg.IsNotification():
+		// Nothing a modern client notifies is meaningful over HTTP: a request is cancelled by
+		// closing its stream.
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	env, werr := msg.Envelope()
+	if werr == nil {
+		werr = checkHeaders(r, msg, env)
+	}
+	if werr == nil && msg.Method == protocol.MethodToolsCall {
+		werr = h.checkToolParams(r, msg, id)
+	}
+	if werr == nil {
+		werr = env.CheckVersion()
+	}
+	if werr != nil {
+		writeFrame(w, modernStatus(werr.Code), protocol.EncodeError(msg.ID, werr))
+		return
+	}
+	if h.denyToolScopes(w, r, msg, id, true) {
+		return
+	}
+	sseOK := protocol.Accepts(r.Header.Values("Accept"), protocol.MediaTypeEventStream)
+	if msg.Method == protocol.MethodSubscriptionsListen && !sseOK {
+		writeFrame(w, http.StatusNotAcceptable, protocol.EncodeError(msg.ID,
+			protocol.ErrTransport("Not Acceptable", "subscriptions/listen answers with an event stream: Accept must list text/event-stream")))
+		return
+	}
+	conn := h.stateless()
+	if conn == nil {
+		writeError(w, http.StatusServiceUnavailable, protocol.ErrTransport("Service Unavailable", "server shutting down"))
+		return
+	}
+	st := newPostStream()
+	st.jsonOnly, st.ephemeral = !sseOK, true
+	conn.DeliverModern(r.Context(), msg, env, st, id)
+	var gone func(endReason)
+	if msg.Method == protocol.MethodSubscriptionsListen {
+		// A listen stream waits for changes for as long as its client stays: once it has sent
+		// its acknowledgement it may leave net/http (detach.go).
+		gone = func(endReason) {
+			if !st.isClosed() {
+				conn.StreamGone(st) // the client left, or was cut off: the listen is cancelled
+			}
+			st.drop()
+		}
+	}
+	if h.relayModern(w, r, st, conn, gone) {
+		return
+	}
+	if !st.isClosed() {
+		// The client left before the answer: its request is cancelled, nothing more is sent.
+		conn.StreamGone(st)
+	}
+}
+
 // postBatch serves a POST whose body is a JSON-RPC batch. In a session that negotiated
 // 2025-03-26 it is answered as a request is, with the array of its responses as the final
 // message (one JSON body, or the last event of an SSE stream), or 202 when it holds no request;
