@@ -239,7 +239,7 @@ type Config struct {
 	// ids that name this member, [Server.Handler] forwards the requests of sessions homed on
 	// other members to them and serves the ones they forward here, and list changes and
 	// resource updates reach every member's clients. Nil ActorSystem then means the cluster's
-	// system. Give every member the same RequestStateKey so that any member accepts a
+	// system. Give every member the same RequestState.Key so that any member accepts a
 	// requestState another minted. Nil means a single server.
 	Cluster *cluster.Node
 
@@ -348,16 +348,9 @@ type Config struct {
 	// reaches its total. 0 means 10 ms; negative means no limit.
 	ProgressInterval time.Duration
 
-	// RequestStateKey is the key (at least 32 bytes) that protects, with HMAC-SHA256, the
-	// requestState the server hands a modern client that must answer input_required (MCP
-	// 2026-07-28 multi-round-trip requests). Servers that share it accept each other's states,
-	// which lets any of several server processes take a client's retry. Nil means a random key
-	// made by NewServer: a state is then accepted by this server only, and not after a
-	// restart.
-	RequestStateKey []byte
-	// RequestStateTTL is how long a requestState is accepted after it was issued. 0 means 10
-	// minutes.
-	RequestStateTTL time.Duration
+	// RequestState protects the requestState of modern multi-round-trip requests; see
+	// [RequestStateConfig].
+	RequestState RequestStateConfig
 	// CacheTTL is the ttlMs of the modern results a client may cache: server/discover, the
 	// lists and resources/read. The lists can change while the server runs (their listChanged
 	// notifications say when); 0, the default, says they may be stale at once.
@@ -535,8 +528,8 @@ func NewServer(cfg Config) (*Server, error) {
 		MaxClientDeclaration:  cfg.MaxClientDeclaration,
 		ToolTimeout:           cfg.ToolTimeout,
 
-		RequestStateKey: cfg.RequestStateKey,
-		RequestStateTTL: cfg.RequestStateTTL,
+		RequestStateKey: cfg.RequestState.Key,
+		RequestStateTTL: cfg.RequestState.TTL,
 		CacheTTL:        cfg.CacheTTL,
 
 		Telemetry: engine.Telemetry{

@@ -3,7 +3,7 @@
 // behind a plain round-robin load balancer:
 //
 //   - Modern (MCP 2026-07-28) requests are stateless and are served where they land; give every
-//     member the same toolgrain.Config.RequestStateKey so each accepts the others' requestState.
+//     member the same toolgrain.Config.RequestState.Key so each accepts the others' requestState.
 //   - A legacy (2025-11-25) session lives on the member that answered its initialize, its home.
 //     Its Mcp-Session-Id names the home by its address sealed with a key derived from the
 //     cluster secret (a client can neither read it nor forge an id), which every member opens

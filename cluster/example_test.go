@@ -35,9 +35,9 @@ func ExampleStart() {
 	}
 	defer node.Close() // after the server: leaves the cluster and stops its actor system
 	srv, err := toolgrain.NewServer(toolgrain.Config{
-		Tools:           myTools,
-		Cluster:         node,   // the server runs on the cluster's actor system
-		RequestStateKey: secret, // any member accepts another's requestState
+		Tools:        myTools,
+		Cluster:      node,                                      // the server runs on the cluster's actor system
+		RequestState: toolgrain.RequestStateConfig{Key: secret}, // any member accepts another's requestState
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -317,10 +317,10 @@ func TestModernInputState(t *testing.T) {
 // issued; an unshared one does not, and a state past its TTL is refused.
 func TestModernInputStateAcrossServers(t *testing.T) {
 	key := bytes.Repeat([]byte{7}, 32)
-	a := startStdio(t, toolgrain.Config{Tools: inputTools(), RequestStateKey: key})
-	b := startStdio(t, toolgrain.Config{Tools: inputTools(), RequestStateKey: key})
+	a := startStdio(t, toolgrain.Config{Tools: inputTools(), RequestState: toolgrain.RequestStateConfig{Key: key}})
+	b := startStdio(t, toolgrain.Config{Tools: inputTools(), RequestState: toolgrain.RequestStateConfig{Key: key}})
 	other := startStdio(t, toolgrain.Config{Tools: inputTools()})
-	short := startStdio(t, toolgrain.Config{Tools: inputTools(), RequestStateKey: key, RequestStateTTL: time.Nanosecond})
+	short := startStdio(t, toolgrain.Config{Tools: inputTools(), RequestState: toolgrain.RequestStateConfig{Key: key, TTL: time.Nanosecond}})
 	caps := `{"roots":{}}`
 	a.send(modernCall("1", "keep", `{}`, caps))
 	_, state := inputRequired(t, a.recv())
@@ -335,7 +335,7 @@ func TestModernInputStateAcrossServers(t *testing.T) {
 }
 
 func TestRequestStateKeyTooShort(t *testing.T) {
-	_, err := toolgrain.NewServer(toolgrain.Config{Tools: demo.Tools(), RequestStateKey: []byte("short")})
+	_, err := toolgrain.NewServer(toolgrain.Config{Tools: demo.Tools(), RequestState: toolgrain.RequestStateConfig{Key: []byte("short")}})
 	if err == nil || !strings.Contains(err.Error(), "needs at least 32") {
 		t.Errorf("NewServer = %v", err)
 	}

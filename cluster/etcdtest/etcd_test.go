@@ -90,8 +90,8 @@ func startMember(t *testing.T, etcdURL string, secret []byte, host bool) *member
 		t.Fatal(err)
 	}
 	srv, err := toolgrain.NewServer(toolgrain.Config{
-		Cluster:         node,
-		RequestStateKey: secret,
+		Cluster:      node,
+		RequestState: toolgrain.RequestStateConfig{Key: secret},
 		Tools: []tools.Tool{{Name: "echo", InputSchema: []byte(`{"type":"object","properties":{"text":{"type":"string"}}}`),
 			Handler: tools.Func(func(_ context.Context, in struct {
 				Text string `json:"text"`

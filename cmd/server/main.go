@@ -261,8 +261,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		MaxClientDeclaration:  o.maxDeclaration,
 		ToolTimeout:           o.toolTimeout,
 
-		RequestStateTTL: o.stateTTL,
-		CacheTTL:        o.cacheTTL,
+		RequestState: toolgrain.RequestStateConfig{TTL: o.stateTTL},
+		CacheTTL:     o.cacheTTL,
 	}
 	if !o.demoTools {
 		cfg.Tools, cfg.Instructions = nil, ""
@@ -275,7 +275,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if err != nil {
 			return fmt.Errorf("request state key: %w", err)
 		}
-		cfg.RequestStateKey = key
+		cfg.RequestState.Key = key
 	}
 
 	// Metrics for the admin listener's /metrics, and OpenTelemetry from the OTEL_* variables.
