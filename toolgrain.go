@@ -221,9 +221,13 @@ type Config struct {
 	// nothing per call. A nil entry is an error from NewServer.
 	Middleware []tools.Middleware
 
-	// OnError receives unexpected failures privately. Nil logs them on Logger. A callback that
-	// only needs the error can be written as diagnostics.ErrorOnly(func(err error) {...}).
+	// OnError receives unexpected failures privately, one at a time, after the response was
+	// sent (docs/errors.md). Nil logs them on Logger. A callback that only needs the
+	// error can be written as diagnostics.ErrorOnly(func(err error) {...}).
 	OnError OnError
+	// Diagnostics bounds the reports waiting for OnError and the time of one call; see
+	// [DiagnosticsConfig].
+	Diagnostics DiagnosticsConfig
 
 	// Logger is used as given. Nil means no logging (zap.NewNop()).
 	Logger *zap.Logger
@@ -276,12 +280,6 @@ type Config struct {
 	// included. Give every member of a cluster the same. The zero value shows everything to
 	// everyone.
 	Visibility visibility.Config
-	// DiagnosticsQueue bounds reports waiting for OnError; further ones are dropped and counted.
-	// 0 means 1024.
-	DiagnosticsQueue int
-	// CallbackTimeout bounds one OnError call; a slower one is abandoned (left to finish on its
-	// own) and the next report starts. 0 means 5 s.
-	CallbackTimeout time.Duration
 	// HandlerGrace is how long closing a connection, or the server, waits for the handlers
 	// of the calls it cancelled to return; one that ignores its context is then left to
 	// finish on its own. 0 means 5 s.
@@ -414,7 +412,7 @@ const DefaultMaxOutputBacklog = 16 << 20
 // defaultGrace is the HandlerGrace, EndOfInputGrace and OutputGrace of a zero Config.
 const defaultGrace = 5 * time.Second
 
-// DefaultCallbackTimeout is the CallbackTimeout of a zero Config: 5 s.
+// DefaultCallbackTimeout is the [DiagnosticsConfig].CallbackTimeout of a zero Config: 5 s.
 const DefaultCallbackTimeout = engine.DefaultCallbackTimeout
 
 // Server is an MCP server. Its methods are safe for concurrent use.
@@ -479,8 +477,8 @@ func NewServer(cfg Config) (*Server, error) {
 			*g = defaultGrace
 		}
 	}
-	if cfg.CallbackTimeout <= 0 {
-		cfg.CallbackTimeout = DefaultCallbackTimeout
+	if cfg.Diagnostics.CallbackTimeout <= 0 {
+		cfg.Diagnostics.CallbackTimeout = DefaultCallbackTimeout
 	}
 	var relay func(method, uri string)
 	var tagSync engine.TagSync
@@ -514,8 +512,8 @@ func NewServer(cfg Config) (*Server, error) {
 		HideForbiddenTools: cfg.HideForbiddenTools,
 		Visibility:         cfg.Visibility,
 		TagSync:            tagSync,
-		DiagnosticsQueue:   cfg.DiagnosticsQueue,
-		CallbackTimeout:    cfg.CallbackTimeout,
+		DiagnosticsQueue:   cfg.Diagnostics.Queue,
+		CallbackTimeout:    cfg.Diagnostics.CallbackTimeout,
 		HandlerGrace:       cfg.HandlerGrace,
 		EndOfInputGrace:    cfg.EndOfInputGrace,
 		Resources:          res,
@@ -578,7 +576,7 @@ func (s *Server) RootPID() *actor.PID { return s.eng.Root() }
 // Stats is a snapshot of the server's diagnostics counters.
 type Stats struct {
 	DroppedReports     uint64 // reports dropped because the diagnostics queue was full
-	AbandonedCallbacks uint64 // OnError calls abandoned after CallbackTimeout
+	AbandonedCallbacks uint64 // OnError calls abandoned after Diagnostics.CallbackTimeout
 	CallbackPanics     uint64 // OnError calls that panicked
 	RefusedCalls       uint64 // calls refused with -31000 because a limit on calls in flight was reached
 	OutputPauses       uint64 // times a connection stopped reading because its client read too slowly
@@ -615,9 +613,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// Close is Shutdown bounded by the HandlerGrace plus the CallbackTimeout.
+// Close is Shutdown bounded by the HandlerGrace plus the Diagnostics.CallbackTimeout.
 func (s *Server) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.HandlerGrace+s.cfg.CallbackTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.HandlerGrace+s.cfg.Diagnostics.CallbackTimeout)
 	defer cancel()
 	return s.Shutdown(ctx)
 }

@@ -68,7 +68,7 @@ func TestBlockingOnErrorChangesNothing(t *testing.T) {
 			<-release // blocks "forever": until the test ends
 		}
 	}
-	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: onError, CallbackTimeout: 50 * time.Millisecond})
+	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: onError, Diagnostics: toolgrain.DiagnosticsConfig{CallbackTimeout: 50 * time.Millisecond}})
 	defer close(release) // runs before the cleanup that closes the server
 	c.initialize()
 	c.expect(call("1", "fail", `{"mode":"error"}`), `{"jsonrpc":"2.0","id":1,"result":`+failedResult+`}`)
@@ -92,7 +92,7 @@ func TestDiagnosticsQueueDropsAndCounts(t *testing.T) {
 	onError := func(error, *diagnostics.ToolErrorDetails) { <-release }
 	c := startStdio(t, toolgrain.Config{
 		Tools: demo.Tools(), OnError: onError,
-		DiagnosticsQueue: 2, CallbackTimeout: time.Hour,
+		Diagnostics: toolgrain.DiagnosticsConfig{Queue: 2, CallbackTimeout: time.Hour},
 	})
 	defer close(release)
 	c.initialize()

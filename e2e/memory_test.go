@@ -246,7 +246,7 @@ func TestMetricsOutcomes(t *testing.T) {
 func TestMetricsReportsDropped(t *testing.T) {
 	m := metrics.NewMemory()
 	release := make(chan struct{})
-	_, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools(), Metrics: m, DiagnosticsQueue: 1,
+	_, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools(), Metrics: m, Diagnostics: toolgrain.DiagnosticsConfig{Queue: 1},
 		OnError: func(error, *toolgrain.ToolErrorDetails) { <-release }})
 	defer close(release)
 	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
