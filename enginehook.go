@@ -9,6 +9,6 @@ func init() {
 			return enginehook.Server{}, false
 		}
 		return enginehook.Server{Engine: s.eng, Logger: s.cfg.Logger, Name: s.cfg.Name, Version: s.cfg.Version,
-			TracerProvider: s.cfg.TracerProvider, MeterProvider: s.cfg.MeterProvider, Propagator: s.cfg.Propagator}, true
+			TracerProvider: s.cfg.Telemetry.TracerProvider, MeterProvider: s.cfg.Telemetry.MeterProvider, Propagator: s.cfg.Telemetry.Propagator}, true
 	})
 }

@@ -28,14 +28,16 @@ func Example_telemetry() {
 	myTools := []tools.Tool{echoTool}
 
 	srv, err := toolgrain.NewServer(toolgrain.Config{
-		Tools:          myTools,
-		TracerProvider: tp,   // a SERVER span per request; nil: none
-		MeterProvider:  mp,   // mcp.server.* histograms and toolgrain.* metrics; nil: none
-		Propagator:     prop, // reads params._meta; nil: W3C traceparent, tracestate and baggage
-		// Opt-ins, per tool; off by default because traces leave the host:
-		TraceArguments: []string{"echo"}, // gen_ai.tool.call.arguments
-		TraceResults:   []string{"echo"}, // gen_ai.tool.call.result (successful results only)
-		TraceFailures:  false,            // the original error of an unexpected failure, as an exception event
+		Tools: myTools,
+		Telemetry: toolgrain.TelemetryConfig{
+			TracerProvider: tp,   // a SERVER span per request; nil: none
+			MeterProvider:  mp,   // mcp.server.* histograms and toolgrain.* metrics; nil: none
+			Propagator:     prop, // reads params._meta; nil: W3C traceparent, tracestate and baggage
+			// Opt-ins, per tool; off by default because traces leave the host:
+			TraceArguments: []string{"echo"}, // gen_ai.tool.call.arguments
+			TraceResults:   []string{"echo"}, // gen_ai.tool.call.result (successful results only)
+			TraceFailures:  false,            // the original error of an unexpected failure, as an exception event
+		},
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -242,7 +242,7 @@ func Example_actorTool() {
 // metrics/prom's Collector registered on the host's own Prometheus registry.
 func Example_metrics() {
 	rec := metrics.NewMemory()
-	srv, err := toolgrain.NewServer(toolgrain.Config{Tools: []tools.Tool{echoTool}, Metrics: rec})
+	srv, err := toolgrain.NewServer(toolgrain.Config{Tools: []tools.Tool{echoTool}, Telemetry: toolgrain.TelemetryConfig{Metrics: rec}})
 	if err != nil {
 		fmt.Println(err)
 		return

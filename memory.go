@@ -192,7 +192,7 @@ func (c *InMemoryClient) Notify(method string, params any) error {
 // request, as a client that gives up must, and returns ctx.Err(); the server then sends
 // nothing for it. It returns [ErrClientClosed] when the connection ends first.
 //
-// When the server traces ([Config].TracerProvider), a span in ctx is linked from the request's
+// When the server traces ([Config].Telemetry), a span in ctx is linked from the request's
 // server span, as an HTTP request's span is; the request's parent is the trace context of its
 // params._meta, as over every transport.
 func (c *InMemoryClient) Call(ctx context.Context, method string, params any) (json.RawMessage, error) {

@@ -93,12 +93,12 @@
 //   - Logging: [Config].Logger is the host's *zap.Logger, used as given; nothing is logged
 //     through a global logger. On a server-made actor system, protoactor's own lines go to it
 //     too; on the host's system they go wherever the host sent them.
-//   - Metrics: [Config].Metrics receives calls by tool and outcome, calls in flight,
+//   - Metrics: [Config].Telemetry.Metrics receives calls by tool and outcome, calls in flight,
 //     cancellations, late responses suppressed, dropped reports and latency (package
 //     metrics); package metrics/prom turns them into Prometheus collectors for the host's own
 //     registry. No default registry, no default HTTP mux.
-//   - OpenTelemetry: [Config].TracerProvider, MeterProvider and Propagator are the host's (the
-//     API only; nil records nothing and costs nothing). Every request gets a SERVER span named
+//   - OpenTelemetry: the TracerProvider, MeterProvider and Propagator of [Config].Telemetry
+//     are the host's (the API only; nil records nothing and costs nothing). Every request gets a SERVER span named
 //     and attributed by the MCP semantic conventions, parented on the trace context of its
 //     params._meta and linked to the transport's span; the handler's context carries it. The
 //     mcp.server.operation.duration and mcp.server.session.duration histograms and the
@@ -150,9 +150,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -162,7 +159,6 @@ import (
 	"github.com/toolgrain/toolgrain/internal/clusterhook"
 	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/internal/httpserve"
-	"github.com/toolgrain/toolgrain/metrics"
 	"github.com/toolgrain/toolgrain/prompts"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/resources"
@@ -246,11 +242,6 @@ type Config struct {
 	// system. Give every member the same RequestState.Key so that any member accepts a
 	// requestState another minted. Nil means a single server.
 	Cluster *cluster.Node
-
-	// Metrics receives the server's measurements: calls by tool and outcome, calls in flight,
-	// cancellations, late responses suppressed, diagnostics reports dropped and latency. Nil
-	// records nothing. See package metrics, and metrics/prom for Prometheus.
-	Metrics metrics.Recorder
 
 	// MaxMessageSize bounds one incoming message in bytes. 0 means
 	// protocol.DefaultMaxMessageSize (4 MiB).
@@ -354,36 +345,9 @@ type Config struct {
 	// notifications say when); 0, the default, says they may be stale at once.
 	CacheTTL time.Duration
 
-	// OpenTelemetry (see docs/observability.md for the spans and metrics). The
-	// server takes the host's providers and never touches the global ones; with all three nil
-	// it records nothing and costs nothing on the path of a call.
-
-	// TracerProvider makes a SERVER span for every request and notification the server
-	// serves, named and attributed by the MCP semantic conventions, with child spans for
-	// validation, the wait for a run slot, the handler and the call of an actor-backed tool.
-	// The handler's context carries its span, so the tool's own outgoing calls join the trace.
-	// Nil means no spans.
-	TracerProvider trace.TracerProvider
-	// MeterProvider records mcp.server.operation.duration, mcp.server.session.duration and the
-	// engine's toolgrain.* load metrics. It is in addition to Metrics, which keeps working.
-	// Nil means none.
-	MeterProvider metric.MeterProvider
-	// Propagator reads the trace context (and baggage) a request carries in params._meta, the
-	// parent of its span; a span of the transport's (an HTTP server span in the request's
-	// context) is linked, not made the parent. Nil means the W3C Trace Context and Baggage
-	// formats, whose keys traceparent, tracestate and baggage MCP reserves in _meta, when
-	// TracerProvider is set.
-	Propagator propagation.TextMapPropagator
-	// TraceArguments and TraceResults name the tools whose calls put their arguments
-	// (gen_ai.tool.call.arguments) and successful results (gen_ai.tool.call.result) on their
-	// spans. Nil means none, the default: arguments and results may be sensitive, and traces
-	// usually leave the host.
-	TraceArguments []string
-	TraceResults   []string
-	// TraceFailures puts the original error of an unexpected failure on its span (an exception
-	// event), as OnError receives it. False, the default, keeps it private to OnError: the span
-	// only says that the call failed (error.type tool_error).
-	TraceFailures bool
+	// Telemetry receives the server's measurements and traces: a metrics.Recorder, and the
+	// host's OpenTelemetry providers; see [TelemetryConfig].
+	Telemetry TelemetryConfig
 
 	// Tasks configures the tasks extension (MCP 2026-07-28): its store, TTL, caps. The zero
 	// value keeps tasks in memory; see [TaskConfig].
@@ -507,7 +471,7 @@ func NewServer(cfg Config) (*Server, error) {
 		Instructions:       cfg.Instructions,
 		OnError:            cfg.OnError,
 		Logger:             cfg.Logger,
-		Metrics:            cfg.Metrics,
+		Metrics:            cfg.Telemetry.Metrics,
 		PageSize:           cfg.PageSize,
 		HideForbiddenTools: cfg.HideForbiddenTools,
 		Visibility:         cfg.Visibility,
@@ -531,13 +495,13 @@ func NewServer(cfg Config) (*Server, error) {
 		CacheTTL:        cfg.CacheTTL,
 
 		Telemetry: engine.Telemetry{
-			TracerProvider: cfg.TracerProvider,
-			MeterProvider:  cfg.MeterProvider,
-			Propagator:     cfg.Propagator,
+			TracerProvider: cfg.Telemetry.TracerProvider,
+			MeterProvider:  cfg.Telemetry.MeterProvider,
+			Propagator:     cfg.Telemetry.Propagator,
 			Version:        Version,
-			TraceArguments: cfg.TraceArguments,
-			TraceResults:   cfg.TraceResults,
-			TraceFailures:  cfg.TraceFailures,
+			TraceArguments: cfg.Telemetry.TraceArguments,
+			TraceResults:   cfg.Telemetry.TraceResults,
+			TraceFailures:  cfg.Telemetry.TraceFailures,
 		},
 
 		Tasks: tasksCfg,
@@ -556,8 +520,8 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	srv := &Server{cfg: cfg, eng: eng, http: h, handler: h}
 	if clustered {
-		if err := member.SetTelemetry(clusterhook.Telemetry{TracerProvider: cfg.TracerProvider,
-			MeterProvider: cfg.MeterProvider, Propagator: cfg.Propagator, Version: Version}); err != nil {
+		if err := member.SetTelemetry(clusterhook.Telemetry{TracerProvider: cfg.Telemetry.TracerProvider,
+			MeterProvider: cfg.Telemetry.MeterProvider, Propagator: cfg.Telemetry.Propagator, Version: Version}); err != nil {
 			_ = eng.Shutdown(context.Background())
 			return nil, err
 		}

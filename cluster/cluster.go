@@ -31,7 +31,8 @@
 // # Telemetry
 //
 // A member records with the server's TracerProvider, MeterProvider and Propagator
-// (toolgrain.Config); without them it records nothing and forwarding costs nothing more.
+// (toolgrain.Config.Telemetry); without them it records nothing and forwarding costs nothing
+// more.
 //
 // Spans: an edge records a [ForwardSpanName] CLIENT span per forwarded request, a child of the
 // span of the edge request's context (the host's HTTP span) or else of the trace context in its

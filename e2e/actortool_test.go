@@ -122,7 +122,7 @@ func newHostFixture(t *testing.T, timeout time.Duration, mw ...tools.Middleware)
 	srv, err := toolgrain.NewServer(toolgrain.Config{
 		ActorSystem: f.system,
 		OnError:     f.rec.onError,
-		Metrics:     f.metrics,
+		Telemetry:   toolgrain.TelemetryConfig{Metrics: f.metrics},
 		Middleware:  mw,
 		Tools: []tools.Tool{
 			{Name: "host", Description: "Backed by a host actor.", InputSchema: modeSchema, Timeout: timeout,

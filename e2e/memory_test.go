@@ -106,7 +106,7 @@ func TestInMemoryCallErrors(t *testing.T) {
 func TestInMemoryCancellation(t *testing.T) {
 	rec := newRecorder()
 	m := metrics.NewMemory()
-	_, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.onError, Metrics: m})
+	_, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.onError, Telemetry: toolgrain.TelemetryConfig{Metrics: m}})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if _, err := c.CallTool(ctx, "sleep", map[string]int{"ms": 400}); !errors.Is(err, context.DeadlineExceeded) {
@@ -201,7 +201,7 @@ func TestMetricsOutcomes(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 			return tools.TextResult("too late"), nil
 		})}
-	_, c := memoryClient(t, toolgrain.Config{Tools: append(demo.Tools(), slow), Metrics: m, OnError: func(error, *toolgrain.ToolErrorDetails) {}})
+	_, c := memoryClient(t, toolgrain.Config{Tools: append(demo.Tools(), slow), Telemetry: toolgrain.TelemetryConfig{Metrics: m}, OnError: func(error, *toolgrain.ToolErrorDetails) {}})
 	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
 	defer cancel()
 	calls := []struct {
@@ -246,7 +246,7 @@ func TestMetricsOutcomes(t *testing.T) {
 func TestMetricsReportsDropped(t *testing.T) {
 	m := metrics.NewMemory()
 	release := make(chan struct{})
-	_, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools(), Metrics: m, Diagnostics: toolgrain.DiagnosticsConfig{Queue: 1},
+	_, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools(), Telemetry: toolgrain.TelemetryConfig{Metrics: m}, Diagnostics: toolgrain.DiagnosticsConfig{Queue: 1},
 		OnError: func(error, *toolgrain.ToolErrorDetails) { <-release }})
 	defer close(release)
 	ctx, cancel := context.WithTimeout(context.Background(), watchdog)

@@ -50,7 +50,7 @@ func BenchmarkEchoTelemetry(b *testing.B) {
 			_ = tp.Shutdown(context.Background())
 			_ = mp.Shutdown(context.Background())
 		})
-		return toolgrain.Config{TracerProvider: tp, MeterProvider: mp}
+		return toolgrain.Config{Telemetry: toolgrain.TelemetryConfig{TracerProvider: tp, MeterProvider: mp}}
 	}
 	settings := []struct {
 		name string
@@ -58,7 +58,10 @@ func BenchmarkEchoTelemetry(b *testing.B) {
 	}{
 		{"off", func(*testing.B) toolgrain.Config { return toolgrain.Config{} }},
 		{"noop", func(*testing.B) toolgrain.Config {
-			return toolgrain.Config{TracerProvider: tracenoop.NewTracerProvider(), MeterProvider: metricnoop.NewMeterProvider()}
+			return toolgrain.Config{Telemetry: toolgrain.TelemetryConfig{
+				TracerProvider: tracenoop.NewTracerProvider(),
+				MeterProvider:  metricnoop.NewMeterProvider(),
+			}}
 		}},
 		{"sdk", func(b *testing.B) toolgrain.Config { return sdk(b, sdktrace.AlwaysSample()) }},
 		{"sdk_10pct", func(b *testing.B) toolgrain.Config {

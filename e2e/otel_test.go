@@ -170,7 +170,7 @@ func stdioCall(n int, tool, args string) string {
 // feedback, a public error or the generic failure.
 func TestTraceToolCalls(t *testing.T) {
 	tr := newSpans(t)
-	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), TracerProvider: tr.tp})
+	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Telemetry: toolgrain.TelemetryConfig{TracerProvider: tr.tp}})
 	c.initialize()
 	call := func(tool string) map[string]string {
 		return map[string]string{
@@ -223,7 +223,7 @@ func TestTraceToolCalls(t *testing.T) {
 // of its own.
 func TestTraceCancelledCall(t *testing.T) {
 	tr := newSpans(t)
-	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), TracerProvider: tr.tp})
+	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Telemetry: toolgrain.TelemetryConfig{TracerProvider: tr.tp}})
 	c.initialize()
 	c.send(stdioCall(1, "sleep", `{"ms":600000}`))
 	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,%s}}`, traceMeta(2)))
@@ -244,7 +244,7 @@ func TestTraceCancelledCall(t *testing.T) {
 // attributes.
 func TestTraceJSONRPCErrors(t *testing.T) {
 	tr := newSpans(t)
-	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), TracerProvider: tr.tp})
+	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Telemetry: toolgrain.TelemetryConfig{TracerProvider: tr.tp}})
 	c.initialize()
 	c.send(stdioCall(1, "no-such-tool", `{}`))
 	c.recv()
@@ -266,7 +266,7 @@ func TestTraceJSONRPCErrors(t *testing.T) {
 // session, and an input_required answer is no error.
 func TestTraceModernRequest(t *testing.T) {
 	tr := newSpans(t)
-	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), TracerProvider: tr.tp})
+	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Telemetry: toolgrain.TelemetryConfig{TracerProvider: tr.tp}})
 	meta := fmt.Sprintf(`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"traceparent":"00-%s-%s-01"}`, clientTrace, parentSpan(1))
 	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},` + meta + `}}`)
 	if got := c.recv(); !strings.Contains(got, `"resultType":"complete"`) {
@@ -283,7 +283,7 @@ func TestTraceModernRequest(t *testing.T) {
 // request's span has no session, and is linked too.
 func TestTraceHTTP(t *testing.T) {
 	tr := newSpans(t)
-	srv, err := toolgrain.NewServer(toolgrain.Config{Tools: demo.Tools(), TracerProvider: tr.tp})
+	srv, err := toolgrain.NewServer(toolgrain.Config{Tools: demo.Tools(), Telemetry: toolgrain.TelemetryConfig{TracerProvider: tr.tp}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,7 +366,7 @@ func TestTracePrivacy(t *testing.T) {
 	const canary = "ARG-canary-42"
 	run := func(t *testing.T, cfg toolgrain.Config) *spans {
 		tr := newSpans(t)
-		cfg.Tools, cfg.TracerProvider = demo.Tools(), tr.tp
+		cfg.Tools, cfg.Telemetry.TracerProvider = demo.Tools(), tr.tp
 		c := startStdio(t, cfg)
 		c.initialize()
 		c.send(stdioCall(1, "echo", `{"text":"`+canary+`"}`))
@@ -394,7 +394,7 @@ func TestTracePrivacy(t *testing.T) {
 	})
 
 	t.Run("opted_in", func(t *testing.T) {
-		tr := run(t, toolgrain.Config{TraceArguments: []string{"echo"}, TraceResults: []string{"echo"}, TraceFailures: true})
+		tr := run(t, toolgrain.Config{Telemetry: toolgrain.TelemetryConfig{TraceArguments: []string{"echo"}, TraceResults: []string{"echo"}, TraceFailures: true}})
 		echo := attrsOf(tr.served(1))
 		if echo["gen_ai.tool.call.arguments"] != `{"text":"`+canary+`"}` ||
 			echo["gen_ai.tool.call.result"] != `{"content":[{"type":"text","text":"`+canary+`"}]}` {
@@ -427,7 +427,7 @@ func TestTraceHandlerContext(t *testing.T) {
 			seen <- ctx
 			return tools.TextResult("ok"), nil
 		})}
-	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{probe}, TracerProvider: tr.tp})
+	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{probe}, Telemetry: toolgrain.TelemetryConfig{TracerProvider: tr.tp}})
 	c.initialize()
 	c.send(stdioCall(1, "probe", `{}`))
 	c.recv()
@@ -495,7 +495,7 @@ func TestTraceActorTool(t *testing.T) {
 		Handler: tools.NewActorPropsHandler(actor.PropsFromProducer(func() actor.Actor { return traceparentActor{} }))}
 	order := &endOrder{}
 	tr.tp.RegisterSpanProcessor(order)
-	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{tool}, TracerProvider: tr.tp})
+	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{tool}, Telemetry: toolgrain.TelemetryConfig{TracerProvider: tr.tp}})
 	c.initialize()
 	c.send(stdioCall(1, "actor", `{}`))
 	got := c.recv()
@@ -548,7 +548,7 @@ func TestOTelMetrics(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	mem := metrics.NewMemory()
-	srv, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools(), MeterProvider: mp, Metrics: mem, MaxCallsPerConnection: 1})
+	srv, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools(), Telemetry: toolgrain.TelemetryConfig{MeterProvider: mp, Metrics: mem}, MaxCallsPerConnection: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
 	defer cancel()
 	if _, err := c.CallTool(ctx, "echo", map[string]any{"text": "hi"}); err != nil {
@@ -702,7 +702,7 @@ func TestTraceTask(t *testing.T) {
 		})}
 	cfg := func() toolgrain.Config {
 		return toolgrain.Config{Tools: []tools.Tool{okTool, failTool, waitTool("wait", tools.TaskRequired, nil)},
-			TracerProvider: tr.tp, OnError: func(error, *toolgrain.ToolErrorDetails) {}}
+			Telemetry: toolgrain.TelemetryConfig{TracerProvider: tr.tp}, OnError: func(error, *toolgrain.ToolErrorDetails) {}}
 	}
 	onBoth(t, func() toolgrain.Config { tr = newSpans(t); return cfg() }, func(t *testing.T, c *taskConn) {
 		taskSpan := func(id string) sdktrace.ReadOnlySpan {

@@ -25,9 +25,9 @@ func inner(t *testing.T) *toolgrain.Server { return innerWith(t, nil) }
 func innerWith(t *testing.T, rec metrics.Recorder) *toolgrain.Server {
 	t.Helper()
 	srv, err := toolgrain.NewServer(toolgrain.Config{
-		Name:    "inner",
-		Metrics: rec,
-		Tools:   demo.Tools(),
+		Name:      "inner",
+		Telemetry: toolgrain.TelemetryConfig{Metrics: rec},
+		Tools:     demo.Tools(),
 		Resources: []resources.Resource{{
 			URI: "data://users", Name: "users", MimeType: "text/plain", Reader: resources.Static("text/plain", "ada, grace", nil),
 		}},

@@ -27,12 +27,12 @@ func TestTelemetry(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(context.Background())
 
-	up, err := toolgrain.NewServer(toolgrain.Config{Name: "inner", Tools: demo.Tools(), TracerProvider: tp})
+	up, err := toolgrain.NewServer(toolgrain.Config{Name: "inner", Tools: demo.Tools(), Telemetry: toolgrain.TelemetryConfig{TracerProvider: tp}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer up.Close()
-	f := newFront(t, toolgrain.Config{TracerProvider: tp, MeterProvider: mp}, gateway.Mount{Name: "in", Source: gateway.InProcess{Server: up}})
+	f := newFront(t, toolgrain.Config{Telemetry: toolgrain.TelemetryConfig{TracerProvider: tp, MeterProvider: mp}}, gateway.Mount{Name: "in", Source: gateway.InProcess{Server: up}})
 	if got := text(f.call(t, "in_echo", `{"text":"traced"}`)); got != "traced" {
 		t.Fatalf("echo: %q", got)
 	}

@@ -64,10 +64,10 @@ const futureGrace = time.Second
 // The actor must reply without blocking its own mailbox for long, as every actor should; it may
 // hand the work to a goroutine or another actor and reply later by sending to ReplyTo.
 //
-// When the server traces (its Config.TracerProvider), the ActorCall's message header carries
-// the trace context of the call's span, in the server's propagation format (traceparent,
-// tracestate, baggage by default): an actor that makes calls of its own continues the trace
-// with ctx.MessageHeader().
+// When the server traces (its Config.Telemetry.TracerProvider), the ActorCall's message header
+// carries the trace context of the call's span, in the server's propagation format
+// (traceparent, tracestate, baggage by default): an actor that makes calls of its own
+// continues the trace with ctx.MessageHeader().
 type ActorHandler struct {
 	system *actor.ActorSystem
 	pid    *actor.PID

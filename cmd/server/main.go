@@ -286,7 +286,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		registerer = reg
 		col := prom.New(prom.Options{})
 		reg.MustRegister(col, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		cfg.Metrics = col
+		cfg.Telemetry.Metrics = col
 	}
 	console := stdout
 	if o.transport == "stdio" {
@@ -304,10 +304,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 	}()
 	if tel.tp != nil {
-		cfg.TracerProvider, cfg.Propagator = tel.tp, tel.prop
+		cfg.Telemetry.TracerProvider, cfg.Telemetry.Propagator = tel.tp, tel.prop
 	}
 	if tel.mp != nil {
-		cfg.MeterProvider = tel.mp
+		cfg.Telemetry.MeterProvider = tel.mp
 	}
 	if o.transport == "http" {
 		o.http.log = log.Named("auth")

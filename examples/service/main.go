@@ -183,7 +183,7 @@ func (h *host) startMCP(o options) error {
 		Instructions: "Look up stock, reserve items and restock them from a supplier.",
 		ActorSystem:  h.system,
 		Logger:       log,
-		Metrics:      col,
+		Telemetry:    toolgrain.TelemetryConfig{Metrics: col},
 		OnError:      diagnostics.ZapSink(log),
 		// One line per tool call on the service's log: tool, duration, outcome.
 		Middleware: []tools.Middleware{middleware.Log(log)},

@@ -1,7 +1,7 @@
 // Package prom exports the engine's measurements as Prometheus metrics.
 //
-// A [Collector] is both a metrics.Recorder, to set as the server's Config.Metrics, and a
-// prometheus.Collector, to register on the host's own registry:
+// A [Collector] is both a metrics.Recorder, to set as the server's Config.Telemetry.Metrics,
+// and a prometheus.Collector, to register on the host's own registry:
 //
 //	col := prom.New(prom.Options{})
 //	reg.MustRegister(col)
