@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/metrics"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/tools"
@@ -102,7 +103,7 @@ type hostFixture struct {
 	host    *actor.PID
 	srv     *toolgrain.Server
 	client  *toolgrain.InMemoryClient
-	rec     *recorder
+	rec     *mcptest.Recorder
 	metrics *metrics.Memory
 	cancels chan *tools.ActorCancel
 	arrived chan string // the tool of each call the fixture's actors received
@@ -112,7 +113,7 @@ func newHostFixture(t *testing.T, timeout time.Duration, mw ...tools.Middleware)
 	t.Helper()
 	f := &hostFixture{
 		system:  newHostSystem(),
-		rec:     newRecorder(),
+		rec:     mcptest.NewRecorder(),
 		metrics: metrics.NewMemory(),
 		cancels: make(chan *tools.ActorCancel, 16),
 		arrived: make(chan string, 64),
@@ -121,7 +122,7 @@ func newHostFixture(t *testing.T, timeout time.Duration, mw ...tools.Middleware)
 	spawned := actor.PropsFromProducer(func() actor.Actor { return &hostActor{cancels: f.cancels, arrived: f.arrived} })
 	srv, err := toolgrain.NewServer(toolgrain.Config{
 		ActorSystem: f.system,
-		OnError:     f.rec.onError,
+		OnError:     f.rec.OnError,
 		Telemetry:   toolgrain.TelemetryConfig{Metrics: f.metrics},
 		Middleware:  mw,
 		Tools: []tools.Tool{
@@ -151,7 +152,7 @@ func newHostFixture(t *testing.T, timeout time.Duration, mw ...tools.Middleware)
 		_ = f.system.Root.StopFuture(f.host).Wait()
 		f.system.Shutdown()
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	if _, err := c.Initialize(ctx); err != nil {
 		t.Fatalf("Initialize: %v", err)
@@ -209,7 +210,7 @@ func testActorToolErrorModel(t *testing.T, mw ...tools.Middleware) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newHostFixture(t, 300*time.Millisecond, mw...)
-			ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+			ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 			defer cancel()
 			args := map[string]string{"mode": tt.mode}
 			if tt.mode == "" {
@@ -226,20 +227,20 @@ func testActorToolErrorModel(t *testing.T, mw ...tools.Middleware) {
 				t.Errorf("a failure carries structuredContent: %s", res.StructuredContent)
 			}
 			if tt.wantReport == "" {
-				time.Sleep(20 * time.Millisecond)
-				if got := f.rec.snapshot(); len(got) != 0 {
-					t.Fatalf("onError called for an expected outcome: %v", got[0].err)
+				time.Sleep(20 * time.Millisecond) // room for a report that must not come
+				if got := f.rec.Snapshot(); len(got) != 0 {
+					t.Fatalf("onError called for an expected outcome: %v", got[0].Err)
 				}
 			} else {
-				r := f.rec.wait(t, 1)[0]
-				if !strings.Contains(r.err.Error(), tt.wantReport) {
-					t.Errorf("reported %q, want it to contain %q", r.err, tt.wantReport)
+				r := f.rec.Wait(t, 1)[0]
+				if !strings.Contains(r.Err.Error(), tt.wantReport) {
+					t.Errorf("reported %q, want it to contain %q", r.Err, tt.wantReport)
 				}
-				if tt.wantKind != nil && !errors.As(r.err, tt.wantKind) {
-					t.Errorf("reported %T (%v), want a %T", r.err, r.err, tt.wantKind)
+				if tt.wantKind != nil && !errors.As(r.Err, tt.wantKind) {
+					t.Errorf("reported %T (%v), want a %T", r.Err, r.Err, tt.wantKind)
 				}
-				if r.details.ToolName() != tt.tool {
-					t.Errorf("details name tool %q, want %q", r.details.ToolName(), tt.tool)
+				if r.Details.ToolName() != tt.tool {
+					t.Errorf("details name tool %q, want %q", r.Details.ToolName(), tt.tool)
 				}
 			}
 			if got := f.metrics.Snapshot().Calls(tt.tool, tt.outcome); got != 1 {
@@ -272,7 +273,7 @@ func TestActorToolTimeoutTellsTheActor(t *testing.T) {
 	defer f.system.Root.Stop(silent)
 	srv, err := toolgrain.NewServer(toolgrain.Config{
 		ActorSystem: f.system,
-		OnError:     f.rec.onError,
+		OnError:     f.rec.OnError,
 		Tools: []tools.Tool{{Name: "silent", InputSchema: modeSchema, Timeout: 100 * time.Millisecond,
 			Handler: tools.NewActorHandler(f.system, silent)}},
 	})
@@ -285,7 +286,7 @@ func TestActorToolTimeoutTellsTheActor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	if _, err := c.Initialize(ctx); err != nil {
 		t.Fatal(err)
@@ -307,7 +308,7 @@ func TestActorToolTimeoutTellsTheActor(t *testing.T) {
 		if m.ID != call.ID || m.Cause == nil || !strings.Contains(m.Cause.Error(), "timed out") {
 			t.Errorf("cancel = %+v, want ID %s and a timeout cause", m, call.ID)
 		}
-	case <-time.After(watchdog):
+	case <-time.After(mcptest.Watchdog):
 		t.Fatal("the actor was not told")
 	}
 }
@@ -329,7 +330,7 @@ func TestActorToolCancellation(t *testing.T) {
 				if got != tool {
 					t.Fatalf("the actor received a call of %s, want %s", got, tool)
 				}
-			case <-time.After(watchdog):
+			case <-time.After(mcptest.Watchdog):
 				t.Fatal("the call did not reach the actor")
 			}
 			cancel()
@@ -341,7 +342,7 @@ func TestActorToolCancellation(t *testing.T) {
 				if m.ID == "" || !strings.Contains(m.Cause.Error(), "cancelled by the client") {
 					t.Errorf("cancel = %+v", m)
 				}
-			case <-time.After(watchdog):
+			case <-time.After(mcptest.Watchdog):
 				t.Fatal("the actor was not told about the cancellation")
 			}
 			// Nothing arrives for the cancelled call.
@@ -350,8 +351,8 @@ func TestActorToolCancellation(t *testing.T) {
 			if msg, err := f.client.Receive(rctx); err == nil {
 				t.Fatalf("message after cancellation: %s", msg)
 			}
-			if got := f.rec.snapshot(); len(got) != 0 {
-				t.Errorf("a cancelled call was reported: %v", got[0].err)
+			if got := f.rec.Snapshot(); len(got) != 0 {
+				t.Errorf("a cancelled call was reported: %v", got[0].Err)
 			}
 			if got := f.metrics.Snapshot().Calls(tool, metrics.Cancelled); got != 1 {
 				t.Errorf("cancelled calls = %d, want 1", got)
@@ -367,7 +368,7 @@ func TestActorToolCancellation(t *testing.T) {
 // before the result, when the client asked for progress.
 func TestActorToolProgress(t *testing.T) {
 	f := newHostFixture(t, time.Second)
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	raw, err := f.client.Call(ctx, protocol.MethodToolsCall, json.RawMessage(`{"name":"host","arguments":{"mode":"progress"},"_meta":{"progressToken":"p1"}}`))
 	if err != nil {
@@ -450,7 +451,7 @@ func TestIdentityReachesTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	if _, err := c.Initialize(ctx); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 )
 
 // audienceVerifier accepts the token "aud:<URI>" when <URI> is the resource the transport says
@@ -74,16 +75,16 @@ func TestAudienceLoopbackPort(t *testing.T) {
 		{"localhost:" + other, "http://localhost:" + other + "/mcp", 401},
 		{"localhost:" + other, "http://" + own + "/mcp", 200}, // the listener's own URI
 	} {
-		c := e.client()
-		c.token = "aud:" + tc.aud
-		if r := c.post(initRequest, "Host", tc.host); r.status != tc.status {
-			t.Errorf("Host %s, token for %s: %d %s %s, want %d", tc.host, tc.aud, r.status, r.header.Get("WWW-Authenticate"), r.body, tc.status)
+		c := e.Session()
+		c.Token = "aud:" + tc.aud
+		if r := c.Post(mcptest.InitRequest, "Host", tc.host); r.Status != tc.status {
+			t.Errorf("Host %s, token for %s: %d %s %s, want %d", tc.host, tc.aud, r.Status, r.Header.Get("WWW-Authenticate"), r.Body, tc.status)
 		}
 	}
 	// The metadata says the same.
 	req, _ := http.NewRequest(http.MethodGet, e.ts.URL+"/.well-known/oauth-protected-resource/mcp", nil)
 	req.Host = "localhost:" + other
-	resp, err := e.hc.Do(req)
+	resp, err := e.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,8 +134,8 @@ func TestAudienceBeyondLoopback(t *testing.T) {
 		}
 		ts.Listener = l
 		ts.Start()
-		e := &httpEnv{t: t, srv: srv, ts: ts, url: ts.URL + "/mcp", hc: &http.Client{Timeout: watchdog}}
-		t.Cleanup(func() { _ = srv.Close(); ts.Close(); e.hc.CloseIdleConnections() })
+		e := &httpEnv{HTTP: &mcptest.HTTP{T: t, URL: ts.URL + "/mcp", Client: &http.Client{Timeout: mcptest.Watchdog}}, srv: srv, ts: ts}
+		t.Cleanup(func() { _ = srv.Close(); ts.Close(); e.Client.CloseIdleConnections() })
 		return e
 	}
 	const other = "http://other-server.example/mcp"
@@ -153,10 +154,10 @@ func TestAudienceBeyondLoopback(t *testing.T) {
 		{"absolute: Host of the other server", absolute, "other-server.example", "aud:" + other, 401},
 		{"absolute: own token", absolute, "other-server.example", "aud:https://mcp.example/mcp", 200},
 	} {
-		c := tc.e.client()
-		c.token = tc.token
-		if r := c.post(initRequest, "Host", tc.host); r.status != tc.status {
-			t.Errorf("%s: %d %s, want %d", tc.name, r.status, r.body, tc.status)
+		c := tc.e.Session()
+		c.Token = tc.token
+		if r := c.Post(mcptest.InitRequest, "Host", tc.host); r.Status != tc.status {
+			t.Errorf("%s: %d %s, want %d", tc.name, r.Status, r.Body, tc.status)
 		}
 	}
 }
@@ -195,17 +196,17 @@ func TestSSEAudience(t *testing.T) {
 				c.initialize()
 				c.expect(pingRequest, pingResult)
 				r := c.send(pingRequest, "Authorization", "")
-				if h := r.header.Get("WWW-Authenticate"); r.status != http.StatusUnauthorized || !strings.Contains(h, `resource_metadata="`+metadata+`"`) {
-					t.Errorf("POST %s without a token: %d %s, want 401 naming %s", c.post, r.status, h, metadata)
+				if h := r.Header.Get("WWW-Authenticate"); r.Status != http.StatusUnauthorized || !strings.Contains(h, `resource_metadata="`+metadata+`"`) {
+					t.Errorf("POST %s without a token: %d %s, want 401 naming %s", c.post, r.Status, h, metadata)
 				}
-				if r := c.send(pingRequest, "Authorization", "Bearer aud:"+tc.other); r.status != http.StatusUnauthorized {
-					t.Errorf("POST %s with a token for %s: %d %s, want 401", c.post, tc.other, r.status, r.body)
+				if r := c.send(pingRequest, "Authorization", "Bearer aud:"+tc.other); r.Status != http.StatusUnauthorized {
+					t.Errorf("POST %s with a token for %s: %d %s, want 401", c.post, tc.other, r.Status, r.Body)
 				}
 				c.expect(pingRequest, pingResult)
 
 				// The metadata the challenges name says the resource the tokens are checked for.
 				req, _ := http.NewRequest(http.MethodGet, e.ts.URL+strings.TrimPrefix(metadata, origin), nil)
-				mresp, err := e.hc.Do(req)
+				mresp, err := e.Client.Do(req)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -216,9 +217,9 @@ func TestSSEAudience(t *testing.T) {
 				}
 			}
 			// Streamable HTTP is checked for the endpoint's resource, as before.
-			s := e.client()
-			s.token = "aud:" + endpoint
-			s.initialize()
+			s := e.Session()
+			s.Token = "aud:" + endpoint
+			s.Initialize()
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 )
 
 // The HTTP side of TestChaos: sessions of the Streamable HTTP transport on the same server,
@@ -35,7 +35,7 @@ func newChaosHTTP(srv *toolgrain.Server) *chaosHTTP {
 	mux.Handle("/mcp", srv.Handler())
 	ts := httptest.NewServer(mux)
 	tr := &http.Transport{MaxIdleConnsPerHost: 2 * chaosHTTPInFlight}
-	return &chaosHTTP{ts: ts, url: ts.URL + "/mcp", tr: tr, hc: &http.Client{Transport: tr, Timeout: watchdog}}
+	return &chaosHTTP{ts: ts, url: ts.URL + "/mcp", tr: tr, hc: &http.Client{Transport: tr, Timeout: mcptest.Watchdog}}
 }
 
 func (h *chaosHTTP) close() {
@@ -59,7 +59,7 @@ type chaosSession struct {
 
 func newChaosSession(h *chaosHTTP, i int, seed uint64, diag *chaosDiagnostics) *chaosSession {
 	s := &chaosSession{name: fmt.Sprintf("h%d", i), rng: rand.New(rand.NewPCG(seed, uint64(100+i))), diag: diag, h: h}
-	status, header, body, err := s.post(context.Background(), initRequest)
+	status, header, body, err := s.post(context.Background(), mcptest.InitRequest)
 	if err != nil || status != http.StatusOK || !strings.Contains(body, `"protocolVersion"`) {
 		s.violate("initialize: %d %s %v", status, body, err)
 		return s
@@ -225,7 +225,7 @@ func (s *chaosSession) next() func() {
 			}
 		}
 	default:
-		return func() { s.expect(cancelFor(strconv.Quote("unknown-"+id)), 202, "") }
+		return func() { s.expect(mcptest.CancelFor(strconv.Quote("unknown-"+id)), 202, "") }
 	}
 }
 
@@ -233,7 +233,7 @@ func (s *chaosSession) next() func() {
 // maybe sends a duplicate of its id, cancels it after wait, and checks that its stream ends
 // with no answer.
 func (s *chaosSession) cancelledSleep(id, q string, wait time.Duration, dup bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	resp, err := s.h.hc.Do(s.request(ctx, `{"jsonrpc":"2.0","id":`+q+`,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":600000},"_meta":{"progressToken":`+q+`}}}`))
 	if err != nil {
@@ -241,8 +241,8 @@ func (s *chaosSession) cancelledSleep(id, q string, wait time.Duration, dup bool
 		return
 	}
 	defer resp.Body.Close()
-	events := bufio.NewReader(resp.Body)
-	first, err := readEvent(events)
+	events := mcptest.NewEventReader(resp.Body)
+	first, err := events.NextData()
 	if err != nil || !strings.Contains(first, "notifications/progress") {
 		s.violate("sleep %s: first event %q, %v", id, first, err)
 		return
@@ -254,11 +254,11 @@ func (s *chaosSession) cancelledSleep(id, q string, wait time.Duration, dup bool
 		s.mu.Unlock()
 	}
 	time.Sleep(wait)
-	if status, _, _, err := s.post(context.Background(), cancelFor(q)); status != http.StatusAccepted || err != nil {
+	if status, _, _, err := s.post(context.Background(), mcptest.CancelFor(q)); status != http.StatusAccepted || err != nil {
 		s.violate("cancel %s: %d %v", id, status, err)
 		return
 	}
-	if err := eachEvent(events, func(ev string) {
+	if err := events.Each(func(ev string) {
 		s.checkWire(ev)
 		if !strings.Contains(ev, "notifications/progress") {
 			s.violate("the cancelled call %s sent %.300s", id, ev)
@@ -270,44 +270,4 @@ func (s *chaosSession) cancelledSleep(id, q string, wait time.Duration, dup bool
 	s.mu.Lock()
 	s.counts.cancelled++
 	s.mu.Unlock()
-}
-
-// eachEvent calls fn with the data of every SSE event left in r, and returns the error that
-// ended the stream other than io.EOF.
-func eachEvent(r *bufio.Reader, fn func(string)) error {
-	for {
-		ev, err := readEvent(r)
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		fn(ev)
-	}
-}
-
-// readEvent returns the data of the next SSE event, or io.EOF at the end of the stream.
-func readEvent(r *bufio.Reader) (string, error) {
-	var data []string
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			if err == io.EOF && len(data) > 0 {
-				return strings.Join(data, "\n"), nil
-			}
-			return "", err
-		}
-		line = strings.TrimRight(line, "\r\n")
-		switch {
-		case line == "" && data != nil:
-			if len(data) == 1 && data[0] == "" {
-				data = nil // a priming event carries no message
-				continue
-			}
-			return strings.Join(data, "\n"), nil
-		case strings.HasPrefix(line, "data:"):
-			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
-		}
-	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/toolgrain/toolgrain/diagnostics"
 	"github.com/toolgrain/toolgrain/internal/demo"
 	"github.com/toolgrain/toolgrain/internal/faults"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -143,7 +144,7 @@ func TestChaos(t *testing.T) {
 	close(stopSampling)
 	<-sampled
 
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
 		t.Errorf("Shutdown: %v", err)
@@ -173,8 +174,8 @@ func TestChaos(t *testing.T) {
 
 	// Goroutines that were told to stop (closed connections, idle workers) may take a moment to
 	// return on a loaded machine: wait for them, under the watchdog, before judging.
-	leakOpts := []goleak.Option{leaks, goleak.IgnoreTopFunction(deadLetterThrottle)}
-	for wait := time.Now().Add(watchdog); goleak.Find(leakOpts...) != nil && time.Now().Before(wait); {
+	leakOpts := []goleak.Option{leaks, goleak.IgnoreTopFunction(mcptest.DeadLetterThrottle)}
+	for wait := time.Now().Add(mcptest.Watchdog); goleak.Find(leakOpts...) != nil && time.Now().Before(wait); {
 		time.Sleep(50 * time.Millisecond)
 	}
 	goleak.VerifyNone(t, leakOpts...)
@@ -386,7 +387,7 @@ func newChaosConn(t *testing.T, srv *toolgrain.Server, i int, seed uint64, diag 
 			}
 		}
 	}()
-	c.send(initRequest)
+	c.send(mcptest.InitRequest)
 	c.expectAnswerPrefix("0")
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return c
@@ -492,7 +493,7 @@ func duplicateError(id string) string {
 
 // waitOpen waits until at most n calls expect something, under the watchdog.
 func (c *chaosConn) waitOpen(n int) bool {
-	deadline := time.After(watchdog)
+	deadline := time.After(mcptest.Watchdog)
 	for {
 		c.mu.Lock()
 		open := c.open
@@ -512,7 +513,7 @@ func (c *chaosConn) waitOpen(n int) bool {
 				}
 			}
 			c.mu.Unlock()
-			c.violate("%d calls still unanswered after %s, among them %.20q", open, watchdog, missing)
+			c.violate("%d calls still unanswered after %s, among them %.20q", open, mcptest.Watchdog, missing)
 			return false
 		}
 	}
@@ -630,7 +631,7 @@ func (c *chaosConn) step() {
 	case n < 90:
 		c.sendBad(id, q)
 	default:
-		c.send(cancelFor(strconv.Quote("unknown-" + id)))
+		c.send(mcptest.CancelFor(strconv.Quote("unknown-" + id)))
 	}
 }
 
@@ -673,7 +674,7 @@ func (c *chaosConn) sendDueCancels(now time.Time) {
 		c.open--
 		c.counts.cancelled++
 		c.mu.Unlock()
-		c.send(cancelFor(strconv.Quote(next.id)))
+		c.send(mcptest.CancelFor(strconv.Quote(next.id)))
 	}
 }
 
@@ -686,7 +687,7 @@ func (c *chaosConn) finish() {
 		if err != nil {
 			c.violate("ServeStdio: %v", err)
 		}
-	case <-time.After(watchdog):
+	case <-time.After(mcptest.Watchdog):
 		c.violate("ServeStdio did not return after EOF")
 	}
 	<-c.read

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 )
 
 // CORS for browser clients, asserted as a browser sends it: the preflight, then the request.
@@ -18,34 +19,34 @@ const appOrigin = "http://app.example.test"
 const exposed = "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate"
 
 // raw sends one request to path with the header name/value pairs and reads the whole answer.
-func (e *httpEnv) raw(method, path, body string, hdr ...string) reply {
-	e.t.Helper()
+func (e *httpEnv) raw(method, path, body string, hdr ...string) mcptest.Reply {
+	e.T.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequest(method, e.ts.URL+path, rd)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := e.hc.Do(req)
+	resp, err := e.Client.Do(req)
 	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
+		e.T.Fatalf("%s %s: %v", method, path, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: string(b)}
+	return mcptest.Reply{Status: resp.StatusCode, Header: resp.Header, Body: string(b)}
 }
 
 // preflight sends the OPTIONS a browser sends before a request of method with headers.
-func (e *httpEnv) preflight(path, origin, method, headers string) reply {
-	e.t.Helper()
+func (e *httpEnv) preflight(path, origin, method, headers string) mcptest.Reply {
+	e.T.Helper()
 	hdr := []string{"Origin", origin, "Access-Control-Request-Method", method}
 	if headers != "" {
 		hdr = append(hdr, "Access-Control-Request-Headers", headers)
@@ -64,7 +65,7 @@ func wantHeaders(t *testing.T, what string, h http.Header, pairs ...string) {
 }
 
 func TestCORSPreflight(t *testing.T) {
-	rec := newRecorder()
+	rec := mcptest.NewRecorder()
 	cfg := authConfig(rec, nil)
 	cfg.HTTP.AllowedOrigins = []string{appOrigin + "/"}
 	e := startHTTP(t, cfg)
@@ -72,10 +73,10 @@ func TestCORSPreflight(t *testing.T) {
 	all := "accept,authorization,content-type,last-event-id,mcp-method,mcp-name,mcp-param-region,mcp-protocol-version,mcp-session-id,x-mcp-toolsets"
 	for _, path := range []string{"/mcp", "/sse", "/messages", "/.well-known/oauth-protected-resource/mcp"} {
 		r := e.preflight(path, appOrigin, "POST", all)
-		if r.status != http.StatusNoContent || r.body != "" {
-			t.Errorf("%s: preflight %d %q, want 204 and no body (before authentication)", path, r.status, r.body)
+		if r.Status != http.StatusNoContent || r.Body != "" {
+			t.Errorf("%s: preflight %d %q, want 204 and no body (before authentication)", path, r.Status, r.Body)
 		}
-		wantHeaders(t, path+" preflight", r.header,
+		wantHeaders(t, path+" preflight", r.Header,
 			"Access-Control-Allow-Origin", appOrigin,
 			"Access-Control-Allow-Methods", "POST",
 			"Access-Control-Allow-Headers", all,
@@ -84,7 +85,7 @@ func TestCORSPreflight(t *testing.T) {
 			"Vary", "Origin, Access-Control-Request-Method, Access-Control-Request-Headers")
 	}
 	r := e.preflight("/mcp", appOrigin, "DELETE", "mcp-protocol-version,mcp-session-id")
-	wantHeaders(t, "DELETE preflight", r.header, "Access-Control-Allow-Origin", appOrigin, "Access-Control-Allow-Methods", "DELETE")
+	wantHeaders(t, "DELETE preflight", r.Header, "Access-Control-Allow-Origin", appOrigin, "Access-Control-Allow-Methods", "DELETE")
 
 	// Refused: another origin, a header MCP does not use, a bare prefix.
 	assertReply(t, "preflight of a foreign origin", e.preflight("/mcp", "http://evil.example.test", "POST", "content-type"),
@@ -92,77 +93,77 @@ func TestCORSPreflight(t *testing.T) {
 	r = e.preflight("/mcp", appOrigin, "POST", "content-type,x-custom")
 	assertReply(t, "preflight of another header", r, http.StatusForbidden,
 		`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Forbidden: request header x-custom not allowed"}}`)
-	wantHeaders(t, "refused preflight", r.header, "Access-Control-Allow-Origin", "")
+	wantHeaders(t, "refused preflight", r.Header, "Access-Control-Allow-Origin", "")
 	assertReply(t, "preflight of the bare prefix", e.preflight("/mcp", appOrigin, "POST", "mcp-param-"), http.StatusForbidden,
 		`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Forbidden: request header mcp-param- not allowed"}}`)
 	r = e.preflight("/mcp", appOrigin, "PUT", "")
-	wantHeaders(t, "PUT preflight", r.header, "Access-Control-Allow-Origin", "", "Access-Control-Allow-Methods", "")
+	wantHeaders(t, "PUT preflight", r.Header, "Access-Control-Allow-Origin", "", "Access-Control-Allow-Methods", "")
 	// The metadata is public: a foreign origin's preflight is answered, without CORS headers.
 	r = e.preflight("/.well-known/oauth-protected-resource/mcp", "http://evil.example.test", "GET", "mcp-protocol-version")
-	wantHeaders(t, "metadata preflight of a foreign origin", r.header, "Access-Control-Allow-Origin", "")
+	wantHeaders(t, "metadata preflight of a foreign origin", r.Header, "Access-Control-Allow-Origin", "")
 }
 
 func TestCORSRequests(t *testing.T) {
-	rec := newRecorder()
+	rec := mcptest.NewRecorder()
 	cfg := authConfig(rec, nil)
 	cfg.HTTP.AllowedOrigins = []string{appOrigin}
 	e := startHTTP(t, cfg)
 
 	// A 401 a page can read: the challenge is exposed, for OAuth discovery.
-	r := e.raw(http.MethodPost, "/mcp", initRequest, "Origin", appOrigin, "Content-Type", "application/json")
-	if r.status != http.StatusUnauthorized {
-		t.Fatalf("without a token: %d %s", r.status, r.body)
+	r := e.raw(http.MethodPost, "/mcp", mcptest.InitRequest, "Origin", appOrigin, "Content-Type", "application/json")
+	if r.Status != http.StatusUnauthorized {
+		t.Fatalf("without a token: %d %s", r.Status, r.Body)
 	}
-	wantHeaders(t, "401", r.header, "Access-Control-Allow-Origin", appOrigin, "Access-Control-Expose-Headers", exposed,
+	wantHeaders(t, "401", r.Header, "Access-Control-Allow-Origin", appOrigin, "Access-Control-Expose-Headers", exposed,
 		"Access-Control-Allow-Credentials", "", "Vary", "Origin")
 
 	// The session's id, and the answer, reach the page.
-	c := e.client()
-	c.token = "alice-token"
-	r = c.post(initRequest, "Origin", appOrigin)
+	c := e.Session()
+	c.Token = "alice-token"
+	r = c.Post(mcptest.InitRequest, "Origin", appOrigin)
 	assertReply(t, "initialize", r, http.StatusOK, initResult)
-	wantHeaders(t, "initialize", r.header, "Access-Control-Allow-Origin", appOrigin, "Access-Control-Expose-Headers", exposed)
-	c.id, c.version = r.header.Get("Mcp-Session-Id"), "2025-11-25"
-	r = c.do(http.MethodDelete, "", "Origin", appOrigin)
+	wantHeaders(t, "initialize", r.Header, "Access-Control-Allow-Origin", appOrigin, "Access-Control-Expose-Headers", exposed)
+	c.ID, c.Version = r.Header.Get("Mcp-Session-Id"), "2025-11-25"
+	r = c.Do(http.MethodDelete, "", "Origin", appOrigin)
 	assertReply(t, "DELETE", r, http.StatusNoContent, "")
-	wantHeaders(t, "DELETE", r.header, "Access-Control-Allow-Origin", appOrigin)
+	wantHeaders(t, "DELETE", r.Header, "Access-Control-Allow-Origin", appOrigin)
 
 	// The metadata, for a browser's OAuth discovery.
 	r = e.raw(http.MethodGet, "/.well-known/oauth-protected-resource/mcp", "", "Origin", appOrigin, "MCP-Protocol-Version", "2025-11-25")
-	if r.status != http.StatusOK || !strings.Contains(r.body, `"resource":"`+e.ts.URL+`/mcp"`) {
-		t.Errorf("metadata: %d %s", r.status, r.body)
+	if r.Status != http.StatusOK || !strings.Contains(r.Body, `"resource":"`+e.ts.URL+`/mcp"`) {
+		t.Errorf("metadata: %d %s", r.Status, r.Body)
 	}
-	wantHeaders(t, "metadata", r.header, "Access-Control-Allow-Origin", appOrigin, "Access-Control-Expose-Headers", exposed)
+	wantHeaders(t, "metadata", r.Header, "Access-Control-Allow-Origin", appOrigin, "Access-Control-Expose-Headers", exposed)
 
 	// The old transport's stream and POSTs.
 	s := e.openSSE("/sse", "Origin", appOrigin, "Authorization", "Bearer alice-token")
 	wantHeaders(t, "SSE stream", s.resp.Header, "Access-Control-Allow-Origin", appOrigin)
-	r = s.send(initRequest, "Origin", appOrigin)
-	if r.status != http.StatusAccepted {
-		t.Fatalf("POST: %d %s", r.status, r.body)
+	r = s.send(mcptest.InitRequest, "Origin", appOrigin)
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("POST: %d %s", r.Status, r.Body)
 	}
-	wantHeaders(t, "SSE POST", r.header, "Access-Control-Allow-Origin", appOrigin)
+	wantHeaders(t, "SSE POST", r.Header, "Access-Control-Allow-Origin", appOrigin)
 	if got := s.message(); got != initResult {
 		t.Errorf("initialize on the stream: %s", got)
 	}
 
 	// A request without an Origin (not a browser) gets no CORS headers but Vary.
-	r = e.raw(http.MethodPost, "/mcp", initRequest, "Content-Type", "application/json", "Authorization", "Bearer alice-token")
-	wantHeaders(t, "no Origin", r.header, "Access-Control-Allow-Origin", "", "Access-Control-Expose-Headers", "")
+	r = e.raw(http.MethodPost, "/mcp", mcptest.InitRequest, "Content-Type", "application/json", "Authorization", "Bearer alice-token")
+	wantHeaders(t, "no Origin", r.Header, "Access-Control-Allow-Origin", "", "Access-Control-Expose-Headers", "")
 }
 
 // TestCORSAnyOrigin: "*" allows every origin with the wildcard, and never credentials.
 func TestCORSAnyOrigin(t *testing.T) {
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), HTTP: toolgrain.HTTPConfig{AllowedOrigins: []string{"*"}}})
 	r := e.preflight("/mcp", appOrigin, "POST", "content-type,mcp-protocol-version")
-	if r.status != http.StatusNoContent {
-		t.Fatalf("preflight: %d %s", r.status, r.body)
+	if r.Status != http.StatusNoContent {
+		t.Fatalf("preflight: %d %s", r.Status, r.Body)
 	}
-	wantHeaders(t, "preflight", r.header, "Access-Control-Allow-Origin", "*", "Access-Control-Allow-Credentials", "")
-	c := e.client()
-	r = c.post(initRequest, "Origin", "http://anywhere.example.test")
+	wantHeaders(t, "preflight", r.Header, "Access-Control-Allow-Origin", "*", "Access-Control-Allow-Credentials", "")
+	c := e.Session()
+	r = c.Post(mcptest.InitRequest, "Origin", "http://anywhere.example.test")
 	assertReply(t, "initialize", r, http.StatusOK, initResult)
-	wantHeaders(t, "initialize", r.header, "Access-Control-Allow-Origin", "*", "Access-Control-Expose-Headers", exposed,
+	wantHeaders(t, "initialize", r.Header, "Access-Control-Allow-Origin", "*", "Access-Control-Expose-Headers", exposed,
 		"Access-Control-Allow-Credentials", "")
 }
 
@@ -172,7 +173,7 @@ func TestCORSOff(t *testing.T) {
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	assertReply(t, "preflight", e.preflight("/mcp", appOrigin, "POST", "content-type"), http.StatusForbidden,
 		`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Forbidden: origin not allowed"}}`)
-	r := e.client().post(initRequest, "Origin", e.ts.URL)
+	r := e.Session().Post(mcptest.InitRequest, "Origin", e.ts.URL)
 	assertReply(t, "same origin", r, http.StatusOK, initResult)
-	wantHeaders(t, "same origin", r.header, "Access-Control-Allow-Origin", "", "Vary", "")
+	wantHeaders(t, "same origin", r.Header, "Access-Control-Allow-Origin", "", "Vary", "")
 }

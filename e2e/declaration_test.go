@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 )
 
 // heapAloneEnv, set, has TestClientDataLeavesWithItsSessions measure in this process.
@@ -34,23 +35,23 @@ func TestClientDeclarationLimit(t *testing.T) {
 	size := len(`{"experimental":{"a":"`+strings.Repeat("x", 69_999)+`"}}`) + len("c-a") + len("1")
 
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
-	c.expect(body, fmt.Sprintf(over, size, 65536, 65536))
-	c.expect(initializeDeclaring("b", 60_000), initResult)
+	c.Expect(body, fmt.Sprintf(over, size, 65536, 65536))
+	c.Expect(initializeDeclaring("b", 60_000), initResult)
 
 	small := startStdio(t, toolgrain.Config{Tools: demo.Tools(), MaxClientDeclaration: 100})
-	small.expect(initializeDeclaring("c", 200), fmt.Sprintf(over, len(`{"experimental":{"c":"`+strings.Repeat("x", 199)+`"}}`)+len("c-c")+1, 100, 100))
+	small.Expect(initializeDeclaring("c", 200), fmt.Sprintf(over, len(`{"experimental":{"c":"`+strings.Repeat("x", 199)+`"}}`)+len("c-c")+1, 100, 100))
 
 	// Icons count too.
 	icons := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},` +
 		`"clientInfo":{"name":"i","version":"1","icons":[{"src":"data:image/png;base64,` + strings.Repeat("A", 200) + `","sizes":["48x48"]}]}}}`
-	small.expect(icons, fmt.Sprintf(over, len(`{}`)+len("i")+len("1")+len("data:image/png;base64,")+200+len("48x48"), 100, 100))
+	small.Expect(icons, fmt.Sprintf(over, len(`{}`)+len("i")+len("1")+len("data:image/png;base64,")+200+len("48x48"), 100, 100))
 
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
-	s := e.client()
-	r := s.post(body)
+	s := e.Session()
+	r := s.Post(body)
 	assertReply(t, "initialize over the limit", r, http.StatusOK, fmt.Sprintf(over, size, 65536, 65536))
-	if r.header.Get("Mcp-Session-Id") != "" || e.srv.Sessions() != 0 {
-		t.Errorf("a session was made: %q, %d", r.header.Get("Mcp-Session-Id"), e.srv.Sessions())
+	if r.Header.Get("Mcp-Session-Id") != "" || e.srv.Sessions() != 0 {
+		t.Errorf("a session was made: %q, %d", r.Header.Get("Mcp-Session-Id"), e.srv.Sessions())
 	}
 }
 
@@ -82,18 +83,18 @@ func TestClientDataLeavesWithItsSessions(t *testing.T) {
 		return
 	}
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
-	open := func(tag string, size int) *httpSession {
-		s := e.client()
-		r := s.post(initializeDeclaring(tag, size))
-		if s.id = r.header.Get("Mcp-Session-Id"); r.status != http.StatusOK || s.id == "" {
-			t.Fatalf("initialize: %d %s", r.status, r.body)
+	open := func(tag string, size int) *mcptest.Session {
+		s := e.Session()
+		r := s.Post(initializeDeclaring(tag, size))
+		if s.ID = r.Header.Get("Mcp-Session-Id"); r.Status != http.StatusOK || s.ID == "" {
+			t.Fatalf("initialize: %d %s", r.Status, r.Body)
 		}
-		s.version = "2025-11-25"
+		s.Version = "2025-11-25"
 		return s
 	}
 	// The server's own start-up allocations settle with a first session and a ping on it.
 	first := open("warm", 100)
-	first.expect(`{"jsonrpc":"2.0","id":1,"method":"ping"}`, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	first.Expect(`{"jsonrpc":"2.0","id":1,"method":"ping"}`, `{"jsonrpc":"2.0","id":1,"result":{}}`)
 	heap := func() uint64 {
 		var ms runtime.MemStats
 		runtime.GC()
@@ -102,7 +103,7 @@ func TestClientDataLeavesWithItsSessions(t *testing.T) {
 		return ms.HeapAlloc
 	}
 	before := heap()
-	var sessions []*httpSession
+	var sessions []*mcptest.Session
 	for i := range 128 {
 		size := 60_000
 		if i%2 == 1 {
@@ -111,16 +112,16 @@ func TestClientDataLeavesWithItsSessions(t *testing.T) {
 		s := open(fmt.Sprintf("s%03d", i), size)
 		// A request brings the session's actor back, which is let go again afterwards: what
 		// the client declared goes through both.
-		s.expect(`{"jsonrpc":"2.0","id":1,"method":"ping"}`, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+		s.Expect(`{"jsonrpc":"2.0","id":1,"method":"ping"}`, `{"jsonrpc":"2.0","id":1,"result":{}}`)
 		sessions = append(sessions, s)
 	}
 	held := heap()
 	for _, s := range sessions {
-		if r := s.do(http.MethodDelete, ""); r.status != http.StatusNoContent {
-			t.Fatalf("DELETE: %d %s", r.status, r.body)
+		if r := s.Do(http.MethodDelete, ""); r.Status != http.StatusNoContent {
+			t.Fatalf("DELETE: %d %s", r.Status, r.Body)
 		}
 	}
-	waitFor(t, func() bool { return e.srv.Sessions() == 1 && engineOccupancy(e.srv).Connections == 1 })
+	mcptest.Eventually(t, "the deleted sessions gone", func() bool { return e.srv.Sessions() == 1 && engineOccupancy(e.srv).Connections == 1 })
 	after := heap()
 	t.Logf("heap: %d before, %d with the sessions, %d after they ended", before, held, after)
 	if held < before+3<<20 {

@@ -14,6 +14,7 @@ import (
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/diagnostics"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -29,24 +30,17 @@ func TestPanickingOnErrorChangesNothing(t *testing.T) {
 		panic("onError exploded")
 	}
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: onError})
-	c.initialize()
+	c.Initialize()
 	for i := 0; i < 5; i++ {
-		c.expect(call(fmt.Sprint(i), "fail", `{"mode":"panic"}`), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":%s}`, i, failedResult))
+		c.Expect(call(fmt.Sprint(i), "fail", `{"mode":"panic"}`), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":%s}`, i, failedResult))
 	}
-	c.expect(call("9", "echo", `{"text":"alive"}`), `{"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"text","text":"alive"}]}}`)
-	deadline := time.Now().Add(watchdog)
-	for {
+	c.Expect(call("9", "echo", `{"text":"alive"}`), `{"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"text","text":"alive"}]}}`)
+	mcptest.Eventually(t, "5 callback runs, each a counted panic", func() bool {
 		mu.Lock()
 		n := calls
 		mu.Unlock()
-		if n == 5 && c.srv.Stats().CallbackPanics == 5 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("callback ran %d times (%d panics), want 5", n, c.srv.Stats().CallbackPanics)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return n == 5 && c.srv.Stats().CallbackPanics == 5
+	})
 }
 
 // TestBlockingOnErrorChangesNothing: a callback that blocks until the test ends delays no
@@ -70,14 +64,14 @@ func TestBlockingOnErrorChangesNothing(t *testing.T) {
 	}
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: onError, Diagnostics: toolgrain.DiagnosticsConfig{CallbackTimeout: 50 * time.Millisecond}})
 	defer close(release) // runs before the cleanup that closes the server
-	c.initialize()
-	c.expect(call("1", "fail", `{"mode":"error"}`), `{"jsonrpc":"2.0","id":1,"result":`+failedResult+`}`)
+	c.Initialize()
+	c.Expect(call("1", "fail", `{"mode":"error"}`), `{"jsonrpc":"2.0","id":1,"result":`+failedResult+`}`)
 	<-called
-	c.expect(call("2", "fail", `{"mode":"panic"}`), `{"jsonrpc":"2.0","id":2,"result":`+failedResult+`}`)
-	c.expect(call("3", "echo", `{"text":"x"}`), `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"x"}]}}`)
+	c.Expect(call("2", "fail", `{"mode":"panic"}`), `{"jsonrpc":"2.0","id":2,"result":`+failedResult+`}`)
+	c.Expect(call("3", "echo", `{"text":"x"}`), `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"x"}]}}`)
 	select {
 	case <-called: // the second report got through once the first callback was abandoned
-	case <-time.After(watchdog):
+	case <-time.After(mcptest.Watchdog):
 		t.Fatal("second report never delivered")
 	}
 	if got := c.srv.Stats().AbandonedCallbacks; got != 1 {
@@ -95,18 +89,12 @@ func TestDiagnosticsQueueDropsAndCounts(t *testing.T) {
 		Diagnostics: toolgrain.DiagnosticsConfig{Queue: 2, CallbackTimeout: time.Hour},
 	})
 	defer close(release)
-	c.initialize()
+	c.Initialize()
 	for i := 0; i < 10; i++ {
-		c.expect(call(fmt.Sprint(i), "fail", `{"mode":"error"}`), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":%s}`, i, failedResult))
+		c.Expect(call(fmt.Sprint(i), "fail", `{"mode":"error"}`), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":%s}`, i, failedResult))
 	}
-	c.expect(`{"jsonrpc":"2.0","id":"p","method":"ping"}`, `{"jsonrpc":"2.0","id":"p","result":{}}`)
-	deadline := time.Now().Add(watchdog)
-	for c.srv.Stats().DroppedReports != 7 { // 1 running, 2 queued
-		if time.Now().After(deadline) {
-			t.Fatalf("dropped = %d, want 7", c.srv.Stats().DroppedReports)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	c.Expect(`{"jsonrpc":"2.0","id":"p","method":"ping"}`, `{"jsonrpc":"2.0","id":"p","result":{}}`)
+	mcptest.Eventually(t, "7 reports dropped (1 running, 2 queued)", func() bool { return c.srv.Stats().DroppedReports == 7 })
 }
 
 // TestCanaryArgumentNeverReported: neither the reported error, nor the details, nor the JSON
@@ -124,23 +112,23 @@ func TestCanaryArgumentNeverReported(t *testing.T) {
 		}),
 	}
 	var buf syncBuffer
-	rec := newRecorder()
+	rec := mcptest.NewRecorder()
 	sink := diagnostics.JSONLinesSink(&buf)
 	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{leaky}, OnError: func(err error, d *diagnostics.ToolErrorDetails) {
 		sink(err, d)
-		rec.onError(err, d)
+		rec.OnError(err, d)
 	}})
-	c.initialize()
-	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"login","arguments":{"password":"` + canary + `"},"_meta":{"trace":"t-1"}}}`)
-	if got := c.recv(); strings.Contains(got, canary) || !strings.Contains(got, "Tool execution failed") {
+	c.Initialize()
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"login","arguments":{"password":"` + canary + `"},"_meta":{"trace":"t-1"}}}`)
+	if got := c.Recv(); strings.Contains(got, canary) || !strings.Contains(got, "Tool execution failed") {
 		t.Fatalf("response: %s", got)
 	}
-	r := rec.wait(t, 1)[0]
-	seen := fmt.Sprintf("%v %+v %s %s %s", r.err, r.err, r.details.ToolName(), r.details.Request().ID(), r.details.Request().Meta())
+	r := rec.Wait(t, 1)[0]
+	seen := fmt.Sprintf("%v %+v %s %s %s", r.Err, r.Err, r.Details.ToolName(), r.Details.Request().ID(), r.Details.Request().Meta())
 	if strings.Contains(seen, canary) {
 		t.Errorf("report carries the argument: %s", seen)
 	}
-	if got := string(r.details.Request().Meta()); got != `{"trace":"t-1"}` {
+	if got := string(r.Details.Request().Meta()); got != `{"trace":"t-1"}` {
 		t.Errorf("meta = %s", got)
 	}
 	if strings.Contains(buf.String(), canary) {
@@ -158,15 +146,15 @@ func TestCanaryArgumentNeverReported(t *testing.T) {
 func TestErrorOnlyCallback(t *testing.T) {
 	got := make(chan error, 1)
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: diagnostics.ErrorOnly(func(err error) { got <- err })})
-	c.initialize()
-	c.expect(call("1", "fail", `{"mode":"provider"}`), `{"jsonrpc":"2.0","id":1,"result":`+failedResult+`}`)
+	c.Initialize()
+	c.Expect(call("1", "fail", `{"mode":"provider"}`), `{"jsonrpc":"2.0","id":1,"result":`+failedResult+`}`)
 	select {
 	case err := <-got:
 		var pe *tools.ProviderError
 		if !errors.As(err, &pe) && !strings.Contains(err.Error(), demo.Marker) {
 			t.Errorf("reported %v", err)
 		}
-	case <-time.After(watchdog):
+	case <-time.After(mcptest.Watchdog):
 		t.Fatal("no report")
 	}
 }

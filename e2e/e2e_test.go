@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -32,7 +33,7 @@ func TestInitialize(t *testing.T) {
 	}{
 		{
 			name: "latest version",
-			give: initRequest,
+			give: mcptest.InitRequest,
 			want: `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"logging":{},"completions":{}},"serverInfo":{"name":"toolgrain","version":"` + toolgrain.Version + `"},"instructions":"Be kind."}}`,
 		},
 		{
@@ -49,8 +50,8 @@ func TestInitialize(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Instructions: "Be kind."})
-			c.expect(tt.give, tt.want)
-			c.expect(initRequest, `{"jsonrpc":"2.0","id":0,"error":{"code":-32600,"message":"Invalid Request: already initialized"}}`)
+			c.Expect(tt.give, tt.want)
+			c.Expect(mcptest.InitRequest, `{"jsonrpc":"2.0","id":0,"error":{"code":-32600,"message":"Invalid Request: already initialized"}}`)
 		})
 	}
 }
@@ -89,38 +90,38 @@ func TestErrorModel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec := newRecorder()
-			c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.onError})
-			c.initialize()
-			c.expect(tt.give, tt.want)
-			c.expect(`{"jsonrpc":"2.0","id":"after","method":"ping"}`, `{"jsonrpc":"2.0","id":"after","result":{}}`)
+			rec := mcptest.NewRecorder()
+			c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.OnError})
+			c.Initialize()
+			c.Expect(tt.give, tt.want)
+			c.Expect(`{"jsonrpc":"2.0","id":"after","method":"ping"}`, `{"jsonrpc":"2.0","id":"after","result":{}}`)
 			if tt.wantReport == "" {
-				if got := rec.snapshot(); len(got) != 0 {
-					t.Fatalf("onError called for an expected outcome: %v", got[0].err)
+				if got := rec.Snapshot(); len(got) != 0 {
+					t.Fatalf("onError called for an expected outcome: %v", got[0].Err)
 				}
 				return
 			}
-			r := rec.wait(t, 1)[0]
-			if !strings.Contains(r.err.Error(), tt.wantReport) {
-				t.Errorf("reported error %q does not contain %q", r.err, tt.wantReport)
+			r := rec.Wait(t, 1)[0]
+			if !strings.Contains(r.Err.Error(), tt.wantReport) {
+				t.Errorf("reported error %q does not contain %q", r.Err, tt.wantReport)
 			}
 			var gotID = strings.TrimPrefix(strings.SplitN(tt.give, ",", 3)[1], `"id":`)
-			if r.details.ToolName() != "fail" || r.details.Request().ID().String() != gotID ||
-				r.details.Request().Method() != "tools/call" || r.details.Request().ToolName() != "fail" {
-				t.Errorf("details = tool %q, id %s, method %q", r.details.ToolName(), r.details.Request().ID(), r.details.Request().Method())
+			if r.Details.ToolName() != "fail" || r.Details.Request().ID().String() != gotID ||
+				r.Details.Request().Method() != "tools/call" || r.Details.Request().ToolName() != "fail" {
+				t.Errorf("details = tool %q, id %s, method %q", r.Details.ToolName(), r.Details.Request().ID(), r.Details.Request().Method())
 			}
 		})
 	}
 }
 
 func TestPanicReportCarriesStack(t *testing.T) {
-	rec := newRecorder()
-	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.onError})
-	c.initialize()
-	c.expect(call("1", "fail", `{"mode":"panic"}`), `{"jsonrpc":"2.0","id":1,"result":`+failedResult+`}`)
+	rec := mcptest.NewRecorder()
+	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.OnError})
+	c.Initialize()
+	c.Expect(call("1", "fail", `{"mode":"panic"}`), `{"jsonrpc":"2.0","id":1,"result":`+failedResult+`}`)
 	var pe *tools.PanicError
-	if r := rec.wait(t, 1)[0]; !errors.As(r.err, &pe) || len(pe.Stack) == 0 {
-		t.Fatalf("report %v is not a *tools.PanicError with a stack", r.err)
+	if r := rec.Wait(t, 1)[0]; !errors.As(r.Err, &pe) || len(pe.Stack) == 0 {
+		t.Fatalf("report %v is not a *tools.PanicError with a stack", r.Err)
 	}
 }
 
@@ -141,28 +142,26 @@ func TestProtocolErrors(t *testing.T) {
 		{"invalid cursor", `{"jsonrpc":"2.0","id":10,"method":"tools/list","params":{"cursor":"bogus"}}`, `{"jsonrpc":"2.0","id":10,"error":{"code":-32602,"message":"Invalid params: invalid cursor"}}`},
 	}
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
-	c.initialize()
+	c.Initialize()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c.t = t
-			c.expect(tt.give, tt.want)
+			c.For(t).Expect(tt.give, tt.want)
 		})
 	}
-	c.t = t
 	// Unknown notifications are ignored; the stream keeps serving.
-	c.send(`{"jsonrpc":"2.0","method":"notifications/whatever","params":{}}`)
-	c.expect(`{"jsonrpc":"2.0","id":"still","method":"ping"}`, `{"jsonrpc":"2.0","id":"still","result":{}}`)
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/whatever","params":{}}`)
+	c.Expect(`{"jsonrpc":"2.0","id":"still","method":"ping"}`, `{"jsonrpc":"2.0","id":"still","result":{}}`)
 }
 
 func TestRequestsBeforeInitialize(t *testing.T) {
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
-	c.expect(`{"jsonrpc":"2.0","id":1,"method":"ping"}`, `{"jsonrpc":"2.0","id":1,"result":{}}`)
-	c.expect(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, `{"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"Invalid Request: tools/list before initialize"}}`)
+	c.Expect(`{"jsonrpc":"2.0","id":1,"method":"ping"}`, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	c.Expect(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, `{"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"Invalid Request: tools/list before initialize"}}`)
 }
 
 func TestToolsListPagination(t *testing.T) {
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), PageSize: 3})
-	c.initialize()
+	c.Initialize()
 	var names []string
 	cursor := ""
 	for page := 0; ; page++ {
@@ -170,7 +169,7 @@ func TestToolsListPagination(t *testing.T) {
 		if cursor != "" {
 			params = fmt.Sprintf(`{"cursor":%q}`, cursor)
 		}
-		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":%s}`, page, params))
+		c.Send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list","params":%s}`, page, params))
 		var resp struct {
 			Result struct {
 				Tools []struct {
@@ -181,7 +180,7 @@ func TestToolsListPagination(t *testing.T) {
 				NextCursor string `json:"nextCursor"`
 			} `json:"result"`
 		}
-		if err := json.Unmarshal([]byte(c.recv()), &resp); err != nil {
+		if err := json.Unmarshal([]byte(c.Recv()), &resp); err != nil {
 			t.Fatal(err)
 		}
 		for _, tl := range resp.Result.Tools {
@@ -201,37 +200,36 @@ func TestToolsListPagination(t *testing.T) {
 
 func TestOversizedMessage(t *testing.T) {
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), MaxMessageSize: 1024})
-	c.initialize()
-	c.expect(call("1", "echo", `{"text":"`+strings.Repeat("x", 2000)+`"}`),
+	c.Initialize()
+	c.Expect(call("1", "echo", `{"text":"`+strings.Repeat("x", 2000)+`"}`),
 		`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: message exceeds the limit of 1024 bytes"}}`)
-	c.expect(call("2", "echo", `{"text":"ok"}`), `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"ok"}]}}`)
+	c.Expect(call("2", "echo", `{"text":"ok"}`), `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"ok"}]}}`)
 }
 
 func TestLargeMessageBeyondScannerLimit(t *testing.T) {
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
-	c.initialize()
+	c.Initialize()
 	text := strings.Repeat("y", 1<<20)
-	c.expect(call("1", "echo", `{"text":"`+text+`"}`), `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"`+text+`"}]}}`)
+	c.Expect(call("1", "echo", `{"text":"`+text+`"}`), `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"`+text+`"}]}}`)
 }
 
 func TestCancellationSilencesTheCall(t *testing.T) {
-	rec := newRecorder()
-	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.onError})
-	c.initialize()
-	c.send(call("41", "sleep", `{"ms":300}`))
-	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":41,"reason":"user"}}`)
-	// Nothing for id 41 within a window longer than the handler's own sleep.
-	c.silent(700 * time.Millisecond)
-	c.expect(`{"jsonrpc":"2.0","id":42,"method":"ping"}`, `{"jsonrpc":"2.0","id":42,"result":{}}`)
-	if got := rec.snapshot(); len(got) != 0 {
-		t.Errorf("a cancelled call was reported: %v", got[0].err)
+	rec := mcptest.NewRecorder()
+	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.OnError})
+	c.Initialize()
+	c.Send(call("41", "sleep", `{"ms":300}`))
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":41,"reason":"user"}}`)
+	c.Silent(700*time.Millisecond, "longer than the handler's own sleep: its late answer would be out")
+	c.Expect(`{"jsonrpc":"2.0","id":42,"method":"ping"}`, `{"jsonrpc":"2.0","id":42,"result":{}}`)
+	if got := rec.Snapshot(); len(got) != 0 {
+		t.Errorf("a cancelled call was reported: %v", got[0].Err)
 	}
 }
 
 // TestFailureAfterCancellationIsNotReported: a handler that fails once its context is cancelled
 // produces neither a response nor a report.
 func TestFailureAfterCancellationIsNotReported(t *testing.T) {
-	rec := newRecorder()
+	rec := mcptest.NewRecorder()
 	returned := make(chan struct{})
 	block := tools.Tool{
 		Name: "block",
@@ -241,50 +239,50 @@ func TestFailureAfterCancellationIsNotReported(t *testing.T) {
 			return nil, errors.New("failed after cancel: " + demo.Marker)
 		}),
 	}
-	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{block}, OnError: rec.onError})
-	c.initialize()
-	c.send(call(`"b"`, "block", `{}`))
-	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"b"}}`)
+	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{block}, OnError: rec.OnError})
+	c.Initialize()
+	c.Send(call(`"b"`, "block", `{}`))
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"b"}}`)
 	<-returned
-	c.silent(300 * time.Millisecond)
-	if got := rec.snapshot(); len(got) != 0 {
-		t.Errorf("failure after cancellation reported: %v", got[0].err)
+	c.Silent(300*time.Millisecond, "the handler returned: its answer would be out")
+	if got := rec.Snapshot(); len(got) != 0 {
+		t.Errorf("failure after cancellation reported: %v", got[0].Err)
 	}
 }
 
 func TestIgnoredCancellations(t *testing.T) {
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
-	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":0}}`) // initialize is not cancellable
-	c.send(initRequest)
-	if got := c.recv(); !strings.Contains(got, `"result"`) {
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":0}}`) // initialize is not cancellable
+	c.Send(mcptest.InitRequest)
+	if got := c.Recv(); !strings.Contains(got, `"result"`) {
 		t.Fatalf("initialize: %s", got)
 	}
-	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":999}}`) // unknown
-	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1.5}}`) // malformed
-	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled"}`)                            // no params
-	c.expect(call("1", "echo", `{"text":"a"}`), `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a"}]}}`)
-	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`) // finished
-	c.expect(`{"jsonrpc":"2.0","id":2,"method":"ping"}`, `{"jsonrpc":"2.0","id":2,"result":{}}`)
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":999}}`) // unknown
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1.5}}`) // malformed
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled"}`)                            // no params
+	c.Expect(call("1", "echo", `{"text":"a"}`), `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a"}]}}`)
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`) // finished
+	c.Expect(`{"jsonrpc":"2.0","id":2,"method":"ping"}`, `{"jsonrpc":"2.0","id":2,"result":{}}`)
 }
 
 func TestDuplicateIDInFlight(t *testing.T) {
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
-	c.initialize()
-	c.send(call("5", "sleep", `{"ms":200}`))
-	c.expect(call("5", "echo", `{"text":"dup"}`), `{"jsonrpc":"2.0","id":5,"error":{"code":-32600,"message":"Invalid Request: id 5 is already in use by a request in flight"}}`)
+	c.Initialize()
+	c.Send(call("5", "sleep", `{"ms":200}`))
+	c.Expect(call("5", "echo", `{"text":"dup"}`), `{"jsonrpc":"2.0","id":5,"error":{"code":-32600,"message":"Invalid Request: id 5 is already in use by a request in flight"}}`)
 	// The first call is undisturbed.
-	if got, want := c.recv(), `{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"slept"}]}}`; got != want {
+	if got, want := c.Recv(), `{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"slept"}]}}`; got != want {
 		t.Errorf("got %s, want %s", got, want)
 	}
 }
 
 func TestProgress(t *testing.T) {
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
-	c.initialize()
-	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":350},"_meta":{"progressToken":"tok"}}}`)
+	c.Initialize()
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":350},"_meta":{"progressToken":"tok"}}}`)
 	var progress []float64
 	for {
-		m := decode(t, c.recv())
+		m := decode(t, c.Recv())
 		if m["method"] == "notifications/progress" {
 			p := m["params"].(map[string]any)
 			if p["progressToken"] != "tok" || p["total"] != 350.0 {
@@ -310,18 +308,18 @@ func TestProgress(t *testing.T) {
 
 func TestNoProgressAfterCancellation(t *testing.T) {
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
-	c.initialize()
-	c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":2000},"_meta":{"progressToken":7}}}`)
-	m := decode(t, c.recv()) // the first progress notification shows the call is running
+	c.Initialize()
+	c.Send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":2000},"_meta":{"progressToken":7}}}`)
+	m := decode(t, c.Recv()) // the first progress notification shows the call is running
 	if m["method"] != "notifications/progress" {
 		t.Fatalf("want progress first, got %v", m)
 	}
-	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`)
-	c.send(`{"jsonrpc":"2.0","id":8,"method":"ping"}`)
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}`)
+	c.Send(`{"jsonrpc":"2.0","id":8,"method":"ping"}`)
 	// Progress queued before the cancellation was processed may still arrive; after the ping's
 	// answer (which follows the cancellation) nothing may.
 	for {
-		line := c.recv()
+		line := c.Recv()
 		if line == `{"jsonrpc":"2.0","id":8,"result":{}}` {
 			break
 		}
@@ -329,11 +327,11 @@ func TestNoProgressAfterCancellation(t *testing.T) {
 			t.Fatalf("unexpected message: %s", line)
 		}
 	}
-	c.silent(400 * time.Millisecond)
+	c.Silent(400*time.Millisecond, "room for a late answer or progress of the cancelled call")
 }
 
 func TestToolTimeoutIsAnUnexpectedFailure(t *testing.T) {
-	rec := newRecorder()
+	rec := mcptest.NewRecorder()
 	slow := tools.Tool{
 		Name:    "slow",
 		Timeout: 50 * time.Millisecond,
@@ -342,11 +340,11 @@ func TestToolTimeoutIsAnUnexpectedFailure(t *testing.T) {
 			return nil, ctx.Err()
 		}),
 	}
-	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{slow}, OnError: rec.onError})
-	c.initialize()
-	c.expect(call("1", "slow", `{}`), `{"jsonrpc":"2.0","id":1,"result":`+failedResult+`}`)
-	if r := rec.wait(t, 1)[0]; !strings.Contains(r.err.Error(), "timed out") {
-		t.Errorf("reported %v, want a timeout", r.err)
+	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{slow}, OnError: rec.OnError})
+	c.Initialize()
+	c.Expect(call("1", "slow", `{}`), `{"jsonrpc":"2.0","id":1,"result":`+failedResult+`}`)
+	if r := rec.Wait(t, 1)[0]; !strings.Contains(r.Err.Error(), "timed out") {
+		t.Errorf("reported %v, want a timeout", r.Err)
 	}
 }
 
@@ -369,15 +367,15 @@ func TestConcurrencyLimit(t *testing.T) {
 		}),
 	}
 	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{limited}})
-	c.initialize()
+	c.Initialize()
 	const n = 10
 	for i := 0; i < n; i++ {
-		c.send(call(fmt.Sprint(i), "limited", `{}`))
+		c.Send(call(fmt.Sprint(i), "limited", `{}`))
 	}
 	// One waiting call is cancelled: it never runs and never answers.
-	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`)
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}`)
 	for i := 0; i < n-1; i++ {
-		if got := c.recv(); !strings.Contains(got, `"text":"ok"`) {
+		if got := c.Recv(); !strings.Contains(got, `"text":"ok"`) {
 			t.Fatalf("got %s", got)
 		}
 	}
@@ -389,15 +387,9 @@ func TestConcurrencyLimit(t *testing.T) {
 func TestZapSinkLogsPanicStack(t *testing.T) {
 	core, logs := observer.New(zap.ErrorLevel)
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Logger: zap.New(core)})
-	c.initialize()
-	c.expect(call("1", "fail", `{"mode":"panic"}`), `{"jsonrpc":"2.0","id":1,"result":`+failedResult+`}`)
-	deadline := time.Now().Add(watchdog)
-	for logs.FilterMessage("unexpected failure").Len() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no log entry for the failure")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	c.Initialize()
+	c.Expect(call("1", "fail", `{"mode":"panic"}`), `{"jsonrpc":"2.0","id":1,"result":`+failedResult+`}`)
+	mcptest.Eventually(t, "a log entry for the failure", func() bool { return logs.FilterMessage("unexpected failure").Len() != 0 })
 	f := logs.FilterMessage("unexpected failure").All()[0].ContextMap()
 	if s, _ := f["stack"].(string); !strings.Contains(s, "demo.fail") {
 		t.Errorf("stack field = %q, want the handler's frames", s)
@@ -408,8 +400,8 @@ func TestZapSinkLogsPanicStack(t *testing.T) {
 // before the request actor has stopped.
 func TestIDFreeOnceAnswered(t *testing.T) {
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
-	c.initialize()
+	c.Initialize()
 	for i := 0; i < 200; i++ {
-		c.expect(call("1", "echo", `{"text":"again"}`), `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"again"}]}}`)
+		c.Expect(call("1", "echo", `{"text":"again"}`), `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"again"}]}}`)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/client"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -32,42 +33,17 @@ func rootsTool() tools.Tool {
 	}
 }
 
-// drain reads the connection's output until the server closes it, which it does once
-// ServeStdio has returned, and returns ServeStdio's result.
-func (c *stdioClient) drain() ([]string, error) {
-	c.t.Helper()
-	var lines []string
-	timeout := time.After(watchdog)
-	for {
-		select {
-		case line, ok := <-c.lines:
-			if !ok {
-				select {
-				case err := <-c.done:
-					c.done <- err // for Cleanup
-					return lines, err
-				case <-timeout:
-					c.t.Fatal("ServeStdio did not return")
-				}
-			}
-			lines = append(lines, line)
-		case <-timeout:
-			c.t.Fatalf("the output did not end; so far: %q", lines)
-		}
-	}
-}
-
 // TestEndOfInputAnswersWhatWasReceived: calls still running at EOF are answered, progress
 // included; a listen stream, which would never end by itself, ends at once with its result; a
 // request to the client fails, since no answer can come, and the call answers anyway. The
 // connection ends when the last answer is out, not at EndOfInputGrace (an hour here).
 func TestEndOfInputAnswersWhatWasReceived(t *testing.T) {
 	c := startStdio(t, toolgrain.Config{Tools: append(demo.Tools(), rootsTool()), EndOfInputGrace: time.Hour})
-	c.expect(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{}},"clientInfo":{"name":"t","version":"1"}}}`,
+	c.Expect(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{}},"clientInfo":{"name":"t","version":"1"}}}`,
 		`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"logging":{},"completions":{}},"serverInfo":{"name":"toolgrain","version":"`+toolgrain.Version+`"}}}`)
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	c.send(modernRequest(`"L"`, "subscriptions/listen", `"notifications":{"toolsListChanged":true}`))
-	if got := c.recv(); !strings.Contains(got, "notifications/subscriptions/acknowledged") {
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.Send(modernRequest(`"L"`, "subscriptions/listen", `"notifications":{"toolsListChanged":true}`))
+	if got := c.Recv(); !strings.Contains(got, "notifications/subscriptions/acknowledged") {
 		t.Fatalf("listen: %s", got)
 	}
 	want := map[string]string{
@@ -78,14 +54,14 @@ func TestEndOfInputAnswersWhatWasReceived(t *testing.T) {
 		"5": `{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"no roots"}],"isError":true}}`,
 		"L": `{"jsonrpc":"2.0","id":"L","result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"toolgrain","version":"` + toolgrain.Version + `"},"io.modelcontextprotocol/subscriptionId":"L"}}}`,
 	}
-	c.send(call("1", "sleep", `{"ms":200}`))
-	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":300},"_meta":{"progressToken":2}}}`)
-	c.send(call("3", "echo", `{"text":"last"}`))
-	c.send(call("4", "fail", `{"mode":"error"}`))
-	c.send(call("5", "roots", `{}`))
-	_ = c.in.Close()
+	c.Send(call("1", "sleep", `{"ms":200}`))
+	c.Send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":300},"_meta":{"progressToken":2}}}`)
+	c.Send(call("3", "echo", `{"text":"last"}`))
+	c.Send(call("4", "fail", `{"mode":"error"}`))
+	c.Send(call("5", "roots", `{}`))
+	_ = c.CloseInput()
 
-	lines, err := c.drain()
+	lines, err := c.Drain()
 	if err != nil {
 		t.Errorf("ServeStdio = %v, want nil", err)
 	}
@@ -117,20 +93,20 @@ func TestEndOfInputAnswersWhatWasReceived(t *testing.T) {
 // TestEndOfInputGraceCancelsTheRest: a call still running EndOfInputGrace after EOF is cancelled:
 // it gets no answer and nothing is reported, while what finished in time is answered.
 func TestEndOfInputGraceCancelsTheRest(t *testing.T) {
-	rec := newRecorder()
-	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.onError, EndOfInputGrace: 200 * time.Millisecond})
-	c.initialize()
-	c.send(call("1", "sleep", `{"ms":600000}`))
-	c.send(call("2", "echo", `{"text":"in time"}`))
-	_ = c.in.Close()
-	lines, err := c.drain()
+	rec := mcptest.NewRecorder()
+	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.OnError, EndOfInputGrace: 200 * time.Millisecond})
+	c.Initialize()
+	c.Send(call("1", "sleep", `{"ms":600000}`))
+	c.Send(call("2", "echo", `{"text":"in time"}`))
+	_ = c.CloseInput()
+	lines, err := c.Drain()
 	if err != nil {
 		t.Errorf("ServeStdio = %v, want nil", err)
 	}
 	if want := []string{echoResult("2", "in time")}; strings.Join(lines, "\n") != strings.Join(want, "\n") {
 		t.Errorf("output after EOF: %q, want %q", lines, want)
 	}
-	if r := rec.snapshot(); len(r) != 0 {
+	if r := rec.Snapshot(); len(r) != 0 {
 		t.Errorf("reports: %v", r)
 	}
 }
@@ -140,28 +116,23 @@ func TestEndOfInputGraceCancelsTheRest(t *testing.T) {
 func TestEndOfInputThenContext(t *testing.T) {
 	core, logs := observer.New(zap.DebugLevel)
 	srv := newServer(t, toolgrain.Config{Tools: demo.Tools(), EndOfInputGrace: time.Hour, Logger: zap.New(core)})
-	p := newPipes()
+	p := mcptest.NewPipes()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- srv.ServeStdio(ctx, p.inR, p.outW) }()
-	p.write(t, initRequest)
-	p.readLine(t)
-	p.write(t, call("1", "sleep", `{"ms":600000}`))
-	_ = p.inW.Close()
-	for wait := time.Now().Add(watchdog); logs.FilterMessageSnippet("end of input").Len() == 0; {
-		if time.Now().After(wait) {
-			t.Fatal("EOF was not seen")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	go func() { done <- srv.ServeStdio(ctx, p.InR, p.OutW) }()
+	p.Write(t, mcptest.InitRequest)
+	p.ReadLine(t)
+	p.Write(t, call("1", "sleep", `{"ms":600000}`))
+	_ = p.InW.Close()
+	mcptest.Eventually(t, "the end of input logged", func() bool { return logs.FilterMessageSnippet("end of input").Len() != 0 })
 	cancel()
 	select {
 	case err := <-done:
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("ServeStdio = %v, want context.Canceled", err)
 		}
-	case <-time.After(watchdog):
+	case <-time.After(mcptest.Watchdog):
 		t.Fatal("ServeStdio waited out the grace after its context ended")
 	}
-	_ = p.outR.Close()
+	_ = p.OutR.Close()
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/protocol"
 )
 
@@ -20,13 +21,13 @@ var fuzzSeeds = []string{
 	call("1", "echo", `{"text":"hi"}`) + "\n" + call("2", "greet", `{"name":"Ada"}`),
 	call("1", "fail", `{"mode":"error"}`) + "\n" + call("2", "fail", `{"mode":"panic"}`) + "\n" +
 		call("3", "fail", `{"mode":"bad-output"}`) + "\n" + call("4", "fail", `{"mode":"provider"}`),
-	call(`"s"`, "sleep", `{"ms":5}`) + "\n" + cancelFor(`"s"`) + "\n" + `{"jsonrpc":"2.0","id":"p","method":"ping"}`,
+	call(`"s"`, "sleep", `{"ms":5}`) + "\n" + mcptest.CancelFor(`"s"`) + "\n" + `{"jsonrpc":"2.0","id":"p","method":"ping"}`,
 	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":1},"_meta":{"progressToken":"t"}}}`,
 	call("5", "sleep", longSleep) + "\n" + call("5", "echo", `{"text":"dup"}`),
 	`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"dDE"}}` + "\n" + `[1]` + "\n" + `{"jsonrpc":"2.0",`,
 	call("9", "nope", `{}`) + "\n" + `{"jsonrpc":"2.0","id":2,"method":"nope/nope"}` + "\n" + "\x00\xff",
 	// A 2025-03-26 session, whose batches are served.
-	initRequestAt("2025-03-26", `{}`) + "\n" + batch(call("1", "echo", `{"text":"a"}`), `7`, call("2", "fail", `{"mode":"panic"}`)) + "\n" + `[]`,
+	mcptest.InitializeAt("2025-03-26", `{}`) + "\n" + batch(call("1", "echo", `{"text":"a"}`), `7`, call("2", "fail", `{"mode":"panic"}`)) + "\n" + `[]`,
 }
 
 // FuzzRequestPath feeds raw bytes, as one stdio connection, to a real server and checks what comes
@@ -53,7 +54,7 @@ func FuzzRequestPath(f *testing.F) {
 	f.Fuzz(func(t *testing.T, initialize bool, data []byte) {
 		var in bytes.Buffer
 		if initialize {
-			in.WriteString(initRequest + "\n" + `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+			in.WriteString(mcptest.InitRequest + "\n" + `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
 		}
 		in.Write(data)
 		var out bytes.Buffer

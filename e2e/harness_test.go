@@ -1,152 +1,126 @@
 package e2e_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/toolgrain/toolgrain"
-	"github.com/toolgrain/toolgrain/diagnostics"
 	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/internal/enginehook"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 )
 
-// watchdog bounds every wait in these tests. It is not a performance assertion: it only turns a
-// hang into a failure.
-const watchdog = 20 * time.Second
+// The servers these tests drive, over the clients of internal/mcptest.
 
 // longTests reports whether the long forms of the soak and load tests run: TOOLGRAIN_LONG=1,
 // which .ci/run sets. The default forms check the same properties with smaller loads, so that
 // the README's test command stays short.
 func longTests() bool { return os.Getenv("TOOLGRAIN_LONG") != "" }
 
-// stdioClient drives a server over an in-process stdio connection (two pipes) and sees exactly the
-// bytes a real client would.
+// stdioClient is a client of one in-process stdio connection of srv.
 type stdioClient struct {
-	t     testing.TB
-	srv   *toolgrain.Server
-	in    *io.PipeWriter
-	lines chan string
-	done  chan error
+	*mcptest.Stdio
+	srv *toolgrain.Server
 }
 
-// startStdio builds a server from cfg and serves one stdio connection to the returned client.
-// Cleanup closes the input, waits for ServeStdio and closes the server.
-func startStdio(t testing.TB, cfg toolgrain.Config) *stdioClient {
+// newServer builds a server that the test closes at its end, after every connection attached
+// with attach has ended.
+func newServer(t testing.TB, cfg toolgrain.Config) *toolgrain.Server {
 	t.Helper()
 	srv, err := toolgrain.NewServer(cfg)
 	if err != nil {
 		t.Fatalf("NewServer: %v", err)
 	}
-	// Registered first, so it runs last: after attach's cleanup has ended the connection.
 	t.Cleanup(func() {
 		if err := srv.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
 	})
-	return attach(t, srv)
+	return srv
 }
 
-func (c *stdioClient) send(line string) {
-	c.t.Helper()
-	if _, err := io.WriteString(c.in, line+"\n"); err != nil {
-		c.t.Fatalf("write: %v", err)
-	}
-}
-
-func (c *stdioClient) recv() string {
-	c.t.Helper()
-	select {
-	case line, ok := <-c.lines:
-		if !ok {
-			c.t.Fatal("server closed its output")
-		}
-		return line
-	case <-time.After(watchdog):
-		c.t.Fatal("no message from the server")
-	}
-	return ""
-}
-
-// expect sends one request and asserts the exact line that answers it.
-func (c *stdioClient) expect(request, want string) {
-	c.t.Helper()
-	c.send(request)
-	if got := c.recv(); got != want {
-		c.t.Errorf("request %s\n got: %s\nwant: %s", request, got, want)
-	}
-}
-
-// silent asserts that the server sends nothing during d.
-func (c *stdioClient) silent(d time.Duration) {
-	c.t.Helper()
-	select {
-	case line := <-c.lines:
-		c.t.Errorf("unexpected message: %s", line)
-	case <-time.After(d):
-	}
-}
-
-const initRequest = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`
-
-func (c *stdioClient) initialize() {
-	c.t.Helper()
-	c.send(initRequest)
-	if got := c.recv(); !strings.Contains(got, `"protocolVersion":"2025-11-25"`) {
-		c.t.Fatalf("initialize: %s", got)
-	}
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-}
-
-// recorder is an OnError callback that keeps every report.
-type recorder struct {
-	mu      sync.Mutex
-	reports []reported
-	signal  chan struct{}
-}
-
-type reported struct {
-	err     error
-	details *diagnostics.ToolErrorDetails
-}
-
-func newRecorder() *recorder { return &recorder{signal: make(chan struct{}, 1024)} }
-
-func (r *recorder) onError(err error, d *diagnostics.ToolErrorDetails) {
-	r.mu.Lock()
-	r.reports = append(r.reports, reported{err, d})
-	r.mu.Unlock()
-	r.signal <- struct{}{}
-}
-
-// wait returns once n reports arrived.
-func (r *recorder) wait(t testing.TB, n int) []reported {
+// startStdio builds a server from cfg and serves one stdio connection to the returned client.
+// Cleanup closes the input, waits for ServeStdio and then closes the server.
+func startStdio(t testing.TB, cfg toolgrain.Config) *stdioClient {
 	t.Helper()
-	deadline := time.After(watchdog)
-	for {
-		r.mu.Lock()
-		got := append([]reported(nil), r.reports...)
-		r.mu.Unlock()
-		if len(got) >= n {
-			return got
+	return attach(t, newServer(t, cfg))
+}
+
+// attach serves one more in-process stdio connection of srv. Cleanup closes its input and
+// waits for ServeStdio; it does not close the server.
+func attach(t testing.TB, srv *toolgrain.Server) *stdioClient { return attachAs(t, srv, nil) }
+
+// attachAs is attach for a connection the host authenticated as id (ServeStdioAs).
+func attachAs(t testing.TB, srv *toolgrain.Server, id *toolgrain.Identity) *stdioClient {
+	t.Helper()
+	return &stdioClient{Stdio: mcptest.Pipe(t, serveStdio(srv, id)), srv: srv}
+}
+
+// serveStdio serves a connection of srv as id; the server's closing ends a connection well.
+func serveStdio(srv *toolgrain.Server, id *toolgrain.Identity) mcptest.Serve {
+	return func(ctx context.Context, in io.Reader, out io.Writer) error {
+		if err := srv.ServeStdioAs(ctx, in, out, id); err != nil && !errors.Is(err, toolgrain.ErrServerClosed) {
+			return fmt.Errorf("ServeStdio: %w", err)
 		}
-		select {
-		case <-r.signal:
-		case <-deadline:
-			t.Fatalf("%d reports arrived, want %d", len(got), n)
-		}
+		return nil
 	}
 }
 
-func (r *recorder) snapshot() []reported {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]reported(nil), r.reports...)
+// httpEnv is a server mounted at /mcp, /sse and /messages (with the metadata handler at its two
+// well-known paths) on a real loopback listener; its client's endpoint is /mcp.
+type httpEnv struct {
+	*mcptest.HTTP
+	srv *toolgrain.Server
+	ts  *httptest.Server
+}
+
+// startHTTP builds a server from cfg and serves it over loopback HTTP. Cleanup closes the
+// server first (ending sessions and streams), then the listener, then idle client connections.
+func startHTTP(t testing.TB, cfg toolgrain.Config) *httpEnv {
+	t.Helper()
+	srv, err := toolgrain.NewServer(cfg)
+	if err != nil {
+		t.Fatalf("NewServer: %v", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", srv.Handler())
+	mux.Handle("/mcp/t/", srv.Handler()) // toolsets: /mcp/t/TAG[,TAG...]
+	mux.Handle("/sse", srv.Handler())
+	mux.Handle("/messages", srv.Handler())
+	mux.Handle("/.well-known/oauth-protected-resource", srv.ResourceMetadataHandler())
+	mux.Handle("/.well-known/oauth-protected-resource/mcp", srv.ResourceMetadataHandler())
+	mux.Handle("/.well-known/oauth-protected-resource/sse", srv.ResourceMetadataHandler())
+	ts := httptest.NewServer(mux)
+	e := &httpEnv{HTTP: mcptest.NewHTTP(t, ts.URL+"/mcp"), srv: srv, ts: ts}
+	// Registered after the client's cleanup (closing its idle connections), so it runs before.
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		ts.Close()
+	})
+	return e
+}
+
+// engineOccupancy returns what the engine of srv holds now: connection actors, calls in flight
+// and open listen streams.
+func engineOccupancy(srv *toolgrain.Server) engine.Occupancy {
+	s, ok := enginehook.Of(srv)
+	if !ok {
+		panic("engineOccupancy: not a server")
+	}
+	return s.Engine.Occupancy()
+}
+
+func echoResult(id, text string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":%q}]}}`, id, text)
 }
 
 // decode parses one line into a generic map, failing the test on invalid JSON.
@@ -160,13 +134,3 @@ func decode(t testing.TB, line string) map[string]any {
 }
 
 var errCanary = errors.New("canary")
-
-// engineOccupancy returns what the engine of srv holds now: connection actors, calls in flight
-// and open listen streams.
-func engineOccupancy(srv *toolgrain.Server) engine.Occupancy {
-	s, ok := enginehook.Of(srv)
-	if !ok {
-		panic("engineOccupancy: not a server")
-	}
-	return s.Engine.Occupancy()
-}

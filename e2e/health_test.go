@@ -7,6 +7,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 )
 
 // TestLiveAndReady: a serving server is live and ready; at its limit of calls in flight it is
@@ -14,7 +15,7 @@ import (
 // neither (ErrServerClosed).
 func TestLiveAndReady(t *testing.T) {
 	srv, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools(), MaxCalls: 1})
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	if err := srv.Live(ctx); err != nil {
 		t.Errorf("Live = %v", err)
@@ -26,7 +27,7 @@ func TestLiveAndReady(t *testing.T) {
 	if err := c.Send([]byte(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"sleep","arguments":{"ms":600000}}}`)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return errors.Is(srv.Ready(), toolgrain.ErrSaturated) })
+	mcptest.Eventually(t, "Ready to report saturation", func() bool { return errors.Is(srv.Ready(), toolgrain.ErrSaturated) })
 	if err := srv.Ready(); err.Error() != "toolgrain: at the limit of calls in flight: 1 calls in flight (limit 1)" {
 		t.Errorf("Ready = %q", err)
 	}
@@ -36,7 +37,7 @@ func TestLiveAndReady(t *testing.T) {
 	if err := c.Send([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"s"}}`)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { return srv.Ready() == nil })
+	mcptest.Eventually(t, "Ready again after the cancellation", func() bool { return srv.Ready() == nil })
 
 	if err := srv.Close(); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/toolgrain/toolgrain"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -75,15 +76,15 @@ func sameAnswer(t *testing.T, what, hidden, unknown string) {
 }
 
 // httpAnswer is the whole of an HTTP answer but its Date: the status, every header, the body.
-func httpAnswer(r reply) string {
-	h := r.header.Clone()
+func httpAnswer(r mcptest.Reply) string {
+	h := r.Header.Clone()
 	h.Del("Date")
 	var lines []string
 	for k, vs := range h {
 		lines = append(lines, k+": "+strings.Join(vs, ", "))
 	}
 	slices.Sort(lines)
-	return fmt.Sprintf("%d\n%s\n%s%s", r.status, strings.Join(lines, "\n"), r.body, strings.Join(r.events, "\n"))
+	return fmt.Sprintf("%d\n%s\n%s%s", r.Status, strings.Join(lines, "\n"), r.Body, strings.Join(r.Events, "\n"))
 }
 
 // TestHiddenToolStdio: over stdio with an identity (ServeStdioAs), in both eras.
@@ -94,8 +95,8 @@ func TestHiddenToolStdio(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = srv.Close() })
 	c := attachAs(t, srv, opsNarrow)
-	c.initialize()
-	ask := func(req string) string { c.send(req); return c.recv() }
+	c.Initialize()
+	ask := func(req string) string { c.Send(req); return c.Recv() }
 	for _, tc := range []struct{ name, req string }{
 		{"legacy", call("1", "%s", `{}`)},
 		{"modern", modernCall("2", "%s", `{"region":"eu"}`, `{}`)},
@@ -111,8 +112,8 @@ func TestHiddenToolStdio(t *testing.T) {
 	// The caller with the scope is refused by the tool's input schema, which the hidden tool's
 	// callers never reach.
 	full := attachAs(t, srv, opsFull)
-	full.initialize()
-	full.expect(call("4", "deploy", `{"region":1}`), `{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"invalid arguments: region: must be string, got number"}],"isError":true}}`)
+	full.Initialize()
+	full.Expect(call("4", "deploy", `{"region":1}`), `{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"invalid arguments: region: must be string, got number"}],"isError":true}}`)
 }
 
 // TestHiddenToolInMemory: a client connected with ConnectInMemoryAs, in both eras.
@@ -127,7 +128,7 @@ func TestHiddenToolInMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	if _, err := c.Initialize(ctx); err != nil {
 		t.Fatal(err)
@@ -158,13 +159,13 @@ func TestHiddenToolInMemory(t *testing.T) {
 // before the caller is refused, since that too would tell the tool exists.
 func TestHiddenToolHTTP(t *testing.T) {
 	e := startHTTP(t, hideConfig(nil))
-	s := e.client()
-	s.token = "narrow"
-	s.initialize()
-	sameAnswer(t, "legacy session", httpAnswer(s.post(call("1", "deploy", `{}`))), httpAnswer(s.post(call("1", "absent", `{}`))))
+	s := e.Session()
+	s.Token = "narrow"
+	s.Initialize()
+	sameAnswer(t, "legacy session", httpAnswer(s.Post(call("1", "deploy", `{}`))), httpAnswer(s.Post(call("1", "absent", `{}`))))
 
-	m := e.client()
-	m.token = "narrow"
+	m := e.Session()
+	m.Token = "narrow"
 	for _, tc := range []struct {
 		name, args string
 		extra      []string
@@ -180,18 +181,18 @@ func TestHiddenToolHTTP(t *testing.T) {
 		if strings.HasSuffix(tc.name, "task") {
 			caps = tasksCaps
 		}
-		hidden := m.modernPost(modernCall("2", "deploy", tc.args, caps), tc.extra...)
-		unknown := m.modernPost(modernCall("2", "absent", tc.args, caps), tc.extra...)
-		if unknown.status != http.StatusBadRequest || !strings.Contains(unknown.body, `unknown tool \"absent\"`) {
+		hidden := m.ModernPost(modernCall("2", "deploy", tc.args, caps), tc.extra...)
+		unknown := m.ModernPost(modernCall("2", "absent", tc.args, caps), tc.extra...)
+		if unknown.Status != http.StatusBadRequest || !strings.Contains(unknown.Body, `unknown tool \"absent\"`) {
 			t.Fatalf("%s: unknown tool answered %s", tc.name, httpAnswer(unknown))
 		}
 		sameAnswer(t, tc.name, httpAnswer(hidden), httpAnswer(unknown))
 	}
 
 	// Unhidden, the same requests reach the tool: the header check, then the call.
-	m.token = "full"
-	if r := m.modernPost(modernCall("3", "deploy", `{"region":"eu"}`, `{}`), "Mcp-Param-Region", "us"); r.status != http.StatusBadRequest ||
-		!strings.Contains(r.body, "-32020") {
+	m.Token = "full"
+	if r := m.ModernPost(modernCall("3", "deploy", `{"region":"eu"}`, `{}`), "Mcp-Param-Region", "us"); r.Status != http.StatusBadRequest ||
+		!strings.Contains(r.Body, "-32020") {
 		t.Errorf("the caller with the scope, wrong header: %s", httpAnswer(r))
 	}
 }
@@ -202,8 +203,8 @@ func TestHiddenToolHTTP(t *testing.T) {
 func TestHiddenToolTasks(t *testing.T) {
 	release := make(chan struct{})
 	e := startHTTP(t, hideConfig(release))
-	full := &taskConn{t: t, srv: e.srv, do: httpDo(t, &httpSession{e: e, token: "full"})}
-	narrow := &taskConn{t: t, srv: e.srv, do: httpDo(t, &httpSession{e: e, token: "narrow"})}
+	full := &taskConn{t: t, srv: e.srv, do: httpDo(t, &mcptest.Session{HTTP: e.HTTP, Token: "full"})}
+	narrow := &taskConn{t: t, srv: e.srv, do: httpDo(t, &mcptest.Session{HTTP: e.HTTP, Token: "narrow"})}
 	id := full.start("deploy", `{}`)
 	other := strings.Repeat("0", len(id)) // no task has it
 
@@ -235,20 +236,20 @@ func TestHiddenToolTasks(t *testing.T) {
 	// Two listen streams follow the task over stdio, one per caller.
 	listen := func(who *toolgrain.Identity) *stdioClient {
 		c := attachAs(t, e.srv, who)
-		c.send(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"taskIds":["` + id + `"]},` + envelope(tasksCaps) + `}}`)
-		if got := c.recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged"`) {
+		c.Send(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"taskIds":["` + id + `"]},` + envelope(tasksCaps) + `}}`)
+		if got := c.Recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged"`) {
 			t.Fatalf("ack: %s", got)
 		}
 		return c
 	}
 	seen, unseen := listen(opsFull), listen(opsNarrow)
 	close(release)
-	if got := seen.recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","method":"notifications/tasks"`) || !strings.Contains(got, `"status":"completed"`) {
+	if got := seen.Recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","method":"notifications/tasks"`) || !strings.Contains(got, `"status":"completed"`) {
 		t.Fatalf("the caller with the scope: %s", got)
 	}
 	// Both notifications would have been queued together, before this request's answer.
-	unseen.send(modernRequest("1", "server/discover", ""))
-	if got := unseen.recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":1,"result":`) {
+	unseen.Send(modernRequest("1", "server/discover", ""))
+	if got := unseen.Recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":1,"result":`) {
 		t.Errorf("the caller without the scope was told of the task: %s", got)
 	}
 	if got := full.await(id); got.Result["status"] != "completed" {
@@ -256,6 +257,6 @@ func TestHiddenToolTasks(t *testing.T) {
 	}
 	compare("completed")
 	for _, c := range []*stdioClient{seen, unseen} {
-		c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"L"}}`)
+		c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"L"}}`)
 	}
 }

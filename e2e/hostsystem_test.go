@@ -16,6 +16,7 @@ import (
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/actors"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -28,7 +29,7 @@ func pingActor(ctx actor.Context) {
 
 func assertAlive(t *testing.T, system *actor.ActorSystem, pid *actor.PID) {
 	t.Helper()
-	res, err := system.Root.RequestFuture(pid, "ping", watchdog).Result()
+	res, err := system.Root.RequestFuture(pid, "ping", mcptest.Watchdog).Result()
 	if err != nil || res != "pong" {
 		t.Fatalf("host actor %s: %v, %v", pid.Id, res, err)
 	}
@@ -91,7 +92,7 @@ func TestServerOnHostActorSystem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	if _, err := c.Initialize(ctx); err != nil {
 		t.Fatal(err)
@@ -132,7 +133,7 @@ func TestServerOnHostActorSystem(t *testing.T) {
 		if !strings.Contains(m.Cause.Error(), "connection closed") {
 			t.Errorf("cancel cause = %v", m.Cause)
 		}
-	case <-time.After(watchdog):
+	case <-time.After(mcptest.Watchdog):
 		t.Fatal("the host actor was not told that its call ended")
 	}
 	if _, err := srv.ConnectInMemory(); !errors.Is(err, toolgrain.ErrServerClosed) {
@@ -145,13 +146,13 @@ func TestServerOnHostActorSystem(t *testing.T) {
 			t.Errorf("server actor %s still registered after Close", id)
 		}
 	}
-	goleak.VerifyNone(t, baseline, goleak.IgnoreTopFunction(deadLetterThrottle))
+	goleak.VerifyNone(t, baseline, goleak.IgnoreTopFunction(mcptest.DeadLetterThrottle))
 
 	// The host's system and actors keep running, and new ones can start.
 	assertAlive(t, system, before)
 	assertAlive(t, system, squatted)
 	assertAlive(t, system, system.Root.Spawn(actor.PropsFromFunc(pingActor)))
-	if res, err := system.Root.RequestFuture(host, &tools.ActorCall{Arguments: []byte(`{"mode":"ok"}`)}, watchdog).Result(); err != nil {
+	if res, err := system.Root.RequestFuture(host, &tools.ActorCall{Arguments: []byte(`{"mode":"ok"}`)}, mcptest.Watchdog).Result(); err != nil {
 		t.Fatalf("host tool actor after Close: %v", err)
 	} else if r, _ := res.(*tools.ActorResult); r == nil {
 		t.Fatalf("host tool actor replied %T", res)
@@ -171,7 +172,7 @@ func TestServerOwnSystem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	if _, err := c.Initialize(ctx); err != nil {
 		t.Fatal(err)
@@ -182,7 +183,7 @@ func TestServerOwnSystem(t *testing.T) {
 	if err := srv.Close(); err != nil {
 		t.Fatal(err)
 	}
-	goleak.VerifyNone(t, baseline, goleak.IgnoreTopFunction(deadLetterThrottle))
+	goleak.VerifyNone(t, baseline, goleak.IgnoreTopFunction(mcptest.DeadLetterThrottle))
 }
 
 // logRecorder is a slog handler that keeps every record's text, for a host's actor system.
@@ -222,7 +223,7 @@ func TestNoDeadLetterNoiseInTheHostLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	if _, err := c.Initialize(ctx); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -42,7 +43,7 @@ var testVerifier = toolgrain.TokenVerifierFunc(func(ctx context.Context, token s
 	return nil, fmt.Errorf("unknown or expired token: %w", toolgrain.ErrInvalidToken)
 })
 
-func authConfig(rec *recorder, log *zap.Logger) toolgrain.Config {
+func authConfig(rec *mcptest.Recorder, log *zap.Logger) toolgrain.Config {
 	whoami := tools.Tool{Name: "whoami", Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
 		id := tools.IdentityFromContext(ctx)
 		if id == nil {
@@ -55,7 +56,7 @@ func authConfig(rec *recorder, log *zap.Logger) toolgrain.Config {
 	})}
 	return toolgrain.Config{
 		Tools:   []tools.Tool{whoami, boom},
-		OnError: rec.onError,
+		OnError: rec.OnError,
 		Logger:  log,
 		HTTP: toolgrain.HTTPConfig{
 			// The endpoint's URI takes the loopback name and port of each request.
@@ -71,7 +72,7 @@ func authConfig(rec *recorder, log *zap.Logger) toolgrain.Config {
 
 // TestHTTPAuthRows asserts the exact answer to every row of bearer auth, and what onError gets.
 func TestHTTPAuthRows(t *testing.T) {
-	rec := newRecorder()
+	rec := mcptest.NewRecorder()
 	e := startHTTP(t, authConfig(rec, nil))
 	metadata := e.ts.URL + "/.well-known/oauth-protected-resource/mcp"
 	challenge := `Bearer resource_metadata="` + metadata + `", scope="tools:call"`
@@ -100,15 +101,15 @@ func TestHTTPAuthRows(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := e.client().post(initRequest, "Authorization", tt.auth)
+			r := e.Session().Post(mcptest.InitRequest, "Authorization", tt.auth)
 			assertReply(t, tt.name, r, tt.status, tt.body)
-			if got := r.header.Get("WWW-Authenticate"); got != tt.challenge {
+			if got := r.Header.Get("WWW-Authenticate"); got != tt.challenge {
 				t.Errorf("WWW-Authenticate\n got: %s\nwant: %s", got, tt.challenge)
 			}
-			if tt.status == 503 && r.header.Get("Retry-After") == "" {
+			if tt.status == 503 && r.Header.Get("Retry-After") == "" {
 				t.Error("503 without Retry-After")
 			}
-			for k, v := range r.header {
+			for k, v := range r.Header {
 				if strings.Contains(strings.Join(v, " "), demo.Marker) {
 					t.Errorf("header %s leaks the internal error: %s", k, v)
 				}
@@ -117,43 +118,43 @@ func TestHTTPAuthRows(t *testing.T) {
 	}
 
 	// GET and DELETE are authenticated too.
-	c := e.client()
-	c.token = "alice-token"
-	c.initialize()
-	c.token = ""
-	assertReply(t, "DELETE without a token", c.do(http.MethodDelete, ""), 401,
+	c := e.Session()
+	c.Token = "alice-token"
+	c.Initialize()
+	c.Token = ""
+	assertReply(t, "DELETE without a token", c.Do(http.MethodDelete, ""), 401,
 		`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Unauthorized: authentication required"}}`)
-	assertReply(t, "GET without a token", c.do(http.MethodGet, "", "Accept", "text/event-stream"), 401,
+	assertReply(t, "GET without a token", c.Do(http.MethodGet, "", "Accept", "text/event-stream"), 401,
 		`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Unauthorized: authentication required"}}`)
 
 	// Exactly the three unexpected failures were reported, each with the original error and no
 	// details; the rejections and the missing scope were not.
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	if err := e.srv.Shutdown(ctx); err != nil { // flushes the reports
 		t.Fatal(err)
 	}
-	got := rec.snapshot()
+	got := rec.Snapshot()
 	if len(got) != 3 {
 		t.Fatalf("%d reports, want 3: %v", len(got), got)
 	}
-	if got[0].err != errIdPOutage || got[0].details != nil {
-		t.Errorf("outage report = (%v, %v), want the original error and nil details", got[0].err, got[0].details)
+	if got[0].Err != errIdPOutage || got[0].Details != nil {
+		t.Errorf("outage report = (%v, %v), want the original error and nil details", got[0].Err, got[0].Details)
 	}
 	var pe *toolgrain.VerifierPanicError
-	if !errors.As(got[1].err, &pe) || !strings.Contains(fmt.Sprint(pe.Value), demo.Marker) || len(pe.Stack) == 0 || got[1].details != nil {
-		t.Errorf("panic report = (%v, %v), want a *VerifierPanicError with its stack and nil details", got[1].err, got[1].details)
+	if !errors.As(got[1].Err, &pe) || !strings.Contains(fmt.Sprint(pe.Value), demo.Marker) || len(pe.Stack) == 0 || got[1].Details != nil {
+		t.Errorf("panic report = (%v, %v), want a *VerifierPanicError with its stack and nil details", got[1].Err, got[1].Details)
 	}
-	if !strings.Contains(got[2].err.Error(), "neither an identity nor an error") || got[2].details != nil {
-		t.Errorf("third report = (%v, %v)", got[2].err, got[2].details)
+	if !strings.Contains(got[2].Err.Error(), "neither an identity nor an error") || got[2].Details != nil {
+		t.Errorf("third report = (%v, %v)", got[2].Err, got[2].Details)
 	}
 }
 
 func TestHTTPResourceMetadata(t *testing.T) {
-	e := startHTTP(t, authConfig(newRecorder(), nil))
+	e := startHTTP(t, authConfig(mcptest.NewRecorder(), nil))
 	want := `{"resource":"` + e.ts.URL + `/mcp","authorization_servers":["https://auth.example.com"],"scopes_supported":["tools:call"],"bearer_methods_supported":["header"]}`
 	for _, path := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"} {
-		resp, err := e.hc.Get(e.ts.URL + path)
+		resp, err := e.Client.Get(e.ts.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +167,7 @@ func TestHTTPResourceMetadata(t *testing.T) {
 
 	// Without auth there is no metadata.
 	plain := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
-	resp, err := plain.hc.Get(plain.ts.URL + "/.well-known/oauth-protected-resource/mcp")
+	resp, err := plain.Client.Get(plain.ts.URL + "/.well-known/oauth-protected-resource/mcp")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,33 +180,33 @@ func TestHTTPResourceMetadata(t *testing.T) {
 // TestHTTPIdentity: the verified identity reaches the handler's context; sessions are bound to
 // their subject; neither the identity nor the token appears in diagnostics or logs.
 func TestHTTPIdentity(t *testing.T) {
-	rec := newRecorder()
+	rec := mcptest.NewRecorder()
 	core, logs := observer.New(zapcore.DebugLevel)
 	e := startHTTP(t, authConfig(rec, zap.New(core)))
-	alice := e.client()
-	alice.token = "alice-token"
-	alice.initialize()
-	alice.expect(call("1", "whoami", `{}`), `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"user-alice tools:call,extra"}]}}`)
-	alice.expect(call("2", "boom", `{}`), `{"jsonrpc":"2.0","id":2,"result":`+failedResult+`}`)
+	alice := e.Session()
+	alice.Token = "alice-token"
+	alice.Initialize()
+	alice.Expect(call("1", "whoami", `{}`), `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"user-alice tools:call,extra"}]}}`)
+	alice.Expect(call("2", "boom", `{}`), `{"jsonrpc":"2.0","id":2,"result":`+failedResult+`}`)
 
 	// Another valid subject cannot use alice's session.
-	bob := e.client()
-	bob.token, bob.id, bob.version = "bob-token", alice.id, alice.version
-	assertReply(t, "bob on alice's session", bob.post(call("3", "whoami", `{}`)), http.StatusNotFound, errUnknown)
-	bob.id = ""
-	bob.initialize()
-	bob.expect(call("4", "whoami", `{}`), `{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"user-bob tools:call"}]}}`)
+	bob := e.Session()
+	bob.Token, bob.ID, bob.Version = "bob-token", alice.ID, alice.Version
+	assertReply(t, "bob on alice's session", bob.Post(call("3", "whoami", `{}`)), http.StatusNotFound, errUnknown)
+	bob.ID = ""
+	bob.Initialize()
+	bob.Expect(call("4", "whoami", `{}`), `{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"user-bob tools:call"}]}}`)
 
-	r := rec.wait(t, 1)[0]
-	if !strings.Contains(r.err.Error(), demo.Marker) || r.details.ToolName() != "boom" {
-		t.Fatalf("report = (%v, tool %q)", r.err, r.details.ToolName())
+	r := rec.Wait(t, 1)[0]
+	if !strings.Contains(r.Err.Error(), demo.Marker) || r.Details.ToolName() != "boom" {
+		t.Fatalf("report = (%v, tool %q)", r.Err, r.Details.ToolName())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	if err := e.srv.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	dump := fmt.Sprintf("%v %+v %#v %#v", r.err, r.details, r.details, r.details.Request())
+	dump := fmt.Sprintf("%v %+v %#v %#v", r.Err, r.Details, r.Details, r.Details.Request())
 	for _, entry := range logs.All() {
 		dump += fmt.Sprintf(" %s %v", entry.Message, entry.ContextMap())
 	}
@@ -219,19 +220,19 @@ func TestHTTPIdentity(t *testing.T) {
 // TestHTTPVerifierTimeout: a verifier that does not answer within VerifyTimeout is an unexpected
 // failure (503), reported with the context's error.
 func TestHTTPVerifierTimeout(t *testing.T) {
-	rec := newRecorder()
+	rec := mcptest.NewRecorder()
 	stuck := toolgrain.TokenVerifierFunc(func(ctx context.Context, token string) (*toolgrain.Identity, error) {
 		<-ctx.Done()
 		return nil, fmt.Errorf("introspection: %w", ctx.Err())
 	})
-	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.onError,
+	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.OnError,
 		HTTP: toolgrain.HTTPConfig{AllowedHosts: []string{"127.0.0.1"}, Auth: &toolgrain.AuthConfig{Verifier: stuck, VerifyTimeout: 50 * time.Millisecond}}})
-	c := e.client()
-	c.token = "any"
-	assertReply(t, "stuck verifier", c.post(initRequest), http.StatusServiceUnavailable,
+	c := e.Session()
+	c.Token = "any"
+	assertReply(t, "stuck verifier", c.Post(mcptest.InitRequest), http.StatusServiceUnavailable,
 		`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Service Unavailable: authentication is temporarily unavailable"}}`)
-	if r := rec.wait(t, 1)[0]; !errors.Is(r.err, context.DeadlineExceeded) || r.details != nil {
-		t.Errorf("report = (%v, %v), want the deadline and nil details", r.err, r.details)
+	if r := rec.Wait(t, 1)[0]; !errors.Is(r.Err, context.DeadlineExceeded) || r.Details != nil {
+		t.Errorf("report = (%v, %v), want the deadline and nil details", r.Err, r.Details)
 	}
 }
 

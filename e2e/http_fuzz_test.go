@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/protocol"
 )
 
@@ -46,7 +47,7 @@ func FuzzHTTPHandler(f *testing.F) {
 	for _, s := range httpFuzzSeeds {
 		f.Add(true, []byte(s))
 	}
-	f.Add(false, []byte(rawPost(initRequest)))
+	f.Add(false, []byte(rawPost(mcptest.InitRequest)))
 	f.Add(false, []byte(rawPost(call("1", "echo", `{"text":"no session"}`))))
 	// Ignored by id: the goroutines that exist before the server. The server's own are
 	// recognised by what they run, since its pool's workers serve one input, then another.
@@ -68,7 +69,7 @@ func FuzzHTTPHandler(f *testing.F) {
 	f.Fuzz(func(t *testing.T, opened bool, data []byte) {
 		c := &fuzzClient{t: t, h: srv.Handler(), vars: map[string]string{"$SID": "", "$LAST": ""}, sessions: map[string]bool{}}
 		if opened {
-			res := c.serve(mustRequest(t, rawPost(initRequest)))
+			res := c.serve(mustRequest(t, rawPost(mcptest.InitRequest)))
 			c.vars["$SID"] = res.Header().Get("Mcp-Session-Id")
 			c.serve(mustRequest(t, rawPost(initializedNotif, "Mcp-Session-Id: $SID")))
 		}
@@ -86,7 +87,7 @@ func FuzzHTTPHandler(f *testing.F) {
 		if n := srv.Sessions(); n != 0 {
 			t.Fatalf("%d sessions left after deleting every session the input opened", n)
 		}
-		if err := goleak.Find(before, goleak.IgnoreTopFunction(deadLetterThrottle), goleak.IgnoreTopFunction(idleWorker),
+		if err := goleak.Find(before, goleak.IgnoreTopFunction(mcptest.DeadLetterThrottle), goleak.IgnoreTopFunction(idleWorker),
 			goleak.IgnoreTopFunction(fuzzWorkerSignals)); err != nil {
 			t.Fatalf("goroutines left: %v", err)
 		}
@@ -166,23 +167,23 @@ func (c *fuzzClient) serve(req *http.Request) *httptest.ResponseRecorder {
 		}
 		responses := 0
 		for _, ev := range parseSSE(body) {
-			if ev.id != "" {
-				c.vars["$LAST"] = ev.id
+			if ev.ID != "" {
+				c.vars["$LAST"] = ev.ID
 			}
-			if ev.data == "" {
+			if ev.Data == "" {
 				continue
 			}
-			if ev.event == "endpoint" {
+			if ev.Event == "endpoint" {
 				// A GET without a session opened an HTTP+SSE stream: its first event names
 				// the POST URL of its session.
-				if !strings.HasPrefix(ev.data, "/mcp?sessionId=") {
-					t.Fatalf("%s: endpoint event %q", what, ev.data)
+				if !strings.HasPrefix(ev.Data, "/mcp?sessionId=") {
+					t.Fatalf("%s: endpoint event %q", what, ev.Data)
 				}
 				continue
 			}
-			if checkFuzzAnswer(t, what, []byte(ev.data), false, sent) {
+			if checkFuzzAnswer(t, what, []byte(ev.Data), false, sent) {
 				if responses++; responses > 1 {
-					t.Fatalf("%s: a second response on one stream: %s", what, ev.data)
+					t.Fatalf("%s: a second response on one stream: %s", what, ev.Data)
 				}
 			}
 		}
@@ -239,9 +240,9 @@ func headerValues(h http.Header) []string {
 }
 
 // parseSSE splits a complete event stream into its events.
-func parseSSE(body []byte) []sseEvent {
-	var evs []sseEvent
-	for ev := range readSSE(bytes.NewReader(body)) {
+func parseSSE(body []byte) []mcptest.Event {
+	var evs []mcptest.Event
+	for ev := range mcptest.ReadEvents(bytes.NewReader(body)) {
 		evs = append(evs, ev)
 	}
 	return evs
@@ -323,7 +324,7 @@ var httpFuzzSeeds = []string{
 		rawPost(call("3", "fail", `{"mode":"bad-output"}`), session...) + rawPost(call("4", "fail", `{"mode":"provider"}`), session...),
 	rawPost(`{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"sleep","arguments":{"ms":250},"_meta":{"progressToken":"s"}}}`, session...) +
 		rawRequest(http.MethodGet, "", append([]string{"Last-Event-ID: $LAST"}, session...)...) +
-		rawPost(cancelFor(`"s"`), session...),
+		rawPost(mcptest.CancelFor(`"s"`), session...),
 	rawRequest(http.MethodGet, "", session...) + rawPost(`{"jsonrpc":"2.0","id":"p","method":"ping"}`, session...) +
 		rawRequest(http.MethodDelete, "", session...) + rawPost(`{"jsonrpc":"2.0","id":"p","method":"ping"}`, session...),
 	rawPost(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "Mcp-Session-Id: $SID", "MCP-Protocol-Version: 1999-01-01") +
@@ -336,7 +337,7 @@ var httpFuzzSeeds = []string{
 	rawPost(modernRequest("4", "subscriptions/listen", `"notifications":{"toolsListChanged":true}`), rawModernHeaders("subscriptions/listen", "")...) +
 		rawPost(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":500},"_meta":{"progressToken":5,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
 			rawModernHeaders("tools/call", "sleep")...),
-	rawPost(initRequest) + rawPost(initRequest) + rawPost(initRequest) + rawPost(initRequest) + rawPost(initRequest),
+	rawPost(mcptest.InitRequest) + rawPost(mcptest.InitRequest) + rawPost(mcptest.InitRequest) + rawPost(mcptest.InitRequest) + rawPost(mcptest.InitRequest),
 	rawRequest(http.MethodGet, "", "Accept: text/event-stream") + rawPost(pingRequest, "Mcp-Session-Id: "),
 	rawPost(call("1", "echo", `{"text":"x"}`), "Mcp-Session-Id: $SID", "Origin: http://evil.example.com") +
 		rawPost(call("1", "echo", `{"text":"x"}`), "Mcp-Session-Id: $SID", "Content-Type: text/plain") +

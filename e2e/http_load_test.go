@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -77,8 +77,8 @@ func TestHTTPManyCallsInFlight(t *testing.T) {
 	})
 	gauge := &inFlightGauge{}
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), Middleware: []tools.Middleware{gauge.middleware}})
-	c := e.client()
-	c.initialize()
+	c := e.Session()
+	c.Initialize()
 	tr := &http.Transport{MaxIdleConnsPerHost: clients}
 	t.Cleanup(tr.CloseIdleConnections)
 	l := &loadSession{c: c, hc: &http.Client{Transport: tr}}
@@ -121,7 +121,7 @@ func TestHTTPManyCallsInFlight(t *testing.T) {
 
 // loadSession is the clients' shared view of the session and their findings.
 type loadSession struct {
-	c  *httpSession
+	c  *mcptest.Session
 	hc *http.Client
 
 	mu                                  sync.Mutex
@@ -145,7 +145,7 @@ func (l *loadSession) count(n *int) {
 
 // open POSTs body and returns the response, whose body the caller closes.
 func (l *loadSession) open(ctx context.Context, body string) (*http.Response, error) {
-	return l.hc.Do(l.c.request(ctx, http.MethodPost, body))
+	return l.hc.Do(l.c.Request(ctx, http.MethodPost, body))
 }
 
 // step makes one call of the mix, with every random choice taken from rng.
@@ -175,7 +175,7 @@ func (l *loadSession) step(rng *rand.Rand, id string) {
 // expect makes one call and checks its answer: a JSON body that is exactly want, or an SSE
 // stream of progress notifications for this call that ends with want.
 func (l *loadSession) expect(id, body, want string) {
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	resp, err := l.open(ctx, body)
 	if err != nil {
@@ -197,9 +197,9 @@ func (l *loadSession) expect(id, body, want string) {
 		l.count(&l.answered)
 		return
 	}
-	events := bufio.NewReader(resp.Body)
+	events := mcptest.NewEventReader(resp.Body)
 	var last, after string
-	err = eachEvent(events, func(ev string) {
+	err = events.Each(func(ev string) {
 		switch {
 		case last != "":
 			after = ev
@@ -233,7 +233,7 @@ func (l *loadSession) expect(id, body, want string) {
 // calls ready and waits for release when they are set, cancels it and checks that its stream
 // ends with nothing but progress.
 func (l *loadSession) heldSleep(id string, ready func(), release <-chan struct{}) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*mcptest.Watchdog)
 	defer cancel()
 	resp, err := l.open(ctx, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":600000},"_meta":{"progressToken":`+id+`}}}`)
 	if ready != nil {
@@ -248,8 +248,8 @@ func (l *loadSession) heldSleep(id string, ready func(), release <-chan struct{}
 		return
 	}
 	defer resp.Body.Close()
-	events := bufio.NewReader(resp.Body)
-	if first, err := readEvent(events); err != nil || !strings.Contains(first, "notifications/progress") {
+	events := mcptest.NewEventReader(resp.Body)
+	if first, err := events.NextData(); err != nil || !strings.Contains(first, "notifications/progress") {
 		l.violate("%s: first event %.200q, %v", id, first, err)
 		return
 	}
@@ -258,9 +258,9 @@ func (l *loadSession) heldSleep(id string, ready func(), release <-chan struct{}
 		ready = nil
 		<-release
 	}
-	cctx, ccancel := context.WithTimeout(context.Background(), watchdog)
+	cctx, ccancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer ccancel()
-	cresp, err := l.open(cctx, cancelFor(id))
+	cresp, err := l.open(cctx, mcptest.CancelFor(id))
 	if err != nil {
 		l.violate("cancel %s: %v", id, err)
 		return
@@ -270,7 +270,7 @@ func (l *loadSession) heldSleep(id string, ready func(), release <-chan struct{}
 		l.violate("cancel %s: status %d", id, cresp.StatusCode)
 		return
 	}
-	if err := eachEvent(events, func(ev string) {
+	if err := events.Each(func(ev string) {
 		if !strings.Contains(ev, "notifications/progress") {
 			l.violate("the cancelled call %s sent %.200s", id, ev)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/protocol"
 )
 
@@ -16,10 +17,10 @@ import (
 
 // runningSleep starts a long sleep with a progress token on its own POST and returns once its
 // first progress event shows that it runs.
-func runningSleep(t *testing.T, c *httpSession, id string) *stream {
+func runningSleep(t *testing.T, c *mcptest.Session, id string) *mcptest.Stream {
 	t.Helper()
-	s := c.open(http.MethodPost, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":600000},"_meta":{"progressToken":`+id+`}}}`)
-	if ev, ok := s.next(); !ok || !strings.Contains(ev, "notifications/progress") {
+	s := c.Open(http.MethodPost, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":600000},"_meta":{"progressToken":`+id+`}}}`)
+	if ev, ok := s.Next(); !ok || !strings.Contains(ev, "notifications/progress") {
 		t.Fatalf("first event %q (ok %v), want progress", ev, ok)
 	}
 	return s
@@ -27,20 +28,20 @@ func runningSleep(t *testing.T, c *httpSession, id string) *stream {
 
 func TestHTTPCallLimits(t *testing.T) {
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), MaxCallsPerConnection: 2, MaxCalls: 3})
-	a, b := e.client(), e.client()
-	a.initialize()
-	b.initialize()
+	a, b := e.Session(), e.Session()
+	a.Initialize()
+	b.Initialize()
 	runningSleep(t, a, "1")
 	runningSleep(t, a, "2")
-	a.expect(call("3", "echo", `{"text":"x"}`), busyError("3", "connection", 2))
-	a.expect(pingRequest, pingResult)
+	a.Expect(call("3", "echo", `{"text":"x"}`), busyError("3", "connection", 2))
+	a.Expect(pingRequest, pingResult)
 	runningSleep(t, b, "1")
-	b.expect(call("2", "echo", `{"text":"x"}`), busyError("2", "server", 3))
-	assertReply(t, "cancel", a.post(cancelFor("1")), http.StatusAccepted, "")
+	b.Expect(call("2", "echo", `{"text":"x"}`), busyError("2", "server", 3))
+	assertReply(t, "cancel", a.Post(mcptest.CancelFor("1")), http.StatusAccepted, "")
 	// The 202 comes once the cancellation is delivered, not handled: a ping on the same session
 	// is handled after it, and so after its call has given back its place.
-	a.expect(pingRequest, pingResult)
-	b.expect(call("3", "echo", `{"text":"y"}`), echoResult("3", "y"))
+	a.Expect(pingRequest, pingResult)
+	b.Expect(call("3", "echo", `{"text":"y"}`), echoResult("3", "y"))
 	if got := e.srv.Stats().RefusedCalls; got != 2 {
 		t.Errorf("RefusedCalls = %d, want 2", got)
 	}
@@ -56,11 +57,11 @@ func sessionsBusy(scope string, limit int) string {
 }
 
 // assertBusy checks a refused initialize: its status, Retry-After and exact body.
-func assertBusy(t *testing.T, what string, got reply, status int, scope string, limit int) {
+func assertBusy(t *testing.T, what string, got mcptest.Reply, status int, scope string, limit int) {
 	t.Helper()
 	assertReply(t, what, got, status, sessionsBusy(scope, limit))
-	if got.header.Get("Mcp-Session-Id") != "" || got.header.Get("Retry-After") != "5" {
-		t.Errorf("%s: Mcp-Session-Id %q, Retry-After %q", what, got.header.Get("Mcp-Session-Id"), got.header.Get("Retry-After"))
+	if got.Header.Get("Mcp-Session-Id") != "" || got.Header.Get("Retry-After") != "5" {
+		t.Errorf("%s: Mcp-Session-Id %q, Retry-After %q", what, got.Header.Get("Mcp-Session-Id"), got.Header.Get("Retry-After"))
 	}
 }
 
@@ -69,48 +70,48 @@ func assertBusy(t *testing.T, what string, got reply, status int, scope string, 
 // keeps none. The open sessions keep serving.
 func TestHTTPSessionLimits(t *testing.T) {
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), HTTP: toolgrain.HTTPConfig{MaxSessions: 2}})
-	a, b := e.client(), e.client()
-	a.initialize()
-	assertReply(t, "failed initialize", e.client().post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`), http.StatusOK,
+	a, b := e.Session(), e.Session()
+	a.Initialize()
+	assertReply(t, "failed initialize", e.Session().Post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}`), http.StatusOK,
 		`{"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"Invalid params: initialize needs protocolVersion, capabilities and clientInfo"}}`)
-	b.initialize()
-	assertBusy(t, "third session", e.client().post(initRequest), http.StatusServiceUnavailable, "sessions", 2)
+	b.Initialize()
+	assertBusy(t, "third session", e.Session().Post(mcptest.InitRequest), http.StatusServiceUnavailable, "sessions", 2)
 	if n := e.srv.Sessions(); n != 2 {
 		t.Errorf("Sessions() = %d, want 2", n)
 	}
-	a.expect(pingRequest, pingResult)
-	assertReply(t, "DELETE", a.do(http.MethodDelete, ""), http.StatusNoContent, "")
-	e.client().initialize()
-	b.expect(pingRequest, pingResult)
+	a.Expect(pingRequest, pingResult)
+	assertReply(t, "DELETE", a.Do(http.MethodDelete, ""), http.StatusNoContent, "")
+	e.Session().Initialize()
+	b.Expect(pingRequest, pingResult)
 }
 
 // TestHTTPSessionLimitPerSubject: with auth, one subject may hold MaxSessionsPerSubject
 // sessions, and is refused with 429 past them (its own doing), while the others still find a
 // place until the server is full (503).
 func TestHTTPSessionLimitPerSubject(t *testing.T) {
-	cfg := authConfig(newRecorder(), nil)
+	cfg := authConfig(mcptest.NewRecorder(), nil)
 	cfg.HTTP.MaxSessions, cfg.HTTP.MaxSessionsPerSubject = 3, 2
 	e := startHTTP(t, cfg)
-	login := func(token string) *httpSession {
-		c := e.client()
-		c.token = token
+	login := func(token string) *mcptest.Session {
+		c := e.Session()
+		c.Token = token
 		return c
 	}
 	alice := login("alice-token")
-	alice.initialize()
-	login("alice-token").initialize()
-	assertBusy(t, "alice's third session", login("alice-token").post(initRequest), http.StatusTooManyRequests, "subject", 2)
-	login("bob-token").initialize()
-	assertBusy(t, "bob's second session, the server full", login("bob-token").post(initRequest), http.StatusServiceUnavailable, "sessions", 3)
-	assertBusy(t, "alice's third session, the server full", login("alice-token").post(initRequest), http.StatusTooManyRequests, "subject", 2)
-	assertReply(t, "DELETE", alice.do(http.MethodDelete, ""), http.StatusNoContent, "")
-	login("bob-token").initialize()
+	alice.Initialize()
+	login("alice-token").Initialize()
+	assertBusy(t, "alice's third session", login("alice-token").Post(mcptest.InitRequest), http.StatusTooManyRequests, "subject", 2)
+	login("bob-token").Initialize()
+	assertBusy(t, "bob's second session, the server full", login("bob-token").Post(mcptest.InitRequest), http.StatusServiceUnavailable, "sessions", 3)
+	assertBusy(t, "alice's third session, the server full", login("alice-token").Post(mcptest.InitRequest), http.StatusTooManyRequests, "subject", 2)
+	assertReply(t, "DELETE", alice.Do(http.MethodDelete, ""), http.StatusNoContent, "")
+	login("bob-token").Initialize()
 }
 
 func TestHTTPHostileInput(t *testing.T) {
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
-	c := e.client()
-	c.initialize()
+	c := e.Session()
+	c.Initialize()
 	tests := []struct {
 		name   string
 		give   string
@@ -134,12 +135,12 @@ func TestHTTPHostileInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assertReply(t, tt.name, c.post(tt.give), tt.status, tt.want)
+			assertReply(t, tt.name, c.Post(tt.give), tt.status, tt.want)
 		})
 	}
 	// A duplicate of an id in flight, from another POST of the session.
 	runningSleep(t, c, `"d"`)
-	c.expect(call(`"d"`, "echo", `{"text":"x"}`),
+	c.Expect(call(`"d"`, "echo", `{"text":"x"}`),
 		`{"jsonrpc":"2.0","id":"d","error":{"code":-32600,"message":"Invalid Request: id \"d\" is already in use by a request in flight"}}`)
 	// Floods of notifications and of cancellations for unknown ids: 202 each, nothing else.
 	n := 2000
@@ -151,15 +152,15 @@ func TestHTTPHostileInput(t *testing.T) {
 		if i%2 == 0 {
 			body = fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/whatever","params":{"i":%d}}`, i)
 		} else {
-			body = cancelFor(fmt.Sprint(1000000 + i))
+			body = mcptest.CancelFor(fmt.Sprint(1000000 + i))
 		}
-		if r := c.post(body); r.status != http.StatusAccepted || r.body != "" {
-			t.Fatalf("notification %d: %d %q", i, r.status, r.body)
+		if r := c.Post(body); r.Status != http.StatusAccepted || r.Body != "" {
+			t.Fatalf("notification %d: %d %q", i, r.Status, r.Body)
 		}
 	}
-	c.expect(call(`"d"`, "echo", `{"text":"x"}`),
+	c.Expect(call(`"d"`, "echo", `{"text":"x"}`),
 		`{"jsonrpc":"2.0","id":"d","error":{"code":-32600,"message":"Invalid Request: id \"d\" is already in use by a request in flight"}}`)
-	c.expect(pingRequest, pingResult)
+	c.Expect(pingRequest, pingResult)
 }
 
 // TestSecuritySessionIDsUnguessable: every HTTP session gets a fresh id of 128 random bits
@@ -168,21 +169,21 @@ func TestHTTPHostileInput(t *testing.T) {
 func TestSecuritySessionIDsUnguessable(t *testing.T) {
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	seen := map[string]bool{}
-	var last *httpSession
+	var last *mcptest.Session
 	for range 50 {
-		c := e.client()
-		c.initialize()
-		if len(c.id) != 26 || seen[c.id] || strings.Trim(c.id, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") != "" {
-			t.Fatalf("session id %q: want 26 fresh base32 characters", c.id)
+		c := e.Session()
+		c.Initialize()
+		if len(c.ID) != 26 || seen[c.ID] || strings.Trim(c.ID, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") != "" {
+			t.Fatalf("session id %q: want 26 fresh base32 characters", c.ID)
 		}
-		seen[c.id] = true
+		seen[c.ID] = true
 		last = c
 	}
-	for _, forged := range []string{protocol.NewSessionID(), last.id[:25], strings.ToLower(last.id)} {
-		f := &httpSession{e: e, id: forged, version: "2025-11-25"}
-		assertReply(t, "forged session id "+forged, f.post(pingRequest), http.StatusNotFound, errUnknown)
+	for _, forged := range []string{protocol.NewSessionID(), last.ID[:25], strings.ToLower(last.ID)} {
+		f := &mcptest.Session{HTTP: e.HTTP, ID: forged, Version: "2025-11-25"}
+		assertReply(t, "forged session id "+forged, f.Post(pingRequest), http.StatusNotFound, errUnknown)
 	}
-	last.expect(pingRequest, pingResult)
+	last.Expect(pingRequest, pingResult)
 }
 
 // TestSecurityOriginAndHostChecked: a browser page of another origin, and a DNS-rebinding
@@ -190,9 +191,9 @@ func TestSecuritySessionIDsUnguessable(t *testing.T) {
 func TestSecurityOriginAndHostChecked(t *testing.T) {
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	_, port, _ := strings.Cut(strings.TrimPrefix(e.ts.URL, "http://"), ":")
-	assertReply(t, "foreign origin", e.client().post(initRequest, "Origin", "http://evil.example.com"), http.StatusForbidden,
+	assertReply(t, "foreign origin", e.Session().Post(mcptest.InitRequest, "Origin", "http://evil.example.com"), http.StatusForbidden,
 		`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Forbidden: origin not allowed"}}`)
-	assertReply(t, "DNS rebinding", e.client().post(initRequest, "Host", "evil.example.com:"+port, "Origin", "http://evil.example.com:"+port), http.StatusForbidden,
+	assertReply(t, "DNS rebinding", e.Session().Post(mcptest.InitRequest, "Host", "evil.example.com:"+port, "Origin", "http://evil.example.com:"+port), http.StatusForbidden,
 		`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Forbidden: host not allowed"}}`)
 	if e.srv.Sessions() != 0 {
 		t.Errorf("%d sessions opened by refused requests", e.srv.Sessions())

@@ -8,6 +8,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/prompts"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/resources"
@@ -67,28 +68,28 @@ func TestIconsByRevision(t *testing.T) {
 			if version == "2024-11-05" {
 				wantCaps = strings.Replace(caps, `,"completions":{}`, "", 1)
 			}
-			c.expect(initRequestAt(version, `{}`), `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"`+version+`","capabilities":`+wantCaps+`,"serverInfo":`+info+`}}`)
+			c.Expect(mcptest.InitializeAt(version, `{}`), `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"`+version+`","capabilities":`+wantCaps+`,"serverInfo":`+info+`}}`)
 			for i, l := range lists {
 				want := l.without
 				if has {
 					want = l.with
 				}
 				id := string(rune('1' + i))
-				c.expect(`{"jsonrpc":"2.0","id":`+id+`,"method":"`+l.method+`"}`, `{"jsonrpc":"2.0","id":`+id+`,"result":`+want+`}`)
+				c.Expect(`{"jsonrpc":"2.0","id":`+id+`,"method":"`+l.method+`"}`, `{"jsonrpc":"2.0","id":`+id+`,"result":`+want+`}`)
 			}
 		})
 	}
 	t.Run("2026-07-28", func(t *testing.T) {
 		c := startStdio(t, iconConfig())
 		serverInfo := `"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"icons","version":"1","icons":` + iconJSON + `}}`
-		c.send(modernRequest(`"d"`, "server/discover", ""))
-		if got := c.recv(); !strings.Contains(got, serverInfo) {
+		c.Send(modernRequest(`"d"`, "server/discover", ""))
+		if got := c.Recv(); !strings.Contains(got, serverInfo) {
 			t.Errorf("server/discover: %s", got)
 		}
 		for i, l := range lists {
 			id := string(rune('1' + i))
-			c.send(modernRequest(id, l.method, ""))
-			got := c.recv()
+			c.Send(modernRequest(id, l.method, ""))
+			got := c.Recv()
 			if !strings.Contains(got, `"icons":`+iconJSON) && !strings.Contains(got, `"icons":`+dataIconJSON) || !strings.Contains(got, serverInfo) {
 				t.Errorf("%s: %s", l.method, got)
 			}
@@ -161,12 +162,12 @@ func TestIconsAreCopied(t *testing.T) {
 	c := startStdio(t, cfg)
 	cfg.Icons[0].Sizes[0] = "32x32"
 	cfg.Tools[0].Icons[0].Src = "https://evil.example/x.png"
-	c.send(initRequestAt("2025-11-25", `{}`))
-	if got := c.recv(); !strings.Contains(got, `"icons":[{"src":"https://example.com/a.png","sizes":["16x16"]}]`) {
+	c.Send(mcptest.InitializeAt("2025-11-25", `{}`))
+	if got := c.Recv(); !strings.Contains(got, `"icons":[{"src":"https://example.com/a.png","sizes":["16x16"]}]`) {
 		t.Errorf("initialize: %s", got)
 	}
-	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
-	if got := c.recv(); strings.Contains(got, "evil") {
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	if got := c.Recv(); strings.Contains(got, "evil") {
 		t.Errorf("tools/list: %s", got)
 	}
 }

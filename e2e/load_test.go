@@ -22,20 +22,20 @@ func TestManyCallsInFlight(t *testing.T) {
 		n = 2000
 	}
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
-	c.initialize()
+	c.Initialize()
 	for i := 0; i < n; i++ {
-		c.send(call(fmt.Sprint(i), "sleep", `{"ms":600000}`))
+		c.Send(call(fmt.Sprint(i), "sleep", `{"ms":600000}`))
 	}
-	c.expect(`{"jsonrpc":"2.0","id":"ping","method":"ping"}`, `{"jsonrpc":"2.0","id":"ping","result":{}}`)
-	c.expect(call(`"e1"`, "echo", `{"text":"busy"}`), `{"jsonrpc":"2.0","id":"e1","result":{"content":[{"type":"text","text":"busy"}]}}`)
+	c.Expect(`{"jsonrpc":"2.0","id":"ping","method":"ping"}`, `{"jsonrpc":"2.0","id":"ping","result":{}}`)
+	c.Expect(call(`"e1"`, "echo", `{"text":"busy"}`), `{"jsonrpc":"2.0","id":"e1","result":{"content":[{"type":"text","text":"busy"}]}}`)
 	for i := 0; i < n; i++ {
-		c.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, i))
+		c.Send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, i))
 	}
-	c.expect(call(`"e2"`, "echo", `{"text":"after"}`), `{"jsonrpc":"2.0","id":"e2","result":{"content":[{"type":"text","text":"after"}]}}`)
+	c.Expect(call(`"e2"`, "echo", `{"text":"after"}`), `{"jsonrpc":"2.0","id":"e2","result":{"content":[{"type":"text","text":"after"}]}}`)
 	deadline := time.After(500 * time.Millisecond)
 	for {
 		select {
-		case line := <-c.lines:
+		case line := <-c.Lines():
 			if strings.Contains(line, `"result"`) || strings.Contains(line, `"error"`) {
 				t.Fatalf("late response for a cancelled call: %s", line)
 			}

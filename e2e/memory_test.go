@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/metrics"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/tools"
@@ -33,7 +34,7 @@ func memoryClient(t *testing.T, cfg toolgrain.Config) (*toolgrain.Server, *toolg
 			t.Errorf("Close: %v", err)
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	if _, err := c.Initialize(ctx); err != nil {
 		t.Fatalf("Initialize: %v", err)
@@ -43,7 +44,7 @@ func memoryClient(t *testing.T, cfg toolgrain.Config) (*toolgrain.Server, *toolg
 
 func receive(t *testing.T, c *toolgrain.InMemoryClient) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	msg, err := c.Receive(ctx)
 	if err != nil {
@@ -81,7 +82,7 @@ func TestInMemoryRawMessages(t *testing.T) {
 
 func TestInMemoryCallErrors(t *testing.T) {
 	_, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools()})
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	_, err := c.CallTool(ctx, "nope", nil)
 	var werr *protocol.WireError
@@ -104,9 +105,9 @@ func TestInMemoryCallErrors(t *testing.T) {
 // TestInMemoryCancellation: a Call whose context ends sends notifications/cancelled; the server
 // answers nothing for it, reports nothing, and counts the cancellation.
 func TestInMemoryCancellation(t *testing.T) {
-	rec := newRecorder()
+	rec := mcptest.NewRecorder()
 	m := metrics.NewMemory()
-	_, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.onError, Telemetry: toolgrain.TelemetryConfig{Metrics: m}})
+	_, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.OnError, Telemetry: toolgrain.TelemetryConfig{Metrics: m}})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if _, err := c.CallTool(ctx, "sleep", map[string]int{"ms": 400}); !errors.Is(err, context.DeadlineExceeded) {
@@ -117,8 +118,8 @@ func TestInMemoryCancellation(t *testing.T) {
 	if msg, err := c.Receive(rctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("after cancellation: %s, %v", msg, err)
 	}
-	if got := rec.snapshot(); len(got) != 0 {
-		t.Errorf("reported: %v", got[0].err)
+	if got := rec.Snapshot(); len(got) != 0 {
+		t.Errorf("reported: %v", got[0].Err)
 	}
 	s := m.Snapshot()
 	if s.Calls("sleep", metrics.Cancelled) != 1 || s.LateResponsesSuppressed() != 1 || s.InFlight != 0 {
@@ -130,7 +131,7 @@ func TestInMemoryCancellation(t *testing.T) {
 // refuses to send, and Receive returns what was left unread, then io.EOF.
 func TestInMemoryClose(t *testing.T) {
 	_, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools()})
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	if err := c.Send([]byte(`{"jsonrpc":"2.0","id":"unread","method":"ping"}`)); err != nil {
 		t.Fatal(err)
@@ -168,7 +169,7 @@ func TestInMemoryClose(t *testing.T) {
 // own caller.
 func TestInMemoryConcurrentCalls(t *testing.T) {
 	_, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools()})
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
@@ -202,7 +203,7 @@ func TestMetricsOutcomes(t *testing.T) {
 			return tools.TextResult("too late"), nil
 		})}
 	_, c := memoryClient(t, toolgrain.Config{Tools: append(demo.Tools(), slow), Telemetry: toolgrain.TelemetryConfig{Metrics: m}, OnError: func(error, *toolgrain.ToolErrorDetails) {}})
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	calls := []struct {
 		tool string
@@ -220,10 +221,7 @@ func TestMetricsOutcomes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(watchdog)
-	for m.Snapshot().LateResponsesSuppressed() == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	mcptest.Eventually(t, "the late result counted", func() bool { return m.Snapshot().LateResponsesSuppressed() != 0 })
 	s := m.Snapshot()
 	for _, w := range []struct {
 		tool string
@@ -249,17 +247,14 @@ func TestMetricsReportsDropped(t *testing.T) {
 	_, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools(), Telemetry: toolgrain.TelemetryConfig{Metrics: m}, Diagnostics: toolgrain.DiagnosticsConfig{Queue: 1},
 		OnError: func(error, *toolgrain.ToolErrorDetails) { <-release }})
 	defer close(release)
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	for range 5 {
 		if _, err := c.CallTool(ctx, "fail", map[string]string{"mode": "error"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(watchdog)
-	for m.Snapshot().ReportsDropped < 3 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	mcptest.Eventually(t, "3 reports dropped", func() bool { return m.Snapshot().ReportsDropped >= 3 })
 	if got := m.Snapshot().ReportsDropped; got != 3 { // one running, one queued
 		t.Errorf("dropped = %d, want 3", got)
 	}

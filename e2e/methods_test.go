@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/protocol"
 )
 
@@ -28,19 +29,19 @@ type (
 
 // methodEnv is a server with the custom methods of these tests, and what they saw.
 type methodEnv struct {
-	rec       *recorder
+	rec       *mcptest.Recorder
 	started   chan struct{} // acme/wait: the handler runs
 	cancelled chan error    // acme/wait: the handler's context ended, with its cause
 }
 
 func newMethodEnv() *methodEnv {
-	return &methodEnv{rec: newRecorder(), started: make(chan struct{}, 16), cancelled: make(chan error, 16)}
+	return &methodEnv{rec: mcptest.NewRecorder(), started: make(chan struct{}, 16), cancelled: make(chan error, 16)}
 }
 
 func (e *methodEnv) config() toolgrain.Config {
 	return toolgrain.Config{
 		Tools:   demo.Tools(),
-		OnError: e.rec.onError,
+		OnError: e.rec.OnError,
 		Methods: []toolgrain.Method{
 			{Name: "acme/reindex", Handler: toolgrain.TypedMethod(func(ctx context.Context, in reindexIn) (reindexOut, error) {
 				switch in.Index {
@@ -70,7 +71,7 @@ func (e *methodEnv) waitStarted(t *testing.T) {
 	t.Helper()
 	select {
 	case <-e.started:
-	case <-time.After(watchdog):
+	case <-time.After(mcptest.Watchdog):
 		t.Fatal("the handler did not start")
 	}
 }
@@ -84,7 +85,7 @@ func (e *methodEnv) waitCancelled(t *testing.T) error {
 			t.Error("the handler's context ended without a cause")
 		}
 		return cause
-	case <-time.After(watchdog):
+	case <-time.After(mcptest.Watchdog):
 		t.Fatal("the handler's context did not end")
 	}
 	return nil
@@ -100,44 +101,44 @@ const (
 func TestCustomMethodLegacy(t *testing.T) {
 	env := newMethodEnv()
 	c := startStdio(t, env.config())
-	c.expect(`{"jsonrpc":"2.0","id":1,"method":"acme/reindex","params":{"index":"books"}}`,
+	c.Expect(`{"jsonrpc":"2.0","id":1,"method":"acme/reindex","params":{"index":"books"}}`,
 		`{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Invalid Request: acme/reindex before initialize"}}`)
-	c.expect(initRequest, `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"logging":{},"completions":{},"experimental":{"com.example/plain":{},"com.example/search":{"v":1}}},"serverInfo":{"name":"toolgrain","version":"`+toolgrain.Version+`"}}}`)
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	c.Expect(mcptest.InitRequest, `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"logging":{},"completions":{},"experimental":{"com.example/plain":{},"com.example/search":{"v":1}}},"serverInfo":{"name":"toolgrain","version":"`+toolgrain.Version+`"}}}`)
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 
-	c.expect(`{"jsonrpc":"2.0","id":2,"method":"acme/reindex","params":{"index":"books"}}`, `{"jsonrpc":"2.0","id":2,"result":`+reindexResult+`}`)
-	c.expect(`{"jsonrpc":"2.0","id":3,"method":"acme/reindex","params":{"index":7}}`,
+	c.Expect(`{"jsonrpc":"2.0","id":2,"method":"acme/reindex","params":{"index":"books"}}`, `{"jsonrpc":"2.0","id":2,"result":`+reindexResult+`}`)
+	c.Expect(`{"jsonrpc":"2.0","id":3,"method":"acme/reindex","params":{"index":7}}`,
 		`{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Invalid params: index: must be a string, got number"}}`)
-	c.expect(`{"jsonrpc":"2.0","id":4,"method":"acme/reindex","params":{"index":"broken"}}`, `{"jsonrpc":"2.0","id":4,`+methodInternal+`}`)
-	c.expect(`{"jsonrpc":"2.0","id":5,"method":"acme/reindex","params":{"index":"panic"}}`, `{"jsonrpc":"2.0","id":5,`+methodInternal+`}`)
-	c.expect(`{"jsonrpc":"2.0","id":6,"method":"acme/array"}`, `{"jsonrpc":"2.0","id":6,`+methodInternal+`}`)
-	c.expect(`{"jsonrpc":"2.0","id":7,"method":"acme/unknown"}`,
+	c.Expect(`{"jsonrpc":"2.0","id":4,"method":"acme/reindex","params":{"index":"broken"}}`, `{"jsonrpc":"2.0","id":4,`+methodInternal+`}`)
+	c.Expect(`{"jsonrpc":"2.0","id":5,"method":"acme/reindex","params":{"index":"panic"}}`, `{"jsonrpc":"2.0","id":5,`+methodInternal+`}`)
+	c.Expect(`{"jsonrpc":"2.0","id":6,"method":"acme/array"}`, `{"jsonrpc":"2.0","id":6,`+methodInternal+`}`)
+	c.Expect(`{"jsonrpc":"2.0","id":7,"method":"acme/unknown"}`,
 		`{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"Method not found: acme/unknown"}}`)
 
-	reports := env.rec.wait(t, 3)
+	reports := env.rec.Wait(t, 3)
 	// A report goes out after its answer, from the call's own actor: the next call may
 	// report first. In the order of the calls (ids 4, 5, 6):
-	slices.SortFunc(reports, func(a, b reported) int {
-		return strings.Compare(a.details.Request().ID().String(), b.details.Request().ID().String())
+	slices.SortFunc(reports, func(a, b mcptest.Report) int {
+		return strings.Compare(a.Details.Request().ID().String(), b.Details.Request().ID().String())
 	})
 	for i, want := range []string{"acme/reindex: index store: " + demo.Marker, "acme/reindex: handler panicked: reindex: " + demo.Marker, "acme/array: the result []int does not encode as a JSON object"} {
 		r := reports[i]
-		if !strings.HasPrefix(r.err.Error(), want) || r.details.Request().Method() == "" || r.details.Request().ID().IsZero() {
-			t.Errorf("report %d: %v (method %q, id %s), want %q", i, r.err, r.details.Request().Method(), r.details.Request().ID(), want)
+		if !strings.HasPrefix(r.Err.Error(), want) || r.Details.Request().Method() == "" || r.Details.Request().ID().IsZero() {
+			t.Errorf("report %d: %v (method %q, id %s), want %q", i, r.Err, r.Details.Request().Method(), r.Details.Request().ID(), want)
 		}
 	}
-	if m := reports[0].details.Request().Method(); m != "acme/reindex" {
+	if m := reports[0].Details.Request().Method(); m != "acme/reindex" {
 		t.Errorf("report's method = %q", m)
 	}
 
 	// Cancellation: the handler's context ends, nothing is sent, nothing is reported.
-	c.send(`{"jsonrpc":"2.0","id":8,"method":"acme/wait"}`)
+	c.Send(`{"jsonrpc":"2.0","id":8,"method":"acme/wait"}`)
 	env.waitStarted(t)
-	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":8}}`)
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":8}}`)
 	env.waitCancelled(t)
-	c.expect(`{"jsonrpc":"2.0","id":9,"method":"ping"}`, `{"jsonrpc":"2.0","id":9,"result":{}}`)
-	c.silent(200 * time.Millisecond)
-	if n := len(env.rec.snapshot()); n != 3 {
+	c.Expect(`{"jsonrpc":"2.0","id":9,"method":"ping"}`, `{"jsonrpc":"2.0","id":9,"result":{}}`)
+	c.Silent(200*time.Millisecond, "the cancelled method's late answer would be out")
+	if n := len(env.rec.Snapshot()); n != 3 {
 		t.Errorf("%d reports, want 3: the cancelled request reported something", n)
 	}
 }
@@ -146,43 +147,43 @@ func TestCustomMethodLegacy(t *testing.T) {
 func TestCustomMethodModern(t *testing.T) {
 	env := newMethodEnv()
 	c := startStdio(t, env.config())
-	c.expect(modernRequest(`"d"`, "server/discover", ""), `{"jsonrpc":"2.0","id":"d","result":{"resultType":"complete","ttlMs":0,"cacheScope":"public","supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"capabilities":{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"logging":{},"completions":{},"extensions":{"com.example/plain":{},"com.example/search":{"v":1}}},`+serverMeta+`}}`)
-	c.expect(modernRequest("1", "acme/reindex", `"index":"books"`), modernResult("1", `"reindexed":"books","count":3`))
-	c.expect(modernRequest("2", "acme/reindex", `"index":"broken"`), `{"jsonrpc":"2.0","id":2,`+methodInternal+`}`)
-	c.expect(modernRequest("3", "acme/reindex", `"limit":"x"`),
+	c.Expect(modernRequest(`"d"`, "server/discover", ""), `{"jsonrpc":"2.0","id":"d","result":{"resultType":"complete","ttlMs":0,"cacheScope":"public","supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"capabilities":{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"logging":{},"completions":{},"extensions":{"com.example/plain":{},"com.example/search":{"v":1}}},`+serverMeta+`}}`)
+	c.Expect(modernRequest("1", "acme/reindex", `"index":"books"`), modernResult("1", `"reindexed":"books","count":3`))
+	c.Expect(modernRequest("2", "acme/reindex", `"index":"broken"`), `{"jsonrpc":"2.0","id":2,`+methodInternal+`}`)
+	c.Expect(modernRequest("3", "acme/reindex", `"limit":"x"`),
 		`{"jsonrpc":"2.0","id":3,"error":{"code":-32602,"message":"Invalid params: limit: must be an integer, got string"}}`)
-	if r := env.rec.wait(t, 1); !strings.Contains(r[0].err.Error(), demo.Marker) {
-		t.Errorf("report: %v", r[0].err)
+	if r := env.rec.Wait(t, 1); !strings.Contains(r[0].Err.Error(), demo.Marker) {
+		t.Errorf("report: %v", r[0].Err)
 	}
-	c.send(modernRequest("4", "acme/wait", ""))
+	c.Send(modernRequest("4", "acme/wait", ""))
 	env.waitStarted(t)
-	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}}`)
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4}}`)
 	env.waitCancelled(t)
-	c.expect(modernRequest("5", "tools/list", `"cursor":"x"`), `{"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"Invalid params: invalid cursor"}}`)
-	c.silent(200 * time.Millisecond)
+	c.Expect(modernRequest("5", "tools/list", `"cursor":"x"`), `{"jsonrpc":"2.0","id":5,"error":{"code":-32602,"message":"Invalid params: invalid cursor"}}`)
+	c.Silent(200*time.Millisecond, "the cancelled method's late answer would be out")
 }
 
 func TestCustomMethodHTTP(t *testing.T) {
 	env := newMethodEnv()
 	e := startHTTP(t, env.config())
-	c := e.client()
-	c.initialize()
-	c.expect(`{"jsonrpc":"2.0","id":1,"method":"acme/reindex","params":{"index":"books"}}`, `{"jsonrpc":"2.0","id":1,"result":`+reindexResult+`}`)
-	c.expect(`{"jsonrpc":"2.0","id":2,"method":"acme/reindex","params":{"index":"panic"}}`, `{"jsonrpc":"2.0","id":2,`+methodInternal+`}`)
+	c := e.Session()
+	c.Initialize()
+	c.Expect(`{"jsonrpc":"2.0","id":1,"method":"acme/reindex","params":{"index":"books"}}`, `{"jsonrpc":"2.0","id":1,"result":`+reindexResult+`}`)
+	c.Expect(`{"jsonrpc":"2.0","id":2,"method":"acme/reindex","params":{"index":"panic"}}`, `{"jsonrpc":"2.0","id":2,`+methodInternal+`}`)
 
 	// Modern: Mcp-Method names it; closing the request's stream cancels it, silently.
-	m := e.client()
+	m := e.Session()
 	modern := []string{"MCP-Protocol-Version", protocol.LatestModernVersion, "Mcp-Method", "acme/reindex", "Mcp-Session-Id", ""}
-	assertReply(t, "modern", m.post(modernRequest("3", "acme/reindex", `"index":"books"`), modern...), http.StatusOK,
+	assertReply(t, "modern", m.Post(modernRequest("3", "acme/reindex", `"index":"books"`), modern...), http.StatusOK,
 		modernResult("3", `"reindexed":"books","count":3`))
-	assertReply(t, "modern, no such method", m.post(modernRequest("4", "acme/nope", ""), "MCP-Protocol-Version", protocol.LatestModernVersion, "Mcp-Method", "acme/nope"),
+	assertReply(t, "modern, no such method", m.Post(modernRequest("4", "acme/nope", ""), "MCP-Protocol-Version", protocol.LatestModernVersion, "Mcp-Method", "acme/nope"),
 		http.StatusNotFound, `{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"Method not found: acme/nope"}}`)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		body := modernRequest("5", "acme/wait", "")
-		resp, err := (&http.Client{}).Do(m.request(ctx, http.MethodPost, body, "MCP-Protocol-Version", protocol.LatestModernVersion, "Mcp-Method", "acme/wait"))
+		resp, err := (&http.Client{}).Do(m.Request(ctx, http.MethodPost, body, "MCP-Protocol-Version", protocol.LatestModernVersion, "Mcp-Method", "acme/wait"))
 		if err == nil {
 			resp.Body.Close()
 		}
@@ -193,7 +194,7 @@ func TestCustomMethodHTTP(t *testing.T) {
 		t.Errorf("cause %v", cause)
 	}
 	<-done
-	if r := env.rec.wait(t, 1); len(r) != 1 || !strings.Contains(r[0].err.Error(), "panicked") {
+	if r := env.rec.Wait(t, 1); len(r) != 1 || !strings.Contains(r[0].Err.Error(), "panicked") {
 		t.Errorf("reports: %v", r)
 	}
 }
@@ -210,7 +211,7 @@ func TestCustomMethodInMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	if _, err := cl.Initialize(ctx); err != nil {
 		t.Fatal(err)
@@ -249,17 +250,17 @@ func TestCustomMethodLimit(t *testing.T) {
 	cfg := env.config()
 	cfg.MaxCallsPerConnection = 1
 	c := startStdio(t, cfg)
-	c.initialize()
-	c.send(`{"jsonrpc":"2.0","id":1,"method":"acme/wait"}`)
+	c.Initialize()
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"acme/wait"}`)
 	env.waitStarted(t)
-	c.expect(`{"jsonrpc":"2.0","id":2,"method":"acme/reindex","params":{"index":"books"}}`,
+	c.Expect(`{"jsonrpc":"2.0","id":2,"method":"acme/reindex","params":{"index":"books"}}`,
 		`{"jsonrpc":"2.0","id":2,"error":{"code":-31000,"message":"Server busy: too many calls in flight on this connection (limit 1)","data":{"scope":"connection","limit":1}}}`)
-	c.expect(call("3", "echo", `{"text":"x"}`),
+	c.Expect(call("3", "echo", `{"text":"x"}`),
 		`{"jsonrpc":"2.0","id":3,"error":{"code":-31000,"message":"Server busy: too many calls in flight on this connection (limit 1)","data":{"scope":"connection","limit":1}}}`)
 	// Cancelling gives the place back.
-	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
 	env.waitCancelled(t)
-	c.expect(`{"jsonrpc":"2.0","id":4,"method":"acme/reindex","params":{"index":"books"}}`, `{"jsonrpc":"2.0","id":4,"result":`+reindexResult+`}`)
+	c.Expect(`{"jsonrpc":"2.0","id":4,"method":"acme/reindex","params":{"index":"books"}}`, `{"jsonrpc":"2.0","id":4,"result":`+reindexResult+`}`)
 }
 
 func TestCustomMethodConstruction(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/tools"
 	"github.com/toolgrain/toolgrain/tools/middleware"
 )
@@ -108,12 +109,12 @@ func (a *echoActor) Receive(ctx actor.Context) {
 // and "task" (the go tool as a task).
 type mwFixture struct {
 	a, b    *wrapper
-	rec     *recorder
+	rec     *mcptest.Recorder
 	cancels chan string
 }
 
 func (f *mwFixture) config() toolgrain.Config {
-	f.a, f.b, f.rec, f.cancels = &wrapper{name: "a"}, &wrapper{name: "b"}, newRecorder(), make(chan string, 16)
+	f.a, f.b, f.rec, f.cancels = &wrapper{name: "a"}, &wrapper{name: "b"}, mcptest.NewRecorder(), make(chan string, 16)
 	goHandler := tools.Func(func(ctx context.Context, in mwIn) (*tools.Result, error) {
 		if in.Text == "block" {
 			<-ctx.Done()
@@ -124,7 +125,7 @@ func (f *mwFixture) config() toolgrain.Config {
 	cancels := f.cancels
 	return toolgrain.Config{
 		Middleware: []tools.Middleware{f.a.middleware, f.b.middleware},
-		OnError:    f.rec.onError,
+		OnError:    f.rec.OnError,
 		Tools: []tools.Tool{
 			{Name: "go", Description: "A Go handler.", Handler: goHandler},
 			{Name: "actor", Description: "An actor-backed tool.", InputType: typeOf[mwIn](),
@@ -157,21 +158,21 @@ func TestMiddlewareEndToEnd(t *testing.T) {
 				t.Errorf("%s %s\n got: %s\nwant: %s", tt.tool, tt.args, got, tt.want)
 			}
 		}
-		reports := f.rec.wait(t, 2)
+		reports := f.rec.Wait(t, 2)
 		if len(reports) != 2 {
 			t.Fatalf("%d reports, want 2", len(reports))
 		}
 		// A report leaves its request actor after the answer, so the next call's report may
 		// arrive first: take them in the order of the calls.
-		if reports[0].details.ToolName() == "actor" {
+		if reports[0].Details.ToolName() == "actor" {
 			reports[0], reports[1] = reports[1], reports[0]
 		}
-		if r := reports[0]; !errors.Is(r.err, errCanary) || r.details.ToolName() != "go" {
-			t.Errorf("report of the middleware's error: %v for %q, want the original for go", r.err, r.details.ToolName())
+		if r := reports[0]; !errors.Is(r.Err, errCanary) || r.Details.ToolName() != "go" {
+			t.Errorf("report of the middleware's error: %v for %q, want the original for go", r.Err, r.Details.ToolName())
 		}
 		var pe *tools.PanicError
-		if r := reports[1]; !errors.As(r.err, &pe) || !strings.Contains(fmt.Sprint(pe.Value), demo.Marker) || r.details.ToolName() != "actor" || len(pe.Stack) == 0 {
-			t.Errorf("report of the middleware's panic: %T %v for %q, want a *tools.PanicError for actor", r.err, r.err, r.details.ToolName())
+		if r := reports[1]; !errors.As(r.Err, &pe) || !strings.Contains(fmt.Sprint(pe.Value), demo.Marker) || r.Details.ToolName() != "actor" || len(pe.Stack) == 0 {
+			t.Errorf("report of the middleware's panic: %T %v for %q, want a *tools.PanicError for actor", r.Err, r.Err, r.Details.ToolName())
 		}
 		// Validation came first: the invalid call reached no middleware. b saw what a passed on.
 		want := []string{"go:hi", "actor:hi", "go:x", "actor:x", "go:x", "actor:x"}
@@ -194,12 +195,12 @@ func TestMiddlewareSilenceAfterCancel(t *testing.T) {
 			for j, tool := range []string{"go", "actor"} {
 				id := 10*i + j + 1
 				cancelAndExpectSilence := c.start(id, tool, `{"text":"block","b":"`+late+`"}`)
-				waitFor(t, func() bool { return len(f.b.calls()) == 2*i+j+1 }) // b is running the call
+				mcptest.Eventually(t, "b running the call", func() bool { return len(f.b.calls()) == 2*i+j+1 })
 				cancelAndExpectSilence(50 * time.Millisecond)
 				if tool == "actor" {
 					select {
 					case <-f.cancels:
-					case <-time.After(watchdog):
+					case <-time.After(mcptest.Watchdog):
 						t.Errorf("%s: the actor was not told of the cancellation", late)
 					}
 				}
@@ -208,8 +209,8 @@ func TestMiddlewareSilenceAfterCancel(t *testing.T) {
 		if got := c.call(99, "go", `{"text":"after"}`); got != `"content":[{"type":"text","text":"a(b(go:after))"}]` {
 			t.Errorf("the call after the cancellations: %s", got)
 		}
-		if r := f.rec.snapshot(); len(r) != 0 {
-			t.Errorf("a cancelled call was reported: %v", r[0].err)
+		if r := f.rec.Snapshot(); len(r) != 0 {
+			t.Errorf("a cancelled call was reported: %v", r[0].Err)
 		}
 	})
 }
@@ -226,8 +227,8 @@ func TestMiddlewareTasks(t *testing.T) {
 		if got.Result["status"] != "failed" || strings.Contains(got.raw, demo.Marker) {
 			t.Errorf("the task whose middleware failed: %s", got.raw)
 		}
-		if r := f.rec.wait(t, 1)[0]; !errors.Is(r.err, errCanary) || r.details.TaskID() == "" {
-			t.Errorf("report %v (task %q), want the middleware's error with the task's id", r.err, r.details.TaskID())
+		if r := f.rec.Wait(t, 1)[0]; !errors.Is(r.Err, errCanary) || r.Details.TaskID() == "" {
+			t.Errorf("report %v (task %q), want the middleware's error with the task's id", r.Err, r.Details.TaskID())
 		}
 	})
 }
@@ -257,16 +258,16 @@ func TestMiddlewareConfigErrors(t *testing.T) {
 func TestRateLimitMiddleware(t *testing.T) {
 	limit := middleware.RateLimit(middleware.RateLimitConfig{Limit: rate.Every(time.Hour), Burst: 2})
 	t.Run("http", func(t *testing.T) {
-		rec := newRecorder()
+		rec := mcptest.NewRecorder()
 		cfg := authConfig(rec, nil)
 		cfg.Middleware = []tools.Middleware{limit}
 		e := startHTTP(t, cfg)
 		for _, modern := range []bool{false, true} {
-			alice, bob := e.client(), e.client()
-			alice.token, bob.token = "alice-token", "bob-token"
+			alice, bob := e.Session(), e.Session()
+			alice.Token, bob.Token = "alice-token", "bob-token"
 			if !modern {
-				alice.initialize()
-				bob.initialize()
+				alice.Initialize()
+				bob.Initialize()
 			}
 			ha, hb := &httpTools{t: t, s: alice, modern: modern}, &httpTools{t: t, s: bob, modern: modern}
 			wantOK := `"content":[{"type":"text","text":"user-alice tools:call,extra"}]`
@@ -290,15 +291,15 @@ func TestRateLimitMiddleware(t *testing.T) {
 				t.Errorf("bob's call: %s", got)
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-		if r := rec.snapshot(); len(r) != 0 {
-			t.Errorf("a limited call was reported: %v", r[0].err)
+		time.Sleep(20 * time.Millisecond) // room for a report that must not come
+		if r := rec.Snapshot(); len(r) != 0 {
+			t.Errorf("a limited call was reported: %v", r[0].Err)
 		}
 	})
 	t.Run("stdio", func(t *testing.T) {
 		c := &stdioTools{c: startStdio(t, toolgrain.Config{Tools: demo.Tools(), Middleware: []tools.Middleware{
 			middleware.RateLimit(middleware.RateLimitConfig{Limit: rate.Every(time.Hour), Burst: 1})}})}
-		c.c.initialize()
+		c.c.Initialize()
 		if got := c.call(1, "echo", `{"text":"hi"}`); got != `"content":[{"type":"text","text":"hi"}]` {
 			t.Errorf("first call: %s", got)
 		}
@@ -318,13 +319,13 @@ func TestLogMiddleware(t *testing.T) {
 	logger := zap.New(core)
 	c := &stdioTools{c: startStdio(t, toolgrain.Config{Tools: demo.Tools(), Logger: logger,
 		Middleware: []tools.Middleware{middleware.Log(logger)}})}
-	c.c.initialize()
+	c.c.Initialize()
 	c.call(1, "echo", `{"text":"`+demo.Marker+`"}`)
 	c.call(2, "fail", `{"mode":"result"}`)
 	c.call(3, "fail", `{"mode":"panic"}`)
 	c.call(4, "sleep", `{"ms":-1}`) // invalid: answered before any middleware
 	c.start(5, "sleep", `{"ms":600000}`)(20 * time.Millisecond)
-	waitFor(t, func() bool { return logs.FilterMessage("tool call").Len() == 4 })
+	mcptest.Eventually(t, "four calls logged", func() bool { return logs.FilterMessage("tool call").Len() == 4 })
 	var got []string
 	for _, e := range logs.FilterMessage("tool call").AllUntimed() {
 		m := e.ContextMap()
@@ -347,14 +348,14 @@ func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
 func TestMiddlewareAddedTools(t *testing.T) {
 	a := &wrapper{name: "a"}
 	c := &stdioTools{c: startStdio(t, toolgrain.Config{Tools: demo.Tools()[:1], Middleware: []tools.Middleware{a.middleware}})}
-	c.c.initialize()
+	c.c.Initialize()
 	if err := c.c.srv.AddTools(tools.Tool{Name: "later", Description: "Added later.",
 		Handler: tools.Func(func(_ context.Context, in mwIn) (*tools.Result, error) {
 			return tools.TextResult("later:" + in.Text), nil
 		})}); err != nil {
 		t.Fatal(err)
 	}
-	if got := c.c.recv(); !strings.Contains(got, "notifications/tools/list_changed") {
+	if got := c.c.Recv(); !strings.Contains(got, "notifications/tools/list_changed") {
 		t.Fatalf("after AddTools: %s", got)
 	}
 	if got := c.call(1, "later", `{"text":"x"}`); got != `"content":[{"type":"text","text":"a(later:x)"}]` {

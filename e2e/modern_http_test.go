@@ -13,72 +13,29 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/internal/demo"
-	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
 // The modern era (MCP 2026-07-28) over Streamable HTTP: POST only, the envelope mirrored in
 // headers, no session, and a request cancelled by closing its stream.
 
-// modernHeaders returns the headers a modern client sends with body: MCP-Protocol-Version,
-// Mcp-Method and, for the methods that name a target, Mcp-Name.
-func modernHeaders(t testing.TB, body string) []string {
-	t.Helper()
-	var m struct {
-		Method string `json:"method"`
-		Params struct {
-			Name string `json:"name"`
-			URI  string `json:"uri"`
-		} `json:"params"`
-	}
-	if err := json.Unmarshal([]byte(body), &m); err != nil {
-		t.Fatalf("test request %s: %v", body, err)
-	}
-	h := []string{"MCP-Protocol-Version", "2026-07-28", "Mcp-Method", m.Method}
-	switch m.Method {
-	case "tools/call", "prompts/get":
-		h = append(h, "Mcp-Name", protocol.EncodeHeaderValue(m.Params.Name))
-	case "resources/read":
-		h = append(h, "Mcp-Name", protocol.EncodeHeaderValue(m.Params.URI))
-	}
-	return h
-}
-
-// modernPost POSTs a modern request with its headers, then extra ones (which may override or,
-// empty, remove them).
-func (c *httpSession) modernPost(body string, extra ...string) reply {
-	c.e.t.Helper()
-	return c.post(body, append(modernHeaders(c.e.t, body), extra...)...)
-}
-
-// expectModern POSTs a modern request and asserts its exact JSON answer and status.
-func (c *httpSession) expectModern(body string, status int, want string, extra ...string) {
-	c.e.t.Helper()
-	r := c.modernPost(body, extra...)
-	if r.status != status || r.header.Get("Content-Type") != "application/json" || r.body != want {
-		c.e.t.Errorf("POST %s\n got: %d %s %s%v\nwant: %d %s", body, r.status, r.header.Get("Content-Type"), r.body, r.events, status, want)
-	}
-	if r.header.Get("Mcp-Session-Id") != "" {
-		c.e.t.Errorf("a modern answer carries a session id: %s", r.header.Get("Mcp-Session-Id"))
-	}
-}
-
 func TestModernHTTP(t *testing.T) {
-	rec := newRecorder()
-	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.onError})
-	c := e.client()
-	c.expectModern(modernCall("1", "echo", `{"text":"hi"}`, `{}`), 200, modernResult("1", `"content":[{"type":"text","text":"hi"}]`))
-	c.expectModern(modernCall("2", "fail", `{"mode":"panic"}`, `{}`), 200,
+	rec := mcptest.NewRecorder()
+	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.OnError})
+	c := e.Session()
+	c.ExpectModern(modernCall("1", "echo", `{"text":"hi"}`, `{}`), 200, modernResult("1", `"content":[{"type":"text","text":"hi"}]`))
+	c.ExpectModern(modernCall("2", "fail", `{"mode":"panic"}`, `{}`), 200,
 		modernResult("2", `"content":[{"type":"text","text":"Tool execution failed"}],"isError":true`))
-	c.expectModern(modernCall("3", "sleep", `{"ms":-1}`, `{}`), 200,
+	c.ExpectModern(modernCall("3", "sleep", `{"ms":-1}`, `{}`), 200,
 		modernResult("3", `"content":[{"type":"text","text":"invalid arguments: ms: must be >= 0"}],"isError":true`))
 	// A session id a modern request carries is ignored, and none is made.
-	c.expectModern(modernCall("4", "echo", `{"text":"x"}`, `{}`), 200, modernResult("4", `"content":[{"type":"text","text":"x"}]`),
+	c.ExpectModern(modernCall("4", "echo", `{"text":"x"}`, `{}`), 200, modernResult("4", `"content":[{"type":"text","text":"x"}]`),
 		"Mcp-Session-Id", "NOSUCHSESSION")
 	if n := e.srv.Sessions(); n != 0 {
 		t.Errorf("%d sessions after modern requests", n)
 	}
-	if r := rec.wait(t, 1); len(r) != 1 || r[0].details.ToolName() != "fail" {
+	if r := rec.Wait(t, 1); len(r) != 1 || r[0].Details.ToolName() != "fail" {
 		t.Errorf("reports: %v", r)
 	}
 }
@@ -87,7 +44,7 @@ func TestModernHTTP(t *testing.T) {
 // with its status, and each error echoing the request's id.
 func TestModernHTTPChecks(t *testing.T) {
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
-	c := e.client()
+	c := e.Session()
 	echo := modernCall("7", "echo", `{"text":"é"}`, `{}`)
 	tests := []struct {
 		name   string
@@ -127,28 +84,26 @@ func TestModernHTTPChecks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c.e.t = t
-			c.expectModern(tt.body, tt.status, tt.want, tt.extra...)
+			c.For(t).ExpectModern(tt.body, tt.status, tt.want, tt.extra...)
 		})
 	}
-	c.e.t = t
 	// Header names are case-insensitive.
-	r := c.post(modernRequest("11", "tools/list", ""), "mcp-protocol-version", "2026-07-28", "mcp-method", "tools/list")
-	if r.status != 200 || !strings.Contains(r.body, `"resultType":"complete"`) {
-		t.Errorf("lower-case header names: %d %s", r.status, r.body)
+	r := c.Post(modernRequest("11", "tools/list", ""), "mcp-protocol-version", "2026-07-28", "mcp-method", "tools/list")
+	if r.Status != 200 || !strings.Contains(r.Body, `"resultType":"complete"`) {
+		t.Errorf("lower-case header names: %d %s", r.Status, r.Body)
 	}
 	// A notification is accepted and ignored; a response is refused.
-	if r := c.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"listen:1"}}`, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "notifications/cancelled"); r.status != http.StatusAccepted {
-		t.Errorf("notification: %d %s", r.status, r.body)
+	if r := c.Post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"listen:1"}}`, "MCP-Protocol-Version", "2026-07-28", "Mcp-Method", "notifications/cancelled"); r.Status != http.StatusAccepted {
+		t.Errorf("notification: %d %s", r.Status, r.Body)
 	}
-	if r := c.post(`{"jsonrpc":"2.0","id":12,"result":{}}`, "MCP-Protocol-Version", "2026-07-28"); r.status != http.StatusBadRequest {
-		t.Errorf("response: %d %s", r.status, r.body)
+	if r := c.Post(`{"jsonrpc":"2.0","id":12,"result":{}}`, "MCP-Protocol-Version", "2026-07-28"); r.Status != http.StatusBadRequest {
+		t.Errorf("response: %d %s", r.Status, r.Body)
 	}
 	// GET and DELETE are legacy only: a modern client is told POST.
 	for _, m := range []string{http.MethodGet, http.MethodDelete} {
-		r := c.do(m, "", "MCP-Protocol-Version", "2026-07-28")
-		if r.status != http.StatusMethodNotAllowed || r.header.Get("Allow") != "POST" {
-			t.Errorf("%s: %d Allow %q %s", m, r.status, r.header.Get("Allow"), r.body)
+		r := c.Do(m, "", "MCP-Protocol-Version", "2026-07-28")
+		if r.Status != http.StatusMethodNotAllowed || r.Header.Get("Allow") != "POST" {
+			t.Errorf("%s: %d Allow %q %s", m, r.Status, r.Header.Get("Allow"), r.Body)
 		}
 	}
 }
@@ -157,15 +112,15 @@ func TestModernHTTPChecks(t *testing.T) {
 // without event ids or a priming event: a modern stream is not resumable.
 func TestModernHTTPStreams(t *testing.T) {
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
-	c := e.client()
+	c := e.Session()
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":250},"_meta":{"progressToken":7,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-	s := c.open(http.MethodPost, body, modernHeaders(t, body)...)
-	if s.resp.StatusCode != 200 || s.events == nil {
-		t.Fatalf("answer: %d %s", s.resp.StatusCode, s.resp.Header.Get("Content-Type"))
+	s := c.Open(http.MethodPost, body, mcptest.ModernHeaders(t, body)...)
+	if s.Resp.StatusCode != 200 || !s.IsSSE() {
+		t.Fatalf("answer: %d %s", s.Resp.StatusCode, s.Resp.Header.Get("Content-Type"))
 	}
 	var progress int
 	for {
-		data, ok := s.next()
+		data, ok := s.Next()
 		if !ok {
 			t.Fatal("stream ended before the result")
 		}
@@ -181,13 +136,13 @@ func TestModernHTTPStreams(t *testing.T) {
 	if progress == 0 {
 		t.Error("no progress")
 	}
-	if _, ok := s.next(); ok {
+	if _, ok := s.Next(); ok {
 		t.Error("the stream goes on after the result")
 	}
 	// A client that takes JSON only gets the result alone.
-	r := c.modernPost(body, "Accept", "application/json")
-	if r.status != 200 || r.body != modernResult("1", `"content":[{"type":"text","text":"slept"}]`) {
-		t.Errorf("JSON only: %d %s %v", r.status, r.body, r.events)
+	r := c.ModernPost(body, "Accept", "application/json")
+	if r.Status != 200 || r.Body != modernResult("1", `"content":[{"type":"text","text":"slept"}]`) {
+		t.Errorf("JSON only: %d %s %v", r.Status, r.Body, r.Events)
 	}
 }
 
@@ -195,13 +150,13 @@ func TestModernHTTPStreams(t *testing.T) {
 func TestModernHTTPStreamHasNoEventIDs(t *testing.T) {
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":150},"_meta":{"progressToken":1,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
-	resp, err := e.hc.Do(e.client().request(context.Background(), http.MethodPost, body, modernHeaders(t, body)...))
+	resp, err := e.Client.Do(e.Session().Request(context.Background(), http.MethodPost, body, mcptest.ModernHeaders(t, body)...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	for ev := range readSSE(resp.Body) {
-		if ev.id != "" || ev.retry != "" || ev.data == "" {
+	for ev := range mcptest.ReadEvents(resp.Body) {
+		if ev.ID != "" || ev.Retry != "" || ev.Data == "" {
 			t.Errorf("event %+v: a modern stream has no ids, retry fields or priming events", ev)
 		}
 	}
@@ -210,7 +165,7 @@ func TestModernHTTPStreamHasNoEventIDs(t *testing.T) {
 // TestModernHTTPCancelByClosing: a client that closes its response stream cancels its request:
 // the handler's context ends at once, nothing is reported, and the server serves on.
 func TestModernHTTPCancelByClosing(t *testing.T) {
-	rec := newRecorder()
+	rec := mcptest.NewRecorder()
 	started, ended := make(chan struct{}), make(chan error, 1)
 	wait := tools.Tool{
 		Name: "wait", InputSchema: json.RawMessage(`{"type":"object"}`),
@@ -221,21 +176,21 @@ func TestModernHTTPCancelByClosing(t *testing.T) {
 			return nil, errCanary // an error after the cancellation: never reported
 		}),
 	}
-	e := startHTTP(t, toolgrain.Config{Tools: append(demo.Tools(), wait), OnError: rec.onError})
-	c := e.client()
+	e := startHTTP(t, toolgrain.Config{Tools: append(demo.Tools(), wait), OnError: rec.OnError})
+	c := e.Session()
 	body := modernCall("1", "wait", `{}`, `{}`)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		resp, err := (&http.Client{}).Do(c.request(ctx, http.MethodPost, body, modernHeaders(t, body)...))
+		resp, err := (&http.Client{}).Do(c.Request(ctx, http.MethodPost, body, mcptest.ModernHeaders(t, body)...))
 		if err == nil {
 			resp.Body.Close()
 		}
 	}()
 	select {
 	case <-started:
-	case <-time.After(watchdog):
+	case <-time.After(mcptest.Watchdog):
 		t.Fatal("the handler did not start")
 	}
 	cancel()
@@ -244,13 +199,13 @@ func TestModernHTTPCancelByClosing(t *testing.T) {
 		if cause == nil || !strings.Contains(cause.Error(), "cancelled by the client") {
 			t.Errorf("handler context ended with %v", cause)
 		}
-	case <-time.After(watchdog):
+	case <-time.After(mcptest.Watchdog):
 		t.Fatal("closing the stream did not cancel the handler")
 	}
 	<-done
-	c.expectModern(modernCall("2", "echo", `{"text":"next"}`, `{}`), 200, modernResult("2", `"content":[{"type":"text","text":"next"}]`))
+	c.ExpectModern(modernCall("2", "echo", `{"text":"next"}`, `{}`), 200, modernResult("2", `"content":[{"type":"text","text":"next"}]`))
 	time.Sleep(50 * time.Millisecond) // a report would have been queued by now
-	if r := rec.snapshot(); len(r) != 0 {
+	if r := rec.Snapshot(); len(r) != 0 {
 		t.Errorf("reports after a cancellation: %v", r)
 	}
 }
@@ -258,15 +213,15 @@ func TestModernHTTPCancelByClosing(t *testing.T) {
 // TestModernHTTPInputRounds: an input_required round over HTTP, retried on a second POST.
 func TestModernHTTPInputRounds(t *testing.T) {
 	e := startHTTP(t, toolgrain.Config{Tools: inputTools()})
-	c := e.client()
-	r := c.modernPost(modernCall("1", "keep", `{}`, `{"roots":{}}`))
-	if r.status != 200 {
-		t.Fatalf("round 1: %d %s", r.status, r.body)
+	c := e.Session()
+	r := c.ModernPost(modernCall("1", "keep", `{}`, `{"roots":{}}`))
+	if r.Status != 200 {
+		t.Fatalf("round 1: %d %s", r.Status, r.Body)
 	}
-	_, state := inputRequired(t, r.body)
-	c.expectModern(modernCall("2", "keep", `{}`, `{"roots":{}}`, `"inputResponses":{"roots":{"roots":[]}}`, `"requestState":"`+state+`"`), 200,
+	_, state := inputRequired(t, r.Body)
+	c.ExpectModern(modernCall("2", "keep", `{}`, `{"roots":{}}`, `"inputResponses":{"roots":{"roots":[]}}`, `"requestState":"`+state+`"`), 200,
 		modernResult("2", `"content":[{"type":"text","text":"made-once"}]`))
-	c.expectModern(modernCall("3", "keep", `{}`, `{}`), 400,
+	c.ExpectModern(modernCall("3", "keep", `{}`, `{}`), 400,
 		`{"jsonrpc":"2.0","id":3,"error":{"code":-32021,"message":"Missing required client capability","data":{"requiredCapabilities":{"roots":{}}}}}`)
 }
 
@@ -274,15 +229,15 @@ func TestModernHTTPInputRounds(t *testing.T) {
 // made anywhere on the server, while a legacy session runs beside it.
 func TestModernHTTPListen(t *testing.T) {
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
-	c := e.client()
+	c := e.Session()
 	body := modernRequest(`"L"`, "subscriptions/listen", `"notifications":{"toolsListChanged":true}`)
-	resp, err := (&http.Client{}).Do(c.request(context.Background(), http.MethodPost, body, modernHeaders(t, body)...))
+	resp, err := (&http.Client{}).Do(c.Request(context.Background(), http.MethodPost, body, mcptest.ModernHeaders(t, body)...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	events := readSSE(resp.Body)
-	next := func() sseEvent {
+	events := mcptest.ReadEvents(resp.Body)
+	next := func() mcptest.Event {
 		t.Helper()
 		select {
 		case ev, ok := <-events:
@@ -290,18 +245,18 @@ func TestModernHTTPListen(t *testing.T) {
 				t.Fatal("the listen stream ended")
 			}
 			return ev
-		case <-time.After(watchdog):
+		case <-time.After(mcptest.Watchdog):
 			t.Fatal("nothing on the listen stream")
 		}
-		return sseEvent{}
+		return mcptest.Event{}
 	}
-	if ev := next(); ev.data != `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"},"notifications":{"toolsListChanged":true}}}` {
+	if ev := next(); ev.Data != `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"},"notifications":{"toolsListChanged":true}}}` {
 		t.Fatalf("first event: %+v", ev)
 	}
-	legacy := e.client()
-	legacy.initialize()
+	legacy := e.Session()
+	legacy.Initialize()
 	e.srv.RemoveTools("greet")
-	if ev := next(); ev.data != `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}}` {
+	if ev := next(); ev.Data != `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}}` {
 		t.Errorf("change: %+v", ev)
 	}
 	if n := e.srv.Sessions(); n != 1 {
@@ -315,7 +270,7 @@ func TestModernHTTPKeepAlive(t *testing.T) {
 	cfg.HTTP.KeepAlive = 10 * time.Millisecond
 	e := startHTTP(t, cfg)
 	body := modernRequest("1", "subscriptions/listen", `"notifications":{"promptsListChanged":true}`)
-	resp, err := e.hc.Do(e.client().request(context.Background(), http.MethodPost, body, modernHeaders(t, body)...))
+	resp, err := e.Client.Do(e.Session().Request(context.Background(), http.MethodPost, body, mcptest.ModernHeaders(t, body)...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,15 +290,15 @@ func TestModernHTTPKeepAlive(t *testing.T) {
 // TestDualEraHTTP: a legacy session and modern requests at once on one endpoint.
 func TestDualEraHTTP(t *testing.T) {
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
-	legacy := e.client()
-	legacy.initialize()
-	modern := e.client()
-	legacy.expect(call("1", "echo", `{"text":"legacy"}`), `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"legacy"}]}}`)
-	modern.expectModern(modernCall("1", "echo", `{"text":"modern"}`, `{}`), 200, modernResult("1", `"content":[{"type":"text","text":"modern"}]`))
+	legacy := e.Session()
+	legacy.Initialize()
+	modern := e.Session()
+	legacy.Expect(call("1", "echo", `{"text":"legacy"}`), `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"legacy"}]}}`)
+	modern.ExpectModern(modernCall("1", "echo", `{"text":"modern"}`, `{}`), 200, modernResult("1", `"content":[{"type":"text","text":"modern"}]`))
 	// A modern request sent with the legacy session's id is still modern.
-	modern.expectModern(modernCall("2", "echo", `{"text":"m"}`, `{}`), 200, modernResult("2", `"content":[{"type":"text","text":"m"}]`),
-		"Mcp-Session-Id", legacy.id)
-	legacy.expect(`{"jsonrpc":"2.0","id":2,"method":"ping"}`, `{"jsonrpc":"2.0","id":2,"result":{}}`)
+	modern.ExpectModern(modernCall("2", "echo", `{"text":"m"}`, `{}`), 200, modernResult("2", `"content":[{"type":"text","text":"m"}]`),
+		"Mcp-Session-Id", legacy.ID)
+	legacy.Expect(`{"jsonrpc":"2.0","id":2,"method":"ping"}`, `{"jsonrpc":"2.0","id":2,"result":{}}`)
 }
 
 // TestModernHTTPWeighsNothing: modern requests — answered, failed, cancelled by closing their
@@ -352,23 +307,22 @@ func TestDualEraHTTP(t *testing.T) {
 // listener.
 func TestModernHTTPWeighsNothing(t *testing.T) {
 	e := startHTTP(t, toolgrain.Config{Tools: append(demo.Tools(), inputTools()...)})
-	c := e.client()
+	c := e.Session()
 	for i := range 50 {
 		id := fmt.Sprint(i)
-		c.expectModern(modernCall(id, "echo", `{"text":"x"}`, `{}`), 200, modernResult(id, `"content":[{"type":"text","text":"x"}]`))
-		if r := c.modernPost(modernCall(id, "fail", `{"mode":"error"}`, `{}`)); r.status != 200 {
-			t.Fatalf("fail: %d %s", r.status, r.body)
+		c.ExpectModern(modernCall(id, "echo", `{"text":"x"}`, `{}`), 200, modernResult(id, `"content":[{"type":"text","text":"x"}]`))
+		if r := c.ModernPost(modernCall(id, "fail", `{"mode":"error"}`, `{}`)); r.Status != 200 {
+			t.Fatalf("fail: %d %s", r.Status, r.Body)
 		}
-		if r := c.modernPost(modernCall(id, "keep", `{}`, `{"roots":{}}`)); r.status != 200 || !strings.Contains(r.body, "input_required") {
-			t.Fatalf("keep: %d %s", r.status, r.body)
+		if r := c.ModernPost(modernCall(id, "keep", `{}`, `{"roots":{}}`)); r.Status != 200 || !strings.Contains(r.Body, "input_required") {
+			t.Fatalf("keep: %d %s", r.Status, r.Body)
 		}
 	}
 	listen := modernRequest(`"l"`, "subscriptions/listen", `"notifications":{"toolsListChanged":true}`)
 	for range 20 {
-		s := c.open(http.MethodPost, listen, modernHeaders(t, listen)...)
-		s.next() // the acknowledgement
-		s.cancel()
-		s.resp.Body.Close()
+		s := c.Open(http.MethodPost, listen, mcptest.ModernHeaders(t, listen)...)
+		s.Next() // the acknowledgement
+		s.Close()
 	}
 	// Sleeps send nothing before their answer, so their clients leave while still waiting for
 	// the response's headers.
@@ -379,29 +333,17 @@ func TestModernHTTPWeighsNothing(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if resp, err := (&http.Client{}).Do(c.request(ctx, http.MethodPost, sleep, modernHeaders(t, sleep)...)); err == nil {
+			if resp, err := (&http.Client{}).Do(c.Request(ctx, http.MethodPost, sleep, mcptest.ModernHeaders(t, sleep)...)); err == nil {
 				resp.Body.Close()
 			}
 		}()
 	}
-	deadline := time.Now().Add(watchdog)
-	for engineOccupancy(e.srv).Calls < 20 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the sleeps did not start: %+v", engineOccupancy(e.srv))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	mcptest.Eventually(t, "the 20 sleeps running", func() bool { return engineOccupancy(e.srv).Calls >= 20 })
 	cancel()
 	wg.Wait()
-	e.hc.CloseIdleConnections()
-	for {
+	e.Client.CloseIdleConnections()
+	mcptest.Eventually(t, "the engine to hold nothing of the requests (one connection actor, no session)", func() bool {
 		occ := engineOccupancy(e.srv)
-		if occ.Calls == 0 && occ.Listeners == 0 && occ.Connections == 1 && e.srv.Sessions() == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the requests ended the engine holds %+v and %d sessions", occ, e.srv.Sessions())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return occ.Calls == 0 && occ.Listeners == 0 && occ.Connections == 1 && e.srv.Sessions() == 0
+	})
 }

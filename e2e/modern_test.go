@@ -14,6 +14,7 @@ import (
 	"github.com/toolgrain/toolgrain/client"
 	"github.com/toolgrain/toolgrain/internal/conformance"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/tools"
 )
@@ -54,7 +55,7 @@ func modernResult(id, members string) string {
 
 func TestModernDiscover(t *testing.T) {
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Instructions: "Be kind.", CacheTTL: 90 * time.Second})
-	c.expect(modernRequest(`"d"`, "server/discover", ""), modernResult(`"d"`,
+	c.Expect(modernRequest(`"d"`, "server/discover", ""), modernResult(`"d"`,
 		`"ttlMs":90000,"cacheScope":"public","supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],`+
 			`"capabilities":{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"logging":{},"completions":{}},`+
 			`"instructions":"Be kind."`))
@@ -93,8 +94,7 @@ func TestModernEnvelope(t *testing.T) {
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c.t = t
-			c.expect(tt.give, tt.want)
+			c.For(t).Expect(tt.give, tt.want)
 		})
 	}
 }
@@ -102,20 +102,20 @@ func TestModernEnvelope(t *testing.T) {
 // TestModernErrorModel: the error model holds unchanged in the modern era; only the result's
 // annotation differs.
 func TestModernErrorModel(t *testing.T) {
-	rec := newRecorder()
-	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.onError})
+	rec := mcptest.NewRecorder()
+	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.OnError})
 	failed := `"content":[{"type":"text","text":"Tool execution failed"}],"isError":true`
-	c.expect(modernCall("1", "echo", `{"text":"hi"}`, `{}`), modernResult("1", `"content":[{"type":"text","text":"hi"}]`))
-	c.expect(modernCall("2", "greet", `{"name":"Ann"}`, `{}`), modernResult("2",
+	c.Expect(modernCall("1", "echo", `{"text":"hi"}`, `{}`), modernResult("1", `"content":[{"type":"text","text":"hi"}]`))
+	c.Expect(modernCall("2", "greet", `{"name":"Ann"}`, `{}`), modernResult("2",
 		`"content":[{"type":"text","text":"{\"greeting\":\"Hello, Ann!\"}"}],"structuredContent":{"greeting":"Hello, Ann!"}`))
-	c.expect(modernCall("3", "sleep", `{"ms":700000}`, `{}`), modernResult("3",
+	c.Expect(modernCall("3", "sleep", `{"ms":700000}`, `{}`), modernResult("3",
 		`"content":[{"type":"text","text":"invalid arguments: ms: must be <= 600000"}],"isError":true`))
-	c.expect(modernCall("4", "fail", `{"mode":"result"}`, `{}`), modernResult("4",
+	c.Expect(modernCall("4", "fail", `{"mode":"result"}`, `{}`), modernResult("4",
 		`"content":[{"type":"text","text":"public failure message"}],"isError":true`))
 	for i, mode := range []string{"error", "panic", "bad-output", "provider"} {
 		id := fmt.Sprint(10 + i)
-		c.send(modernCall(id, "fail", `{"mode":"`+mode+`"}`, `{}`))
-		got := c.recv()
+		c.Send(modernCall(id, "fail", `{"mode":"`+mode+`"}`, `{}`))
+		got := c.Recv()
 		if got != modernResult(id, failed) {
 			t.Errorf("fail %s: %s", mode, got)
 		}
@@ -123,14 +123,14 @@ func TestModernErrorModel(t *testing.T) {
 			t.Errorf("fail %s leaked the marker: %s", mode, got)
 		}
 	}
-	reports := rec.wait(t, 4)
+	reports := rec.Wait(t, 4)
 	for _, r := range reports {
-		if r.details == nil || r.details.ToolName() != "fail" || r.err == nil {
-			t.Errorf("report: %v, %+v", r.err, r.details)
+		if r.Details == nil || r.Details.ToolName() != "fail" || r.Err == nil {
+			t.Errorf("report: %v, %+v", r.Err, r.Details)
 		}
 	}
-	c.silent(50 * time.Millisecond)
-	if n := len(rec.snapshot()); n != 4 {
+	c.Silent(50*time.Millisecond, "the reported failures send nothing more")
+	if n := len(rec.Snapshot()); n != 4 {
 		t.Errorf("%d reports, want 4: validation feedback and public errors are not reported", n)
 	}
 }
@@ -138,13 +138,13 @@ func TestModernErrorModel(t *testing.T) {
 // TestModernCancellation: over stdio a modern call is cancelled with notifications/cancelled, as
 // a legacy one: no response, no report.
 func TestModernCancellation(t *testing.T) {
-	rec := newRecorder()
-	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.onError})
-	c.send(modernCall("1", "sleep", `{"ms":600000}`, `{}`))
-	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
-	c.silent(100 * time.Millisecond)
-	c.expect(modernCall("2", "echo", `{"text":"next"}`, `{}`), modernResult("2", `"content":[{"type":"text","text":"next"}]`))
-	if r := rec.snapshot(); len(r) != 0 {
+	rec := mcptest.NewRecorder()
+	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.OnError})
+	c.Send(modernCall("1", "sleep", `{"ms":600000}`, `{}`))
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`)
+	c.Silent(100*time.Millisecond, "the cancelled call's answer would be out")
+	c.Expect(modernCall("2", "echo", `{"text":"next"}`, `{}`), modernResult("2", `"content":[{"type":"text","text":"next"}]`))
+	if r := rec.Snapshot(); len(r) != 0 {
 		t.Errorf("reports after a cancellation: %v", r)
 	}
 }
@@ -164,22 +164,22 @@ func TestModernProgressAndLogging(t *testing.T) {
 		}),
 	}
 	c := startStdio(t, toolgrain.Config{Tools: append(demo.Tools(), logger)})
-	c.expect(modernCall("1", "logger", `{}`, `{}`), modernResult("1", `"content":[{"type":"text","text":"done"}]`))
+	c.Expect(modernCall("1", "logger", `{}`, `{}`), modernResult("1", `"content":[{"type":"text","text":"done"}]`))
 	level := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"logger","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"info"}}}`
-	c.send(level)
+	c.Send(level)
 	for _, want := range []string{
 		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","logger":"t","data":"info"}}`,
 		`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"error","logger":"t","data":"error"}}`,
 		modernResult("2", `"content":[{"type":"text","text":"done"}]`),
 	} {
-		if got := c.recv(); got != want {
+		if got := c.Recv(); got != want {
 			t.Errorf("got  %s\nwant %s", got, want)
 		}
 	}
-	c.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":250},"_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	c.Send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":250},"_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
 	var progress int
 	for {
-		got := c.recv()
+		got := c.Recv()
 		if strings.Contains(got, `"method":"notifications/progress"`) && strings.Contains(got, `"progressToken":"p"`) {
 			progress++
 			continue
@@ -198,13 +198,13 @@ func TestModernProgressAndLogging(t *testing.T) {
 // each served by its own era's rules.
 func TestDualEraOnOneConnection(t *testing.T) {
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
-	c.expect(modernCall("1", "echo", `{"text":"modern first"}`, `{}`), modernResult("1", `"content":[{"type":"text","text":"modern first"}]`))
-	c.expect(call("2", "echo", `{"text":"legacy"}`), `{"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"Invalid Request: tools/call before initialize"}}`)
-	c.initialize()
-	c.expect(call("3", "echo", `{"text":"legacy"}`), `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"legacy"}]}}`)
-	c.expect(modernCall("4", "echo", `{"text":"modern"}`, `{}`), modernResult("4", `"content":[{"type":"text","text":"modern"}]`))
-	c.expect(`{"jsonrpc":"2.0","id":5,"method":"ping"}`, `{"jsonrpc":"2.0","id":5,"result":{}}`)
-	c.expect(modernRequest("6", "ping", ""), `{"jsonrpc":"2.0","id":6,"error":{"code":-32601,"message":"Method not found: ping"}}`)
+	c.Expect(modernCall("1", "echo", `{"text":"modern first"}`, `{}`), modernResult("1", `"content":[{"type":"text","text":"modern first"}]`))
+	c.Expect(call("2", "echo", `{"text":"legacy"}`), `{"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"Invalid Request: tools/call before initialize"}}`)
+	c.Initialize()
+	c.Expect(call("3", "echo", `{"text":"legacy"}`), `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"legacy"}]}}`)
+	c.Expect(modernCall("4", "echo", `{"text":"modern"}`, `{}`), modernResult("4", `"content":[{"type":"text","text":"modern"}]`))
+	c.Expect(`{"jsonrpc":"2.0","id":5,"method":"ping"}`, `{"jsonrpc":"2.0","id":5,"result":{}}`)
+	c.Expect(modernRequest("6", "ping", ""), `{"jsonrpc":"2.0","id":6,"error":{"code":-32601,"message":"Method not found: ping"}}`)
 }
 
 // inputTools are tools that ask the client for input with the one handler API of both eras.
@@ -260,21 +260,21 @@ func inputRequired(t *testing.T, line string) (map[string]json.RawMessage, strin
 // TestModernInputRounds: a handler that asks twice with client.Elicit, written for a legacy
 // session, is served in two input_required rounds and completes on the third request.
 func TestModernInputRounds(t *testing.T) {
-	rec := newRecorder()
-	c := startStdio(t, toolgrain.Config{Tools: inputTools(), OnError: rec.onError})
+	rec := mcptest.NewRecorder()
+	c := startStdio(t, toolgrain.Config{Tools: inputTools(), OnError: rec.OnError})
 	caps := `{"elicitation":{}}`
-	c.send(modernCall("1", "ask", `{"q":"x"}`, caps))
-	reqs, state := inputRequired(t, c.recv())
+	c.Send(modernCall("1", "ask", `{"q":"x"}`, caps))
+	reqs, state := inputRequired(t, c.Recv())
 	if string(reqs["elicitation-1"]) != `{"method":"elicitation/create","params":{"message":"first?"}}` || len(reqs) != 1 {
 		t.Fatalf("round 1 asked %s", reqs)
 	}
-	c.send(modernCall("2", "ask", `{"q":"x"}`, caps, `"inputResponses":{"elicitation-1":{"action":"accept","content":{"a":1}}}`, `"requestState":"`+state+`"`))
-	reqs, state2 := inputRequired(t, c.recv())
+	c.Send(modernCall("2", "ask", `{"q":"x"}`, caps, `"inputResponses":{"elicitation-1":{"action":"accept","content":{"a":1}}}`, `"requestState":"`+state+`"`))
+	reqs, state2 := inputRequired(t, c.Recv())
 	if _, ok := reqs["elicitation-2"]; !ok || len(reqs) != 1 || state2 == state {
 		t.Fatalf("round 2 asked %s", reqs)
 	}
 	// The state carries the first answer: the retry need only answer the second.
-	c.expect(modernCall("3", "ask", `{"q":"x"}`, caps, `"inputResponses":{"elicitation-2":{"action":"accept","content":{"b":2}}}`, `"requestState":"`+state2+`"`),
+	c.Expect(modernCall("3", "ask", `{"q":"x"}`, caps, `"inputResponses":{"elicitation-2":{"action":"accept","content":{"b":2}}}`, `"requestState":"`+state2+`"`),
 		modernResult("3", `"content":[{"type":"text","text":"{\"a\":1}+{\"b\":2}"}]`))
 
 	// A state is bound to its request and protected.
@@ -285,15 +285,15 @@ func TestModernInputRounds(t *testing.T) {
 		{"not an object", modernCall("7", "ask", `{}`, caps, `"inputResponses":{"elicitation-1":12345}`), `inputResponses[\"elicitation-1\"] must be a result object`},
 		{"null", modernCall("8", "ask", `{}`, caps, `"inputResponses":null`), "inputResponses must be an object"},
 	} {
-		c.send(tt.give)
-		got := c.recv()
+		c.Send(tt.give)
+		got := c.Recv()
 		if !strings.Contains(got, `"code":-32602`) || !strings.Contains(got, tt.want) {
 			t.Errorf("%s: %s", tt.name, got)
 		}
 	}
 	// Without the capability, nothing is asked: the handler's error is -32021.
-	c.expect(modernCall("9", "ask", `{}`, `{}`), `{"jsonrpc":"2.0","id":9,"error":{"code":-32021,"message":"Missing required client capability","data":{"requiredCapabilities":{"elicitation":{}}}}}`)
-	if r := rec.snapshot(); len(r) != 0 {
+	c.Expect(modernCall("9", "ask", `{}`, `{}`), `{"jsonrpc":"2.0","id":9,"error":{"code":-32021,"message":"Missing required client capability","data":{"requiredCapabilities":{"elicitation":{}}}}}`)
+	if r := rec.Snapshot(); len(r) != 0 {
 		t.Errorf("reports: %v", r)
 	}
 }
@@ -301,15 +301,15 @@ func TestModernInputRounds(t *testing.T) {
 // TestModernInputState: the handler's state survives the round trip, sealed.
 func TestModernInputState(t *testing.T) {
 	c := startStdio(t, toolgrain.Config{Tools: inputTools()})
-	c.send(modernCall("1", "keep", `{}`, `{"roots":{}}`))
-	reqs, state := inputRequired(t, c.recv())
+	c.Send(modernCall("1", "keep", `{}`, `{"roots":{}}`))
+	reqs, state := inputRequired(t, c.Recv())
 	if string(reqs["roots"]) != `{"method":"roots/list","params":{}}` {
 		t.Fatalf("asked %s", reqs)
 	}
 	if strings.Contains(state, "made-once") {
 		t.Errorf("the state is readable by the client: %s", state)
 	}
-	c.expect(modernCall("2", "keep", `{}`, `{"roots":{}}`, `"inputResponses":{"roots":{"roots":[]}}`, `"requestState":"`+state+`"`),
+	c.Expect(modernCall("2", "keep", `{}`, `{"roots":{}}`, `"inputResponses":{"roots":{"roots":[]}}`, `"requestState":"`+state+`"`),
 		modernResult("2", `"content":[{"type":"text","text":"made-once"}]`))
 }
 
@@ -322,15 +322,15 @@ func TestModernInputStateAcrossServers(t *testing.T) {
 	other := startStdio(t, toolgrain.Config{Tools: inputTools()})
 	short := startStdio(t, toolgrain.Config{Tools: inputTools(), RequestState: toolgrain.RequestStateConfig{Key: key, TTL: time.Nanosecond}})
 	caps := `{"roots":{}}`
-	a.send(modernCall("1", "keep", `{}`, caps))
-	_, state := inputRequired(t, a.recv())
+	a.Send(modernCall("1", "keep", `{}`, caps))
+	_, state := inputRequired(t, a.Recv())
 	retry := modernCall("2", "keep", `{}`, caps, `"inputResponses":{"roots":{"roots":[]}}`, `"requestState":"`+state+`"`)
-	b.expect(retry, modernResult("2", `"content":[{"type":"text","text":"made-once"}]`))
-	other.expect(retry, `{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Invalid params: requestState failed verification"}}`)
-	short.send(modernCall("3", "keep", `{}`, caps))
-	_, state = inputRequired(t, short.recv())
+	b.Expect(retry, modernResult("2", `"content":[{"type":"text","text":"made-once"}]`))
+	other.Expect(retry, `{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Invalid params: requestState failed verification"}}`)
+	short.Send(modernCall("3", "keep", `{}`, caps))
+	_, state = inputRequired(t, short.Recv())
 	time.Sleep(1100 * time.Millisecond) // expiry has a resolution of one second
-	short.expect(modernCall("4", "keep", `{}`, caps, `"requestState":"`+state+`"`),
+	short.Expect(modernCall("4", "keep", `{}`, caps, `"requestState":"`+state+`"`),
 		`{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"Invalid params: requestState has expired"}}`)
 }
 
@@ -356,37 +356,37 @@ func TestModernListen(t *testing.T) {
 		}
 	})
 	c := attach(t, srv)
-	c.send(modernRequest(`"L"`, "subscriptions/listen", `"notifications":{"toolsListChanged":true,"resourceSubscriptions":["test://r"]}`))
-	if got, want := c.recv(), `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"},"notifications":{"toolsListChanged":true,"resourceSubscriptions":["test://r"]}}}`; got != want {
+	c.Send(modernRequest(`"L"`, "subscriptions/listen", `"notifications":{"toolsListChanged":true,"resourceSubscriptions":["test://r"]}`))
+	if got, want := c.Recv(), `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"},"notifications":{"toolsListChanged":true,"resourceSubscriptions":["test://r"]}}}`; got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
-	c.send(modernRequest("2", "subscriptions/listen", `"notifications":{"promptsListChanged":true}`))
-	c.recv() // its acknowledgement
+	c.Send(modernRequest("2", "subscriptions/listen", `"notifications":{"promptsListChanged":true}`))
+	c.Recv() // its acknowledgement
 	if err := srv.AddTools(tools.Tool{Name: "extra", InputSchema: json.RawMessage(`{"type":"object"}`),
 		Handler: tools.HandlerFunc(func(context.Context, *tools.Request) (*tools.Result, error) { return tools.TextResult(""), nil })}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := c.recv(), `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}}`; got != want {
+	if got, want := c.Recv(), `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}}`; got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 	srv.NotifyResourceUpdated("test://other")
 	srv.NotifyResourceUpdated("test://r")
-	if got, want := c.recv(), `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"},"uri":"test://r"}}`; got != want {
+	if got, want := c.Recv(), `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"},"uri":"test://r"}}`; got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 	srv.RemovePrompts("test_simple_prompt")
-	if got, want := c.recv(), `{"jsonrpc":"2.0","method":"notifications/prompts/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":2}}}`; got != want {
+	if got, want := c.Recv(), `{"jsonrpc":"2.0","method":"notifications/prompts/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":2}}}`; got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 	// Cancelled: nothing more for "L".
-	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"L"}}`)
-	c.expect(modernCall("3", "echo", `{"text":"x"}`, `{}`), modernResult("3", `"content":[{"type":"text","text":"x"}]`))
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"L"}}`)
+	c.Expect(modernCall("3", "echo", `{"text":"x"}`, `{}`), modernResult("3", `"content":[{"type":"text","text":"x"}]`))
 	srv.RemoveTools("extra")
-	c.silent(50 * time.Millisecond)
+	c.Silent(50*time.Millisecond, "a change after the cancellation would be out")
 	// Shut down: the open listen stream 2 is answered.
 	done := make(chan error, 1)
 	go func() { done <- srv.Shutdown(context.Background()) }()
-	if got, want := c.recv(), `{"jsonrpc":"2.0","id":2,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"toolgrain","version":"`+toolgrain.Version+`"},"io.modelcontextprotocol/subscriptionId":2}}}`; got != want {
+	if got, want := c.Recv(), `{"jsonrpc":"2.0","id":2,"result":{"resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"toolgrain","version":"`+toolgrain.Version+`"},"io.modelcontextprotocol/subscriptionId":2}}}`; got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
 	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
@@ -397,9 +397,9 @@ func TestModernListen(t *testing.T) {
 
 func TestModernListenErrors(t *testing.T) {
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
-	c.expect(modernRequest("1", "subscriptions/listen", ""),
+	c.Expect(modernRequest("1", "subscriptions/listen", ""),
 		`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params: subscriptions/listen needs params with a notifications object"}}`)
-	c.expect(modernRequest("2", "subscriptions/listen", `"notifications":{"resourceSubscriptions":["relative"]}`),
+	c.Expect(modernRequest("2", "subscriptions/listen", `"notifications":{"resourceSubscriptions":["relative"]}`),
 		`{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Invalid params: resourceSubscriptions: \"relative\" is not an absolute URI"}}`)
 }
 
@@ -416,7 +416,7 @@ func TestModernInMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mc.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	meta := json.RawMessage(`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{}}}`)
 	res, err := mc.Call(ctx, "tools/call", map[string]any{"name": "echo", "arguments": map[string]string{"text": "hi"}, "_meta": meta})

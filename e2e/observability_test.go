@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 )
 
 // recordingHandler is a slog handler that remembers every record.
@@ -43,17 +43,14 @@ func TestLogsGoOnlyToTheGivenLogger(t *testing.T) {
 
 	core, given := observer.New(zapcore.DebugLevel)
 	_, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools(), Logger: zap.New(core)})
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	if _, err := c.CallTool(ctx, "fail", map[string]string{"mode": "error"}); err != nil {
 		t.Fatal(err)
 	}
 	_ = c.Send([]byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":999}}`))
+	mcptest.Eventually(t, "the failure logged", func() bool { return given.FilterMessage("unexpected failure").Len() != 0 })
 	rec := given.FilterMessage("unexpected failure")
-	for rec.Len() == 0 && ctx.Err() == nil {
-		time.Sleep(5 * time.Millisecond)
-		rec = given.FilterMessage("unexpected failure")
-	}
 	if rec.Len() != 1 {
 		t.Fatalf("the default OnError logged %d failures on the given logger, want 1", rec.Len())
 	}

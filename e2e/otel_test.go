@@ -25,6 +25,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/metrics"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/tools"
@@ -171,7 +172,7 @@ func stdioCall(n int, tool, args string) string {
 func TestTraceToolCalls(t *testing.T) {
 	tr := newSpans(t)
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Telemetry: toolgrain.TelemetryConfig{TracerProvider: tr.tp}})
-	c.initialize()
+	c.Initialize()
 	call := func(tool string) map[string]string {
 		return map[string]string{
 			"mcp.method.name": "tools/call", "gen_ai.tool.name": tool, "gen_ai.operation.name": "execute_tool",
@@ -195,8 +196,8 @@ func TestTraceToolCalls(t *testing.T) {
 	}
 	for i, tt := range tests {
 		n := i + 1
-		c.send(stdioCall(n, tt.tool, tt.args))
-		if got := c.recv(); !strings.HasPrefix(got, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":`, n)) {
+		c.Send(stdioCall(n, tt.tool, tt.args))
+		if got := c.Recv(); !strings.HasPrefix(got, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":`, n)) {
 			t.Fatalf("%s %s: %s", tt.tool, tt.args, got)
 		}
 		want := span{name: "tools/call " + tt.tool, attrs: with(call(tt.tool), "jsonrpc.request.id", fmt.Sprint(n), "toolgrain.tool.outcome", tt.outcome)}
@@ -224,10 +225,10 @@ func TestTraceToolCalls(t *testing.T) {
 func TestTraceCancelledCall(t *testing.T) {
 	tr := newSpans(t)
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Telemetry: toolgrain.TelemetryConfig{TracerProvider: tr.tp}})
-	c.initialize()
-	c.send(stdioCall(1, "sleep", `{"ms":600000}`))
-	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,%s}}`, traceMeta(2)))
-	c.expect(`{"jsonrpc":"2.0","id":3,"method":"ping"}`, `{"jsonrpc":"2.0","id":3,"result":{}}`)
+	c.Initialize()
+	c.Send(stdioCall(1, "sleep", `{"ms":600000}`))
+	c.Send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,%s}}`, traceMeta(2)))
+	c.Expect(`{"jsonrpc":"2.0","id":3,"method":"ping"}`, `{"jsonrpc":"2.0","id":3,"result":{}}`)
 	checkServer(t, tr.served(1), 1, span{name: "tools/call sleep", attrs: map[string]string{
 		"mcp.method.name": "tools/call", "jsonrpc.request.id": "1", "gen_ai.tool.name": "sleep", "gen_ai.operation.name": "execute_tool",
 		"network.transport": "pipe", "mcp.protocol.version": "2025-11-25",
@@ -245,11 +246,11 @@ func TestTraceCancelledCall(t *testing.T) {
 func TestTraceJSONRPCErrors(t *testing.T) {
 	tr := newSpans(t)
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Telemetry: toolgrain.TelemetryConfig{TracerProvider: tr.tp}})
-	c.initialize()
-	c.send(stdioCall(1, "no-such-tool", `{}`))
-	c.recv()
-	c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"req-2","method":"no/such/method","params":{%s}}`, traceMeta(2)))
-	c.recv()
+	c.Initialize()
+	c.Send(stdioCall(1, "no-such-tool", `{}`))
+	c.Recv()
+	c.Send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"req-2","method":"no/such/method","params":{%s}}`, traceMeta(2)))
+	c.Recv()
 	checkServer(t, tr.served(1), 1, span{name: "tools/call", attrs: map[string]string{
 		"mcp.method.name": "tools/call", "jsonrpc.request.id": "1", "gen_ai.operation.name": "execute_tool",
 		"network.transport": "pipe", "mcp.protocol.version": "2025-11-25",
@@ -268,8 +269,8 @@ func TestTraceModernRequest(t *testing.T) {
 	tr := newSpans(t)
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Telemetry: toolgrain.TelemetryConfig{TracerProvider: tr.tp}})
 	meta := fmt.Sprintf(`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"traceparent":"00-%s-%s-01"}`, clientTrace, parentSpan(1))
-	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},` + meta + `}}`)
-	if got := c.recv(); !strings.Contains(got, `"resultType":"complete"`) {
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},` + meta + `}}`)
+	if got := c.Recv(); !strings.Contains(got, `"resultType":"complete"`) {
 		t.Fatalf("modern call: %s", got)
 	}
 	checkServer(t, tr.served(1), 1, span{name: "tools/call echo", attrs: map[string]string{
@@ -300,31 +301,31 @@ func TestTraceHTTP(t *testing.T) {
 		}
 		mcp.ServeHTTP(w, r.WithContext(ctx))
 	}))
-	e := &httpEnv{t: t, srv: srv, ts: ts, url: ts.URL + "/mcp", hc: &http.Client{Timeout: watchdog}}
+	e := &httpEnv{HTTP: &mcptest.HTTP{T: t, URL: ts.URL + "/mcp", Client: &http.Client{Timeout: mcptest.Watchdog}}, srv: srv, ts: ts}
 	t.Cleanup(func() {
 		_ = srv.Close()
 		ts.Close()
-		e.hc.CloseIdleConnections()
+		e.Client.CloseIdleConnections()
 	})
-	legacy := e.client()
-	legacy.initialize()
+	legacy := e.Session()
+	legacy.Initialize()
 	<-posts // initialize
 	<-posts // notifications/initialized
-	legacy.expect(stdioCall(1, "echo", `{"text":"hi"}`), `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}`)
+	legacy.Expect(stdioCall(1, "echo", `{"text":"hi"}`), `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}`)
 	post := <-posts
 	sp := tr.served(1)
 	checkServer(t, sp, 1, span{name: "tools/call echo", attrs: map[string]string{
 		"mcp.method.name": "tools/call", "jsonrpc.request.id": "1", "gen_ai.tool.name": "echo", "gen_ai.operation.name": "execute_tool",
-		"network.transport": "tcp", "mcp.protocol.version": "2025-11-25", "mcp.session.id": legacy.id, "toolgrain.tool.outcome": "ok",
+		"network.transport": "tcp", "mcp.protocol.version": "2025-11-25", "mcp.session.id": legacy.ID, "toolgrain.tool.outcome": "ok",
 	}})
 	if l := sp.Links(); len(l) != 1 || l[0].SpanContext.SpanID() != post.SpanID() || l[0].SpanContext.TraceID() != post.TraceID() {
 		t.Errorf("links %v, want the HTTP span %v", l, post)
 	}
 
-	modern := e.client()
+	modern := e.Session()
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"traceparent":"00-%s-%s-01"}}}`, clientTrace, parentSpan(2))
-	if r := modern.modernPost(body); r.status != http.StatusOK {
-		t.Fatalf("modern POST: %d %s", r.status, r.body)
+	if r := modern.ModernPost(body); r.Status != http.StatusOK {
+		t.Fatalf("modern POST: %d %s", r.Status, r.Body)
 	}
 	post = <-posts
 	sp = tr.served(2)
@@ -337,7 +338,7 @@ func TestTraceHTTP(t *testing.T) {
 	}
 	// The initialize span has the session id it opened, and the version it negotiated.
 	init := tr.named("initialize")
-	if len(init) != 1 || attrsOf(init[0])["mcp.session.id"] != legacy.id || attrsOf(init[0])["mcp.protocol.version"] != "2025-11-25" {
+	if len(init) != 1 || attrsOf(init[0])["mcp.session.id"] != legacy.ID || attrsOf(init[0])["mcp.protocol.version"] != "2025-11-25" {
 		t.Errorf("initialize spans: %v", init)
 	}
 }
@@ -368,14 +369,14 @@ func TestTracePrivacy(t *testing.T) {
 		tr := newSpans(t)
 		cfg.Tools, cfg.Telemetry.TracerProvider = demo.Tools(), tr.tp
 		c := startStdio(t, cfg)
-		c.initialize()
-		c.send(stdioCall(1, "echo", `{"text":"`+canary+`"}`))
-		c.recv()
-		c.send(stdioCall(2, "greet", `{"name":"`+canary+`"}`))
-		c.recv()
+		c.Initialize()
+		c.Send(stdioCall(1, "echo", `{"text":"`+canary+`"}`))
+		c.Recv()
+		c.Send(stdioCall(2, "greet", `{"name":"`+canary+`"}`))
+		c.Recv()
 		for i, mode := range []string{"error", "panic", "bad-output", "provider"} {
-			c.send(stdioCall(3+i, "fail", `{"mode":"`+mode+`"}`))
-			c.recv()
+			c.Send(stdioCall(3+i, "fail", `{"mode":"`+mode+`"}`))
+			c.Recv()
 		}
 		return tr
 	}
@@ -428,9 +429,9 @@ func TestTraceHandlerContext(t *testing.T) {
 			return tools.TextResult("ok"), nil
 		})}
 	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{probe}, Telemetry: toolgrain.TelemetryConfig{TracerProvider: tr.tp}})
-	c.initialize()
-	c.send(stdioCall(1, "probe", `{}`))
-	c.recv()
+	c.Initialize()
+	c.Send(stdioCall(1, "probe", `{}`))
+	c.Recv()
 	ctx := <-seen
 	handler := tr.child(tr.served(1), "toolgrain.handler")
 	if got := trace.SpanContextFromContext(ctx); got.SpanID() != handler.SpanContext().SpanID() || got.TraceID().String() != clientTrace {
@@ -496,9 +497,9 @@ func TestTraceActorTool(t *testing.T) {
 	order := &endOrder{}
 	tr.tp.RegisterSpanProcessor(order)
 	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{tool}, Telemetry: toolgrain.TelemetryConfig{TracerProvider: tr.tp}})
-	c.initialize()
-	c.send(stdioCall(1, "actor", `{}`))
-	got := c.recv()
+	c.Initialize()
+	c.Send(stdioCall(1, "actor", `{}`))
+	got := c.Recv()
 	sp := tr.served(1)
 	if names := tr.children(sp); !slices.Equal(names, []string{"toolgrain.actor_call", "toolgrain.validate"}) {
 		t.Errorf("child spans %v", names)
@@ -514,8 +515,8 @@ func TestTraceActorTool(t *testing.T) {
 		t.Errorf("the actor saw traceparent %s, want %s", got, want)
 	}
 	// So for a call that fails: the actor stops instead of replying.
-	c.send(stdioCall(2, "actor", `{"stop":true}`))
-	if got := c.recv(); !strings.Contains(got, `"isError":true`) {
+	c.Send(stdioCall(2, "actor", `{"stop":true}`))
+	if got := c.Recv(); !strings.Contains(got, `"isError":true`) {
 		t.Errorf("a call whose actor stopped: %s", got)
 	}
 	if names := order.endedBefore(tr.served(2)); !slices.Equal(names, []string{"toolgrain.actor_call", "toolgrain.validate"}) {
@@ -532,9 +533,9 @@ func TestTraceOff(t *testing.T) {
 			return tools.TextResult("ok"), nil
 		})}
 	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{probe}})
-	c.initialize()
-	c.send(stdioCall(1, "probe", `{}`))
-	c.recv()
+	c.Initialize()
+	c.Send(stdioCall(1, "probe", `{}`))
+	c.Recv()
 	if sc := trace.SpanContextFromContext(<-seen); sc.IsValid() {
 		t.Errorf("the handler's context has a span %v with tracing off", sc)
 	}
@@ -549,7 +550,7 @@ func TestOTelMetrics(t *testing.T) {
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	mem := metrics.NewMemory()
 	srv, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools(), Telemetry: toolgrain.TelemetryConfig{MeterProvider: mp, Metrics: mem}, MaxCallsPerConnection: 1})
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	if _, err := c.CallTool(ctx, "echo", map[string]any{"text": "hi"}); err != nil {
 		t.Fatal(err)

@@ -29,7 +29,7 @@ func routeTool(name string) tools.Tool {
 // headers, the values of the tool's x-mcp-header arguments; 400 and -32020 otherwise.
 func TestModernHTTPParamHeaders(t *testing.T) {
 	e := startHTTP(t, toolgrain.Config{Tools: []tools.Tool{routeTool("route")}})
-	c := e.client()
+	c := e.Session()
 	mismatch := func(id, message string) string {
 		return `{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32020,"message":"Header mismatch: ` + message + `"}}`
 	}
@@ -68,35 +68,33 @@ func TestModernHTTPParamHeaders(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c.e.t = t
-			c.expectModern(modernCall("1", "route", tt.args, `{}`), tt.status, tt.want, tt.extra...)
+			c.For(t).ExpectModern(modernCall("1", "route", tt.args, `{}`), tt.status, tt.want, tt.extra...)
 		})
 	}
-	c.e.t = t
 
 	// The Mcp-Param headers are checked before the version: a request failing both gets -32020.
 	body := strings.Replace(modernCall("2", "route", `{"region":"a"}`, `{}`), "2026-07-28", "v999.0.0", 1)
-	c.expectModern(body, 400, mismatch("2", "the Mcp-Param-Region header is required: the body has a value at arguments/region"),
+	c.ExpectModern(body, 400, mismatch("2", "the Mcp-Param-Region header is required: the body has a value at arguments/region"),
 		"MCP-Protocol-Version", "v999.0.0")
 
 	// A tool added at run time is checked the same way; one without annotations is not.
 	if err := e.srv.AddTools(routeTool("late"), tools.Tool{Name: "plain", Handler: routeTool("").Handler}); err != nil {
 		t.Fatal(err)
 	}
-	c.expectModern(modernCall("3", "late", `{"region":"a"}`, `{}`), 400,
+	c.ExpectModern(modernCall("3", "late", `{"region":"a"}`, `{}`), 400,
 		mismatch("3", "the Mcp-Param-Region header is required: the body has a value at arguments/region"))
-	c.expectModern(modernCall("4", "plain", `{"region":"a"}`, `{}`), 200, ok("4", `{"region":"a"}`), "Mcp-Param-Region", "b")
+	c.ExpectModern(modernCall("4", "plain", `{"region":"a"}`, `{}`), 200, ok("4", `{"region":"a"}`), "Mcp-Param-Region", "b")
 }
 
 // TestLegacyHTTPIgnoresParamHeaders: a 2025-11-25 session has no Mcp-Param headers to check.
 func TestLegacyHTTPIgnoresParamHeaders(t *testing.T) {
 	e := startHTTP(t, toolgrain.Config{Tools: []tools.Tool{routeTool("route")}})
-	c := e.client()
-	c.initialize()
-	r := c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"route","arguments":{"region":"a"}}}`,
+	c := e.Session()
+	c.Initialize()
+	r := c.Post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"route","arguments":{"region":"a"}}}`,
 		"Mcp-Param-Region", "b")
-	if r.status != 200 || !strings.Contains(r.body, `"text":"{\"region\":\"a\"}"`) {
-		t.Errorf("legacy call: %d %s", r.status, r.body)
+	if r.Status != 200 || !strings.Contains(r.Body, `"text":"{\"region\":\"a\"}"`) {
+		t.Errorf("legacy call: %d %s", r.Status, r.Body)
 	}
 }
 

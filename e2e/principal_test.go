@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/auth"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/resources"
 	"github.com/toolgrain/toolgrain/tools"
 )
@@ -96,7 +97,7 @@ func TestClientIDIsNotASubject(t *testing.T) {
 	e := startHTTP(t, toolgrain.Config{Tools: append(inputTools(), gate), HTTP: toolgrain.HTTPConfig{
 		AllowedHosts: []string{"127.0.0.1"},
 		Auth:         &toolgrain.AuthConfig{Verifier: v, Resource: "/mcp"}}})
-	aud := e.url
+	aud := e.URL
 	user := iss.token(t, aud, jwt.MapClaims{"sub": "alice", "client_id": "web-app"})
 	userAgain := iss.token(t, aud, jwt.MapClaims{"sub": "alice", "client_id": "web-app", "jti": "2"})
 	clients := map[string]string{
@@ -105,10 +106,10 @@ func TestClientIDIsNotASubject(t *testing.T) {
 	}
 
 	// The user's session, task and input round.
-	s := e.client()
-	s.token = user
-	s.initialize()
-	tc := &taskConn{t: t, srv: e.srv, do: httpDo(t, &httpSession{e: e, token: user})}
+	s := e.Session()
+	s.Token = user
+	s.Initialize()
+	tc := &taskConn{t: t, srv: e.srv, do: httpDo(t, &mcptest.Session{HTTP: e.HTTP, Token: user})}
 	task := tc.start("gate", `{}`)
 	caps := `{"elicitation":{}}`
 	first := tc.request("tools/call", `"name":"ask","arguments":{"q":"x"}`, caps)
@@ -120,9 +121,9 @@ func TestClientIDIsNotASubject(t *testing.T) {
 
 	for name, tok := range clients {
 		t.Run(name, func(t *testing.T) {
-			c := &httpSession{e: e, token: tok, id: s.id, version: s.version}
-			assertReply(t, "the user's session", c.post(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), http.StatusNotFound, errUnknown)
-			other := &taskConn{t: t, srv: e.srv, do: httpDo(t, &httpSession{e: e, token: tok})}
+			c := &mcptest.Session{HTTP: e.HTTP, Token: tok, ID: s.ID, Version: s.Version}
+			assertReply(t, "the user's session", c.Post(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), http.StatusNotFound, errUnknown)
+			other := &taskConn{t: t, srv: e.srv, do: httpDo(t, &mcptest.Session{HTTP: e.HTTP, Token: tok})}
 			if got := other.get(task); got.Error == nil || !strings.Contains(got.raw, "Task not found") {
 				t.Errorf("the user's task: %s", got.raw)
 			}
@@ -133,9 +134,9 @@ func TestClientIDIsNotASubject(t *testing.T) {
 	}
 
 	// The user, with another token, has all three.
-	s.token = userAgain
-	s.expect(`{"jsonrpc":"2.0","id":2,"method":"ping"}`, `{"jsonrpc":"2.0","id":2,"result":{}}`)
-	again := &taskConn{t: t, srv: e.srv, do: httpDo(t, &httpSession{e: e, token: userAgain})}
+	s.Token = userAgain
+	s.Expect(`{"jsonrpc":"2.0","id":2,"method":"ping"}`, `{"jsonrpc":"2.0","id":2,"result":{}}`)
+	again := &taskConn{t: t, srv: e.srv, do: httpDo(t, &mcptest.Session{HTTP: e.HTTP, Token: userAgain})}
 	if got := again.get(task); got.Result["status"] != "working" {
 		t.Errorf("the user's own task: %s", got.raw)
 	}
@@ -166,7 +167,7 @@ func TestTagSettingsFollowThePrincipal(t *testing.T) {
 		},
 		HTTP: toolgrain.HTTPConfig{AllowedHosts: []string{"127.0.0.1"},
 			Auth: &toolgrain.AuthConfig{Verifier: v, Resource: "/mcp"}}})
-	aud := e.url
+	aud := e.URL
 	tokens := []struct{ name, token string }{
 		{"the user alice", iss.token(t, aud, jwt.MapClaims{"sub": "alice", "client_id": "web-app"})},
 		{"the client alice, no sub", iss.token(t, aud, jwt.MapClaims{"client_id": "alice"})},
@@ -175,13 +176,13 @@ func TestTagSettingsFollowThePrincipal(t *testing.T) {
 	check := func(when string, want ...[]string) {
 		t.Helper()
 		for i, tok := range tokens {
-			s := e.client()
-			s.token = tok.token
-			s.initialize()
-			legacy := listed(t, httpAnswer(s.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)), "tools", "name")
-			m := e.client()
-			m.token = tok.token
-			modern := listed(t, httpAnswer(m.modernPost(modernRequest("1", "tools/list", ""))), "tools", "name")
+			s := e.Session()
+			s.Token = tok.token
+			s.Initialize()
+			legacy := listed(t, httpAnswer(s.Post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)), "tools", "name")
+			m := e.Session()
+			m.Token = tok.token
+			modern := listed(t, httpAnswer(m.ModernPost(modernRequest("1", "tools/list", ""))), "tools", "name")
 			if !slices.Equal(legacy, want[i]) || !slices.Equal(modern, want[i]) {
 				t.Errorf("%s: %s sees %v in a session and %v as 2026-07-28 requests, want %v", when, tok.name, legacy, modern, want[i])
 			}
@@ -192,25 +193,25 @@ func TestTagSettingsFollowThePrincipal(t *testing.T) {
 	var watchers []*watcher
 	listen := `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"resourcesListChanged":true},` + envelope(`{}`) + `}}`
 	for _, tok := range tokens {
-		s := e.client()
-		s.token = tok.token
-		s.initialize()
-		get := s.open(http.MethodGet, "")
+		s := e.Session()
+		s.Token = tok.token
+		s.Initialize()
+		get := s.Open(http.MethodGet, "")
 		watchers = append(watchers, &watcher{name: tok.name + "'s session", next: func() string {
-			data, ok := get.next()
+			data, ok := get.Next()
 			if !ok {
 				t.Fatal("the GET stream ended")
 			}
 			return methodOf(t, data)
 		}})
-		ls := e.client()
-		ls.token = tok.token
-		l := ls.open(http.MethodPost, listen, modernHeaders(t, listen)...)
-		if got, _ := l.next(); !strings.Contains(got, "notifications/subscriptions/acknowledged") {
+		ls := e.Session()
+		ls.Token = tok.token
+		l := ls.Open(http.MethodPost, listen, mcptest.ModernHeaders(t, listen)...)
+		if got, _ := l.Next(); !strings.Contains(got, "notifications/subscriptions/acknowledged") {
 			t.Fatalf("ack: %s", got)
 		}
 		watchers = append(watchers, &watcher{name: tok.name + "'s listen stream", next: func() string {
-			data, ok := l.next()
+			data, ok := l.Next()
 			if !ok {
 				t.Fatal("the listen stream ended")
 			}

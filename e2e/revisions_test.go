@@ -14,6 +14,7 @@ import (
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/client"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/prompts"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/resources"
@@ -23,22 +24,6 @@ import (
 // Every legacy revision is answered in its own shape: these tests pin the exact exchange of a
 // session of each, for what differs between them (docs/eras.md, "The revisions and their
 // shapes").
-
-// initRequestAt is an initialize asking for version, with the client capabilities caps.
-func initRequestAt(version, caps string) string {
-	return `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + version +
-		`","capabilities":` + caps + `,"clientInfo":{"name":"test","version":"1"}}}`
-}
-
-// initializeAt opens a session at version and checks that it was negotiated.
-func (c *stdioClient) initializeAt(version, caps string) {
-	c.t.Helper()
-	c.send(initRequestAt(version, caps))
-	if got := c.recv(); !strings.Contains(got, `"protocolVersion":"`+version+`"`) {
-		c.t.Fatalf("initialize at %s: %s", version, got)
-	}
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-}
 
 // shapeConfig is a server whose tools, resources and prompts use what the revisions differ on:
 // titles, annotations, an output schema, _meta-free content of every kind.
@@ -83,29 +68,29 @@ func TestRevisionInitialize(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.version, func(t *testing.T) {
 			c := startStdio(t, shapeConfig())
-			c.expect(initRequestAt(tt.version, `{}`), tt.want)
+			c.Expect(mcptest.InitializeAt(tt.version, `{}`), tt.want)
 		})
 		t.Run(tt.version+"/http", func(t *testing.T) {
 			// A new HTTP session answers initialize from its record, without an actor.
 			e := startHTTP(t, shapeConfig())
-			assertReply(t, "initialize", e.client().post(initRequestAt(tt.version, `{}`)), http.StatusOK, tt.want)
+			assertReply(t, "initialize", e.Session().Post(mcptest.InitializeAt(tt.version, `{}`)), http.StatusOK, tt.want)
 		})
 	}
 }
 
 func TestRevision20241105(t *testing.T) {
-	rec := newRecorder()
+	rec := mcptest.NewRecorder()
 	cfg := shapeConfig()
-	cfg.OnError = rec.onError
+	cfg.OnError = rec.OnError
 	c := startStdio(t, cfg)
-	c.initializeAt("2024-11-05", `{"sampling":{},"elicitation":{},"roots":{}}`)
+	c.InitializeAt("2024-11-05", `{"sampling":{},"elicitation":{},"roots":{}}`)
 
 	// tools/list: no title, annotations or outputSchema.
-	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 	var list struct {
 		Result struct{ Tools []map[string]json.RawMessage } `json:"result"`
 	}
-	if err := json.Unmarshal([]byte(c.recv()), &list); err != nil {
+	if err := json.Unmarshal([]byte(c.Recv()), &list); err != nil {
 		t.Fatal(err)
 	}
 	for _, tool := range list.Result.Tools {
@@ -115,33 +100,33 @@ func TestRevision20241105(t *testing.T) {
 			}
 		}
 	}
-	c.expect(`{"jsonrpc":"2.0","id":2,"method":"resources/list"}`,
+	c.Expect(`{"jsonrpc":"2.0","id":2,"method":"resources/list"}`,
 		`{"jsonrpc":"2.0","id":2,"result":{"resources":[{"uri":"file:///notes.txt","name":"notes","mimeType":"text/plain"}]}}`)
-	c.expect(`{"jsonrpc":"2.0","id":3,"method":"prompts/list"}`,
+	c.Expect(`{"jsonrpc":"2.0","id":3,"method":"prompts/list"}`,
 		`{"jsonrpc":"2.0","id":3,"result":{"prompts":[{"name":"plan","description":"Plans.","arguments":[{"name":"goal","required":true}]}]}}`)
 
 	// A structured result keeps its text and loses its structuredContent; audio is left out
 	// and a resource link becomes its URI as text.
-	c.expect(call("4", "greet", `{"name":"Ada"}`),
+	c.Expect(call("4", "greet", `{"name":"Ada"}`),
 		`{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"{\"greeting\":\"Hello, Ada!\"}"}]}}`)
-	c.expect(call("5", "media", `{}`),
+	c.Expect(call("5", "media", `{}`),
 		`{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"text"},{"type":"text","text":"file:///notes.txt"}]}}`)
-	c.expect(`{"jsonrpc":"2.0","id":6,"method":"prompts/get","params":{"name":"plan","arguments":{"goal":"x"}}}`,
+	c.Expect(`{"jsonrpc":"2.0","id":6,"method":"prompts/get","params":{"name":"plan","arguments":{"goal":"x"}}}`,
 		`{"jsonrpc":"2.0","id":6,"result":{"messages":[{"role":"user","content":{"type":"text","text":"plan x"}}]}}`)
 
 	// The error model is the same.
-	c.expect(call("7", "fail", `{"mode":"error"}`), `{"jsonrpc":"2.0","id":7,"result":`+failedResult+`}`)
-	c.expect(call("8", "fail", `{"mode":"bad-output"}`), `{"jsonrpc":"2.0","id":8,"result":`+failedResult+`}`)
-	c.expect(call("9", "echo", `{"text":5}`),
+	c.Expect(call("7", "fail", `{"mode":"error"}`), `{"jsonrpc":"2.0","id":7,"result":`+failedResult+`}`)
+	c.Expect(call("8", "fail", `{"mode":"bad-output"}`), `{"jsonrpc":"2.0","id":8,"result":`+failedResult+`}`)
+	c.Expect(call("9", "echo", `{"text":5}`),
 		`{"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"text","text":"invalid arguments: text: must be string, got number"}],"isError":true}}`)
-	if got := rec.wait(t, 2); got[0].details.ToolName() != "fail" || strings.Contains(got[0].err.Error(), "text") {
+	if got := rec.Wait(t, 2); got[0].Details.ToolName() != "fail" || strings.Contains(got[0].Err.Error(), "text") {
 		t.Errorf("reports: %v", got)
 	}
 
 	// Progress notifications have no message in 2024-11-05.
-	c.send(`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":250},"_meta":{"progressToken":"p"}}}`)
+	c.Send(`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":250},"_meta":{"progressToken":"p"}}}`)
 	for {
-		line := c.recv()
+		line := c.Recv()
 		if strings.Contains(line, `"id":10,`) {
 			break
 		}
@@ -151,18 +136,18 @@ func TestRevision20241105(t *testing.T) {
 	}
 
 	// Cancellation silences the call.
-	c.send(call("11", "sleep", `{"ms":60000}`))
-	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":11}}`)
-	c.expect(`{"jsonrpc":"2.0","id":12,"method":"ping"}`, `{"jsonrpc":"2.0","id":12,"result":{}}`)
-	c.silent(200 * time.Millisecond)
+	c.Send(call("11", "sleep", `{"ms":60000}`))
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":11}}`)
+	c.Expect(`{"jsonrpc":"2.0","id":12,"method":"ping"}`, `{"jsonrpc":"2.0","id":12,"result":{}}`)
+	c.Silent(200*time.Millisecond, "the cancelled call's answer would be out")
 }
 
 func TestRevision20250326(t *testing.T) {
 	c := startStdio(t, shapeConfig())
-	c.initializeAt("2025-03-26", `{}`)
+	c.InitializeAt("2025-03-26", `{}`)
 	// Annotations are there, and the title with them, as annotations.title; no outputSchema.
-	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
-	line := c.recv()
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	line := c.Recv()
 	for _, want := range []string{
 		`{"name":"media","description":"Returns every kind of content.","inputSchema":{"type":"object"},"annotations":{"title":"Media","readOnlyHint":true}}`,
 		`{"name":"greet","description":"Greets someone by name, as text and as structured content.","inputSchema":{`,
@@ -175,18 +160,18 @@ func TestRevision20250326(t *testing.T) {
 		t.Errorf("tools/list: %s", line)
 	}
 	// Audio is kept; the resource link is not.
-	c.expect(call("2", "media", `{}`),
+	c.Expect(call("2", "media", `{}`),
 		`{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"text"},{"type":"audio","data":"UklGRg==","mimeType":"audio/wav"},{"type":"text","text":"file:///notes.txt"}]}}`)
 }
 
 func TestRevision20250618(t *testing.T) {
 	c := startStdio(t, shapeConfig())
-	c.initializeAt("2025-06-18", `{}`)
-	c.expect(call("1", "greet", `{"name":"Ada"}`),
+	c.InitializeAt("2025-06-18", `{}`)
+	c.Expect(call("1", "greet", `{"name":"Ada"}`),
 		`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"{\"greeting\":\"Hello, Ada!\"}"}],"structuredContent":{"greeting":"Hello, Ada!"}}}`)
-	c.expect(call("2", "media", `{}`),
+	c.Expect(call("2", "media", `{}`),
 		`{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"text"},{"type":"audio","data":"UklGRg==","mimeType":"audio/wav"},{"type":"resource_link","uri":"file:///notes.txt","name":"notes"}]}}`)
-	c.expect(`{"jsonrpc":"2.0","id":3,"method":"prompts/list"}`,
+	c.Expect(`{"jsonrpc":"2.0","id":3,"method":"prompts/list"}`,
 		`{"jsonrpc":"2.0","id":3,"result":{"prompts":[{"name":"plan","title":"Plan","description":"Plans.","arguments":[{"name":"goal","title":"Goal","required":true}]}]}}`)
 }
 
@@ -204,8 +189,8 @@ func TestRevisionRequestsToTheClient(t *testing.T) {
 	for _, version := range []string{"2024-11-05", "2025-03-26"} {
 		t.Run(version, func(t *testing.T) {
 			c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{ask}})
-			c.initializeAt(version, `{"elicitation":{}}`)
-			c.expect(call("1", "ask", `{}`),
+			c.InitializeAt(version, `{"elicitation":{}}`)
+			c.Expect(call("1", "ask", `{}`),
 				`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"client: capability not declared by the client: elicitation/create needs the client capability elicitation (form mode)"}],"isError":true}}`)
 		})
 	}
@@ -215,16 +200,16 @@ func TestRevisionRequestsToTheClient(t *testing.T) {
 func batch(msgs ...string) string { return "[" + strings.Join(msgs, ",") + "]" }
 
 func TestBatchStdio(t *testing.T) {
-	rec := newRecorder()
-	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.onError})
-	c.initializeAt("2025-03-26", `{}`)
+	rec := mcptest.NewRecorder()
+	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.OnError})
+	c.InitializeAt("2025-03-26", `{}`)
 
 	// The element that cannot be read is answered first, then the others as they are served
 	// (the echo's request actor may finish before the connection actor answers the ping); the
 	// notification has no answer.
-	c.send(batch(call("1", "echo", `{"text":"a"}`), `{"jsonrpc":"2.0","id":2,"method":"ping"}`, `7`,
+	c.Send(batch(call("1", "echo", `{"text":"a"}`), `{"jsonrpc":"2.0","id":2,"method":"ping"}`, `7`,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
-	line := c.recv()
+	line := c.Recv()
 	const unreadable = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: message must be a JSON object"}}`
 	if !strings.HasPrefix(line, "["+unreadable+",") {
 		t.Errorf("batch: the unreadable element is not answered first: %s", line)
@@ -238,8 +223,8 @@ func TestBatchStdio(t *testing.T) {
 	}
 
 	// The error model inside a batch.
-	c.send(batch(call("3", "fail", `{"mode":"panic"}`), call("4", "nope", `{}`), call("5", "sleep", `{"ms":700000}`)))
-	got := batchResponses(t, c.recv())
+	c.Send(batch(call("3", "fail", `{"mode":"panic"}`), call("4", "nope", `{}`), call("5", "sleep", `{"ms":700000}`)))
+	got := batchResponses(t, c.Recv())
 	want := []string{
 		`{"jsonrpc":"2.0","id":3,"result":` + failedResult + `}`,
 		`{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"Invalid params: unknown tool \"nope\""}}`,
@@ -248,25 +233,25 @@ func TestBatchStdio(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("batch responses\n got %q\nwant %q", got, want)
 	}
-	if r := rec.wait(t, 1); !strings.Contains(r[0].err.Error(), demo.Marker) || r[0].details.ToolName() != "fail" {
-		t.Errorf("report: %v", r[0].err)
+	if r := rec.Wait(t, 1); !strings.Contains(r[0].Err.Error(), demo.Marker) || r[0].Details.ToolName() != "fail" {
+		t.Errorf("report: %v", r[0].Err)
 	}
 
 	// A cancelled request has no place in the array; a batch of notifications has no answer.
-	c.send(batch(call("6", "sleep", `{"ms":60000}`), call("7", "echo", `{"text":"b"}`)))
-	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":6}}`)
-	if got, want := c.recv(), `[{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"b"}]}}]`; got != want {
+	c.Send(batch(call("6", "sleep", `{"ms":60000}`), call("7", "echo", `{"text":"b"}`)))
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":6}}`)
+	if got, want := c.Recv(), `[{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"b"}]}}]`; got != want {
 		t.Errorf("batch with a cancelled call\n got %s\nwant %s", got, want)
 	}
-	c.send(batch(call("8", "sleep", `{"ms":60000}`)))
-	c.send(batch(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":8}}`))
-	c.expect(`{"jsonrpc":"2.0","id":9,"method":"ping"}`, `{"jsonrpc":"2.0","id":9,"result":{}}`)
-	c.silent(200 * time.Millisecond)
+	c.Send(batch(call("8", "sleep", `{"ms":60000}`)))
+	c.Send(batch(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":8}}`))
+	c.Expect(`{"jsonrpc":"2.0","id":9,"method":"ping"}`, `{"jsonrpc":"2.0","id":9,"result":{}}`)
+	c.Silent(200*time.Millisecond, "the cancelled call's answer would be out")
 
 	// An empty batch is one error, and so is one over the limit, of which nothing runs.
-	c.expect(`[]`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: empty batch"}}`)
-	c.expect(tooLongBatch(), tooLongAnswer)
-	c.expect(`{"jsonrpc":"2.0","id":10,"method":"ping"}`, `{"jsonrpc":"2.0","id":10,"result":{}}`)
+	c.Expect(`[]`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: empty batch"}}`)
+	c.Expect(tooLongBatch(), tooLongAnswer)
+	c.Expect(`{"jsonrpc":"2.0","id":10,"method":"ping"}`, `{"jsonrpc":"2.0","id":10,"result":{}}`)
 }
 
 // tooLongBatch is a batch of calls one longer than the limit; tooLongAnswer refuses it.
@@ -301,77 +286,61 @@ func TestBatchRefusedOutside20250326(t *testing.T) {
 		t.Run("stdio "+version, func(t *testing.T) {
 			c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
 			if version != "" {
-				c.initializeAt(version, `{}`)
+				c.InitializeAt(version, `{}`)
 			}
-			c.expect(batch(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), refused)
-			c.expect(`[]`, refused)
-			c.expect(`{"jsonrpc":"2.0","id":2,"method":"ping"}`, `{"jsonrpc":"2.0","id":2,"result":{}}`)
+			c.Expect(batch(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), refused)
+			c.Expect(`[]`, refused)
+			c.Expect(`{"jsonrpc":"2.0","id":2,"method":"ping"}`, `{"jsonrpc":"2.0","id":2,"result":{}}`)
 		})
 		t.Run("http "+version, func(t *testing.T) {
 			e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
-			c := e.client()
+			c := e.Session()
 			if version != "" {
-				c.initializeHTTPAt(version)
+				c.InitializeAt(version, "{}")
 			}
-			assertReply(t, "batch", c.post(batch(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)), http.StatusBadRequest, refused)
+			assertReply(t, "batch", c.Post(batch(`{"jsonrpc":"2.0","id":1,"method":"ping"}`)), http.StatusBadRequest, refused)
 		})
 	}
 	t.Run("modern", func(t *testing.T) {
 		e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
-		c := e.client()
-		c.initializeHTTPAt("2025-03-26")
-		assertReply(t, "batch", c.post(batch(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), "MCP-Protocol-Version", protocol.LatestModernVersion), http.StatusBadRequest, refused)
+		c := e.Session()
+		c.InitializeAt("2025-03-26", "{}")
+		assertReply(t, "batch", c.Post(batch(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), "MCP-Protocol-Version", protocol.LatestModernVersion), http.StatusBadRequest, refused)
 	})
-}
-
-// initializeHTTPAt opens the session at version and sends notifications/initialized.
-func (c *httpSession) initializeHTTPAt(version string) {
-	c.e.t.Helper()
-	r := c.post(initRequestAt(version, `{}`))
-	if r.status != http.StatusOK || !strings.Contains(r.body, `"protocolVersion":"`+version+`"`) {
-		c.e.t.Fatalf("initialize: %d %s", r.status, r.body)
-	}
-	c.id = r.header.Get("Mcp-Session-Id")
-	if version != "2025-03-26" && version != "2024-11-05" {
-		c.version = version // the header exists from 2025-06-18
-	}
-	if r := c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); r.status != http.StatusAccepted {
-		c.e.t.Fatalf("initialized: %d %s", r.status, r.body)
-	}
 }
 
 func TestBatchHTTP(t *testing.T) {
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
-	c := e.client()
-	c.initializeHTTPAt("2025-03-26")
+	c := e.Session()
+	c.InitializeAt("2025-03-26", "{}")
 
 	// Answered by one JSON body with the array of the responses.
-	assertReply(t, "batch", c.post(batch(`{"jsonrpc":"2.0","id":1,"method":"ping"}`, call("2", "echo", `{"text":"a"}`))), http.StatusOK,
+	assertReply(t, "batch", c.Post(batch(`{"jsonrpc":"2.0","id":1,"method":"ping"}`, call("2", "echo", `{"text":"a"}`))), http.StatusOK,
 		`[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"a"}]}}]`)
 	// Notifications alone: 202.
-	if r := c.post(batch(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); r.status != http.StatusAccepted || r.body != "" {
-		t.Errorf("notifications: %d %q", r.status, r.body)
+	if r := c.Post(batch(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); r.Status != http.StatusAccepted || r.Body != "" {
+		t.Errorf("notifications: %d %q", r.Status, r.Body)
 	}
 	// What a call sends before its response goes first, on an SSE stream that ends with the
 	// array.
-	r := c.post(batch(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":250},"_meta":{"progressToken":"p"}}}`,
+	r := c.Post(batch(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":250},"_meta":{"progressToken":"p"}}}`,
 		`{"jsonrpc":"2.0","id":4,"method":"ping"}`))
-	if !r.isSSE() || len(r.events) < 2 {
-		t.Fatalf("batch with progress: %d %s %q", r.status, r.body, r.events)
+	if !r.IsSSE() || len(r.Events) < 2 {
+		t.Fatalf("batch with progress: %d %s %q", r.Status, r.Body, r.Events)
 	}
-	for _, ev := range r.events[:len(r.events)-1] {
+	for _, ev := range r.Events[:len(r.Events)-1] {
 		if !strings.Contains(ev, `"notifications/progress"`) {
 			t.Errorf("event before the batch's answer: %s", ev)
 		}
 	}
-	if got, want := r.events[len(r.events)-1], `[{"jsonrpc":"2.0","id":4,"result":{}},{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"slept"}]}}]`; got != want {
+	if got, want := r.Events[len(r.Events)-1], `[{"jsonrpc":"2.0","id":4,"result":{}},{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"slept"}]}}]`; got != want {
 		t.Errorf("last event\n got %s\nwant %s", got, want)
 	}
 	// Refused whole: an empty batch, and one over the limit.
-	assertReply(t, "empty batch", c.post(`[]`), http.StatusBadRequest, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: empty batch"}}`)
-	assertReply(t, "batch over the limit", c.post(tooLongBatch()), http.StatusBadRequest, tooLongAnswer)
+	assertReply(t, "empty batch", c.Post(`[]`), http.StatusBadRequest, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: empty batch"}}`)
+	assertReply(t, "batch over the limit", c.Post(tooLongBatch()), http.StatusBadRequest, tooLongAnswer)
 	// The session goes on.
-	c.expect(pingRequest, pingResult)
+	c.Expect(pingRequest, pingResult)
 }
 
 func TestBatchInMemory(t *testing.T) {
@@ -385,9 +354,9 @@ func TestBatchInMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
-	if err := cl.Send([]byte(initRequestAt("2025-03-26", `{}`))); err != nil {
+	if err := cl.Send([]byte(mcptest.InitializeAt("2025-03-26", `{}`))); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := cl.Receive(ctx); err != nil || !strings.Contains(string(got), `"protocolVersion":"2025-03-26"`) {
@@ -420,11 +389,11 @@ func TestRevisionElicitationShape(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.version, func(t *testing.T) {
 			c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{ask}})
-			c.initializeAt(tt.version, tt.caps)
-			c.send(call("1", "ask", `{}`))
-			c.recvExact(`{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":` + tt.params + `}`)
-			c.send(`{"jsonrpc":"2.0","id":1,"result":{"action":"decline"}}`)
-			c.recvExact(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"decline"}]}}`)
+			c.InitializeAt(tt.version, tt.caps)
+			c.Send(call("1", "ask", `{}`))
+			c.ExpectNext(`{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":` + tt.params + `}`)
+			c.Send(`{"jsonrpc":"2.0","id":1,"result":{"action":"decline"}}`)
+			c.ExpectNext(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"decline"}]}}`)
 		})
 	}
 }
@@ -450,13 +419,13 @@ func TestRevisionSamplingContent(t *testing.T) {
 	t.Run("2024-11-05", func(t *testing.T) {
 		errs := make(chan error, 1)
 		c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{listen(errs)}})
-		c.initializeAt("2024-11-05", `{"sampling":{}}`)
+		c.InitializeAt("2024-11-05", `{"sampling":{}}`)
 		// No request reaches the client: the next line is the call's result, the error model's.
-		c.expect(call("1", "listen", `{}`), `{"jsonrpc":"2.0","id":1,"result":`+failedResult+`}`)
+		c.Expect(call("1", "listen", `{}`), `{"jsonrpc":"2.0","id":1,"result":`+failedResult+`}`)
 		var err error
 		select {
 		case err = <-errs:
-		case <-time.After(watchdog):
+		case <-time.After(mcptest.Watchdog):
 			t.Fatal("the handler's CreateMessage did not return")
 		}
 		if !errors.Is(err, client.ErrUnsupported) ||
@@ -467,11 +436,11 @@ func TestRevisionSamplingContent(t *testing.T) {
 	t.Run("2025-03-26", func(t *testing.T) {
 		errs := make(chan error, 1)
 		c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{listen(errs)}})
-		c.initializeAt("2025-03-26", `{"sampling":{}}`)
-		c.send(call("1", "listen", `{}`))
-		c.recvExact(`{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"What is this?"}},{"role":"user","content":{"type":"audio","data":"UklGRg==","mimeType":"audio/wav"}}],"maxTokens":10}}`)
-		c.send(`{"jsonrpc":"2.0","id":1,"result":{"role":"assistant","content":{"type":"text","text":"a bell"},"model":"m"}}`)
-		c.recvExact(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a bell"}]}}`)
+		c.InitializeAt("2025-03-26", `{"sampling":{}}`)
+		c.Send(call("1", "listen", `{}`))
+		c.ExpectNext(`{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"What is this?"}},{"role":"user","content":{"type":"audio","data":"UklGRg==","mimeType":"audio/wav"}}],"maxTokens":10}}`)
+		c.Send(`{"jsonrpc":"2.0","id":1,"result":{"role":"assistant","content":{"type":"text","text":"a bell"},"model":"m"}}`)
+		c.ExpectNext(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"a bell"}]}}`)
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}

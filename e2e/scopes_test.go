@@ -34,21 +34,21 @@ func TestToolScopesStdio(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 
 	anon := attachAs(t, srv, nil)
-	anon.initialize()
-	anon.expect(call("1", "deploy", `{}`), `{"jsonrpc":"2.0","id":1,"error":{"code":-31001,"message":"Insufficient scope: tool \"deploy\" needs the scopes admin, deploy:write","data":{"tool":"deploy","missing":["admin","deploy:write"]}}}`)
-	anon.expect(call("2", "status", `{}`), `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"ok"}]}}`)
+	anon.Initialize()
+	anon.Expect(call("1", "deploy", `{}`), `{"jsonrpc":"2.0","id":1,"error":{"code":-31001,"message":"Insufficient scope: tool \"deploy\" needs the scopes admin, deploy:write","data":{"tool":"deploy","missing":["admin","deploy:write"]}}}`)
+	anon.Expect(call("2", "status", `{}`), `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"ok"}]}}`)
 
 	half := attachAs(t, srv, &toolgrain.Identity{Subject: "ops", Scopes: []string{"admin", "read"}})
-	half.initialize()
-	half.expect(call("3", "deploy", `{}`), `{"jsonrpc":"2.0","id":3,"error":{"code":-31001,"message":"Insufficient scope: tool \"deploy\" needs the scope deploy:write","data":{"tool":"deploy","missing":["deploy:write"]}}}`)
-	half.expect(modernCall("4", "deploy", `{}`, `{}`), `{"jsonrpc":"2.0","id":4,"error":{"code":-31001,"message":"Insufficient scope: tool \"deploy\" needs the scope deploy:write","data":{"tool":"deploy","missing":["deploy:write"]}}}`)
+	half.Initialize()
+	half.Expect(call("3", "deploy", `{}`), `{"jsonrpc":"2.0","id":3,"error":{"code":-31001,"message":"Insufficient scope: tool \"deploy\" needs the scope deploy:write","data":{"tool":"deploy","missing":["deploy:write"]}}}`)
+	half.Expect(modernCall("4", "deploy", `{}`, `{}`), `{"jsonrpc":"2.0","id":4,"error":{"code":-31001,"message":"Insufficient scope: tool \"deploy\" needs the scope deploy:write","data":{"tool":"deploy","missing":["deploy:write"]}}}`)
 	if ran != 0 {
 		t.Fatalf("deploy ran %d times without its scopes", ran)
 	}
 
 	full := attachAs(t, srv, &toolgrain.Identity{Subject: "ops", Scopes: []string{"deploy:write", "admin"}})
-	full.initialize()
-	full.expect(call("5", "deploy", `{}`), `{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"deployed"}]}}`)
+	full.Initialize()
+	full.Expect(call("5", "deploy", `{}`), `{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"deployed"}]}}`)
 	if ran != 1 {
 		t.Errorf("deploy ran %d times, want 1", ran)
 	}

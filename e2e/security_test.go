@@ -18,6 +18,7 @@ import (
 	"github.com/toolgrain/toolgrain/diagnostics"
 	"github.com/toolgrain/toolgrain/internal/demo"
 	"github.com/toolgrain/toolgrain/internal/faults"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -94,11 +95,11 @@ func serveSecrets(t *testing.T, cfg toolgrain.Config) []string {
 	defer restore()
 	cfg.Tools = secretTools()
 	c := startStdio(t, cfg)
-	c.initialize()
+	c.Initialize()
 	var wire []string
 	for _, req := range secretCalls() {
-		c.send(req)
-		wire = append(wire, c.recv())
+		c.Send(req)
+		wire = append(wire, c.Recv())
 	}
 	return wire
 }
@@ -106,7 +107,7 @@ func serveSecrets(t *testing.T, cfg toolgrain.Config) []string {
 // TestSecurityNoArgumentsInDiagnostics: whatever fails, neither the error OnError receives nor
 // its details nor the two sinks the engine provides carry an argument of the call.
 func TestSecurityNoArgumentsInDiagnostics(t *testing.T) {
-	rec := newRecorder()
+	rec := mcptest.NewRecorder()
 	var lines syncBuffer
 	jsonSink := diagnostics.JSONLinesSink(&lines)
 	core, logs := observer.New(zapcore.DebugLevel)
@@ -114,11 +115,11 @@ func TestSecurityNoArgumentsInDiagnostics(t *testing.T) {
 	serveSecrets(t, toolgrain.Config{OnError: func(err error, d *diagnostics.ToolErrorDetails) {
 		jsonSink(err, d)
 		zapSink(err, d)
-		rec.onError(err, d)
+		rec.OnError(err, d)
 	}})
-	reports := rec.wait(t, 7) // error, panic, bad-output, timeout, provider, engine fault, and request 10
+	reports := rec.Wait(t, 7) // error, panic, bad-output, timeout, provider, engine fault, and request 10
 	for _, r := range reports {
-		seen := fmt.Sprintf("%v %+v %#v %s %s %s", r.err, r.err, r.err, r.details.ToolName(), r.details.Request().ID(), r.details.Request().Method())
+		seen := fmt.Sprintf("%v %+v %#v %s %s %s", r.Err, r.Err, r.Err, r.Details.ToolName(), r.Details.Request().ID(), r.Details.Request().Method())
 		if strings.Contains(seen, secretArg) {
 			t.Errorf("a report carries an argument: %s", seen)
 		}
@@ -173,25 +174,25 @@ func TestSecurityMetaIsUntrusted(t *testing.T) {
 		MetaSchema: json.RawMessage(`{"type":"object","properties":{"user":{"enum":["guest"]}},"additionalProperties":false}`),
 		Handler:    tools.HandlerFunc(func(context.Context, *tools.Request) (*tools.Result, error) { return tools.TextResult("ok"), nil }),
 	}
-	rec := newRecorder()
+	rec := mcptest.NewRecorder()
 	core, logs := observer.New(zapcore.DebugLevel)
 	log := zap.New(core)
 	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{whoami, strict}, Logger: log, OnError: func(err error, d *diagnostics.ToolErrorDetails) {
 		diagnostics.ZapSink(log)(err, d)
-		rec.onError(err, d)
+		rec.OnError(err, d)
 	}})
-	c.initialize()
-	c.expect(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{},"_meta":`+claim+`}}`,
+	c.Initialize()
+	c.Expect(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{},"_meta":`+claim+`}}`,
 		`{"jsonrpc":"2.0","id":1,"result":`+failedResult+`}`) // no progress: the token was an object
 	if got := <-gotMeta; string(got) != claim {
 		t.Errorf("the handler got _meta %s, want it as sent", got)
 	}
-	if r := rec.wait(t, 1)[0]; string(r.details.Request().Meta()) != claim {
-		t.Errorf("the report's _meta is %s, want it as sent", r.details.Request().Meta())
+	if r := rec.Wait(t, 1)[0]; string(r.Details.Request().Meta()) != claim {
+		t.Errorf("the report's _meta is %s, want it as sent", r.Details.Request().Meta())
 	}
-	c.expect(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"strict","_meta":{"user":"CANARY-meta-admin"}}}`,
+	c.Expect(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"strict","_meta":{"user":"CANARY-meta-admin"}}}`,
 		`{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"invalid _meta: user: must be \"guest\""}],"isError":true}}`)
-	c.expect(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"strict","_meta":"not an object"}}`,
+	c.Expect(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"strict","_meta":"not an object"}}`,
 		`{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"invalid _meta: _meta: must be an object"}],"isError":true}}`)
 	for _, e := range logs.All() {
 		if s := fmt.Sprint(e.Message, e.ContextMap()); strings.Contains(s, "CANARY-meta") {
@@ -211,13 +212,8 @@ func TestSecurityDefaultLogsCarryNoArguments(t *testing.T) {
 			if len(wire) != len(secretCalls()) {
 				t.Fatalf("%d answers", len(wire))
 			}
-			deadline := time.Now().Add(watchdog)
-			for logs.FilterMessage("unexpected failure").Len() < 7 { // OnError runs after the answer
-				if time.Now().After(deadline) {
-					t.Fatalf("%d failures logged, want 7", logs.FilterMessage("unexpected failure").Len())
-				}
-				time.Sleep(time.Millisecond)
-			}
+			// OnError runs after the answer.
+			mcptest.Eventually(t, "7 failures logged", func() bool { return logs.FilterMessage("unexpected failure").Len() >= 7 })
 			for _, e := range logs.All() {
 				if s := fmt.Sprint(e.Message, e.ContextMap()); strings.Contains(s, secretArg) {
 					t.Errorf("a log line carries an argument: %s", s)
@@ -240,10 +236,10 @@ func TestSecurityInternalDetailsNeverOnTheWire(t *testing.T) {
 		}
 	}
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
-	c.initialize()
+	c.Initialize()
 	for i, mode := range []string{"error", "panic", "bad-output", "provider"} {
-		c.send(call(fmt.Sprint(i), "fail", `{"mode":"`+mode+`"}`))
-		if line := c.recv(); strings.Contains(line, demo.Marker) || !strings.Contains(line, toolgrain.FailedText) {
+		c.Send(call(fmt.Sprint(i), "fail", `{"mode":"`+mode+`"}`))
+		if line := c.Recv(); strings.Contains(line, demo.Marker) || !strings.Contains(line, toolgrain.FailedText) {
 			t.Errorf("fail %s: %s", mode, line)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/tools"
 )
 
@@ -28,7 +29,7 @@ type sseClient struct {
 	t        testing.TB
 	e        *httpEnv
 	resp     *http.Response
-	events   <-chan sseEvent
+	events   <-chan mcptest.Event
 	endpoint string // the endpoint event's data, as sent
 	post     string // that URL resolved against the stream's
 	token    string
@@ -37,24 +38,24 @@ type sseClient struct {
 // openSSE GETs path with the header name/value pairs in extra and reads the endpoint event.
 // Cleanup closes the stream.
 func (e *httpEnv) openSSE(path string, extra ...string) *sseClient {
-	e.t.Helper()
+	e.T.Helper()
 	c, resp := e.getSSE(path, extra...)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
 		b, _ := io.ReadAll(resp.Body)
-		e.t.Fatalf("GET %s: %d %s %s", path, resp.StatusCode, resp.Header.Get("Content-Type"), b)
+		e.T.Fatalf("GET %s: %d %s %s", path, resp.StatusCode, resp.Header.Get("Content-Type"), b)
 	}
 	ev := c.next()
-	if ev.event != "endpoint" {
-		e.t.Fatalf("first event %+v, want the endpoint event", ev)
+	if ev.Event != "endpoint" {
+		e.T.Fatalf("first event %+v, want the endpoint event", ev)
 	}
-	c.endpoint = ev.data
+	c.endpoint = ev.Data
 	u, err := url.Parse(e.ts.URL + path)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
-	ref, err := u.Parse(ev.data)
+	ref, err := u.Parse(ev.Data)
 	if err != nil {
-		e.t.Fatalf("endpoint %q: %v", ev.data, err)
+		e.T.Fatalf("endpoint %q: %v", ev.Data, err)
 	}
 	c.post = ref.String()
 	for i := 0; i+1 < len(extra); i += 2 {
@@ -67,11 +68,11 @@ func (e *httpEnv) openSSE(path string, extra ...string) *sseClient {
 
 // getSSE sends the GET and returns the client before anything is read.
 func (e *httpEnv) getSSE(path string, extra ...string) (*sseClient, *http.Response) {
-	e.t.Helper()
+	e.T.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.ts.URL+path, nil)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	for i := 0; i+1 < len(extra); i += 2 {
@@ -80,18 +81,18 @@ func (e *httpEnv) getSSE(path string, extra ...string) (*sseClient, *http.Respon
 	resp, err := (&http.Client{}).Do(req)
 	if err != nil {
 		cancel()
-		e.t.Fatalf("GET %s: %v", path, err)
+		e.T.Fatalf("GET %s: %v", path, err)
 	}
-	e.t.Cleanup(func() { cancel(); resp.Body.Close() })
-	c := &sseClient{t: e.t, e: e, resp: resp}
+	e.T.Cleanup(func() { cancel(); resp.Body.Close() })
+	c := &sseClient{t: e.T, e: e, resp: resp}
 	if resp.StatusCode == http.StatusOK {
-		c.events = readSSE(resp.Body)
+		c.events = mcptest.ReadEvents(resp.Body)
 	}
 	return c, resp
 }
 
 // next returns the next event of the stream (ok false at its end).
-func (c *sseClient) next() sseEvent {
+func (c *sseClient) next() mcptest.Event {
 	c.t.Helper()
 	select {
 	case ev, ok := <-c.events:
@@ -99,10 +100,10 @@ func (c *sseClient) next() sseEvent {
 			c.t.Fatal("the stream ended")
 		}
 		return ev
-	case <-time.After(watchdog):
+	case <-time.After(mcptest.Watchdog):
 		c.t.Fatal("no event on the stream")
 	}
-	return sseEvent{}
+	return mcptest.Event{}
 }
 
 // ended waits for the end of the stream, failing on any event before it.
@@ -113,18 +114,18 @@ func (c *sseClient) ended() {
 		if ok {
 			c.t.Fatalf("event %+v, want the end of the stream", ev)
 		}
-	case <-time.After(watchdog):
+	case <-time.After(mcptest.Watchdog):
 		c.t.Fatal("the stream did not end")
 	}
 }
 
 // send POSTs body to the endpoint URL (or to url when given) with extra headers.
-func (c *sseClient) send(body string, extra ...string) reply {
+func (c *sseClient) send(body string, extra ...string) mcptest.Reply {
 	c.t.Helper()
 	return c.sendTo(c.post, body, extra...)
 }
 
-func (c *sseClient) sendTo(u, body string, extra ...string) reply {
+func (c *sseClient) sendTo(u, body string, extra ...string) mcptest.Reply {
 	c.t.Helper()
 	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(body))
 	if err != nil {
@@ -141,7 +142,7 @@ func (c *sseClient) sendTo(u, body string, extra ...string) reply {
 		}
 		req.Header.Set(extra[i], extra[i+1])
 	}
-	resp, err := c.e.hc.Do(req)
+	resp, err := c.e.Client.Do(req)
 	if err != nil {
 		c.t.Fatalf("POST: %v", err)
 	}
@@ -150,14 +151,14 @@ func (c *sseClient) sendTo(u, body string, extra ...string) reply {
 	if err != nil {
 		c.t.Fatalf("read body: %v", err)
 	}
-	return reply{status: resp.StatusCode, header: resp.Header, body: string(b)}
+	return mcptest.Reply{Status: resp.StatusCode, Header: resp.Header, Body: string(b)}
 }
 
 // accepted POSTs body and asserts 202 with no body.
 func (c *sseClient) accepted(body string) {
 	c.t.Helper()
-	if r := c.send(body); r.status != http.StatusAccepted || r.body != "" {
-		c.t.Fatalf("POST %s: %d %q, want 202 and no body", body, r.status, r.body)
+	if r := c.send(body); r.Status != http.StatusAccepted || r.Body != "" {
+		c.t.Fatalf("POST %s: %d %q, want 202 and no body", body, r.Status, r.Body)
 	}
 }
 
@@ -165,10 +166,10 @@ func (c *sseClient) accepted(body string) {
 func (c *sseClient) message() string {
 	c.t.Helper()
 	ev := c.next()
-	if ev.event != "message" || ev.id != "" {
+	if ev.Event != "message" || ev.ID != "" {
 		c.t.Fatalf("event %+v, want a message event without id", ev)
 	}
-	return ev.data
+	return ev.Data
 }
 
 // expect POSTs a request and asserts that exactly want is the next event.
@@ -183,7 +184,7 @@ func (c *sseClient) expect(body, want string) {
 // initialize runs the handshake in MCP 2025-11-25 and checks its answer.
 func (c *sseClient) initialize() {
 	c.t.Helper()
-	c.expect(initRequest, initResult)
+	c.expect(mcptest.InitRequest, initResult)
 	c.accepted(initializedNotif)
 }
 
@@ -261,13 +262,13 @@ func TestSSEOnTheMCPEndpoint(t *testing.T) {
 	// The two transports' sessions do not mix: a Streamable HTTP request naming the old
 	// transport's session, and an old-transport POST naming a Streamable HTTP session, get 404.
 	sid := strings.TrimPrefix(c.endpoint, "/mcp?sessionId=")
-	streamable := e.client()
-	streamable.id, streamable.version = sid, "2025-11-25"
-	assertReply(t, "Streamable HTTP POST on an old-transport session", streamable.post(pingRequest), http.StatusNotFound, errUnknown)
-	assertReply(t, "DELETE of an old-transport session", streamable.do(http.MethodDelete, ""), http.StatusNotFound, errUnknown)
-	other := e.client()
-	other.initialize()
-	assertReply(t, "old-transport POST on a Streamable HTTP session", c.sendTo(e.url+"?sessionId="+url.QueryEscape(other.id), pingRequest),
+	streamable := e.Session()
+	streamable.ID, streamable.Version = sid, "2025-11-25"
+	assertReply(t, "Streamable HTTP POST on an old-transport session", streamable.Post(pingRequest), http.StatusNotFound, errUnknown)
+	assertReply(t, "DELETE of an old-transport session", streamable.Do(http.MethodDelete, ""), http.StatusNotFound, errUnknown)
+	other := e.Session()
+	other.Initialize()
+	assertReply(t, "old-transport POST on a Streamable HTTP session", c.sendTo(e.URL+"?sessionId="+url.QueryEscape(other.ID), pingRequest),
 		http.StatusNotFound, errUnknown)
 	c.expect(pingRequest, pingResult)
 }
@@ -299,9 +300,9 @@ func slowTool(started, cancelled chan<- struct{}) tools.Tool {
 // TestSSECancellation: after notifications/cancelled nothing is sent for the call; the answer to
 // the request POSTed after it comes, and the call's own never does.
 func TestSSECancellation(t *testing.T) {
-	rec := newRecorder()
+	rec := mcptest.NewRecorder()
 	started, cancelled := make(chan struct{}, 1), make(chan struct{}, 1)
-	e := startHTTP(t, toolgrain.Config{Tools: append(demo.Tools(), slowTool(started, cancelled)), OnError: rec.onError})
+	e := startHTTP(t, toolgrain.Config{Tools: append(demo.Tools(), slowTool(started, cancelled)), OnError: rec.OnError})
 	c := e.openSSE("/sse")
 	c.initialize()
 
@@ -310,10 +311,10 @@ func TestSSECancellation(t *testing.T) {
 		t.Fatalf("got %s, want the first progress", got)
 	}
 	c.accepted(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"block","arguments":{}}}`)
-	waitSignal(t, started, "the block call to start")
+	mcptest.Await(t, "the block call to start", started)
 	c.accepted(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":41,"reason":"user gave up"}}`)
 	c.accepted(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":42}}`)
-	waitSignal(t, cancelled, "the block call's context to end")
+	mcptest.Await(t, "the block call's context to end", cancelled)
 	// The session handles its messages in order: once the ping is answered, the cancelled calls
 	// can no longer be. Progress of call 41 already on its way may come before.
 	c.accepted(pingRequest)
@@ -327,37 +328,28 @@ func TestSSECancellation(t *testing.T) {
 		}
 	}
 	c.expect(call("5", "echo", `{"text":"still here"}`), `{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"still here"}]}}`)
-	if got := rec.snapshot(); len(got) != 0 {
+	if got := rec.Snapshot(); len(got) != 0 {
 		t.Errorf("a cancellation was reported: %v", got)
-	}
-}
-
-func waitSignal(t *testing.T, ch <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(watchdog):
-		t.Fatalf("waited %v for %s", watchdog, what)
 	}
 }
 
 // TestSSEStreamCloseEndsSession: the client closing its stream ends the session, cancels its
 // call in flight (reporting nothing) and its id answers 404 from then on.
 func TestSSEStreamCloseEndsSession(t *testing.T) {
-	rec := newRecorder()
+	rec := mcptest.NewRecorder()
 	started, cancelled := make(chan struct{}, 1), make(chan struct{}, 1)
-	e := startHTTP(t, toolgrain.Config{Tools: []tools.Tool{slowTool(started, cancelled)}, OnError: rec.onError})
+	e := startHTTP(t, toolgrain.Config{Tools: []tools.Tool{slowTool(started, cancelled)}, OnError: rec.OnError})
 	c := e.openSSE("/sse")
 	c.initialize()
 	c.accepted(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"block","arguments":{}}}`)
-	waitSignal(t, started, "the call to start")
+	mcptest.Await(t, "the call to start", started)
 	c.resp.Body.Close()
-	waitSignal(t, cancelled, "the call to be cancelled by the stream's close")
+	mcptest.Await(t, "the call to be cancelled by the stream's close", cancelled)
 	// The session is gone once its connection closed; the table lets it go with it.
-	// No event announces the table's change: polled, bounded by the watchdog.
-	waitFor(t, func() bool { return e.srv.Sessions() == 0 })
+	// No event announces the table's change: polled.
+	mcptest.Eventually(t, "the session gone with its stream", func() bool { return e.srv.Sessions() == 0 })
 	assertReply(t, "POST after the stream closed", c.send(pingRequest), http.StatusNotFound, errUnknown)
-	if got := rec.snapshot(); len(got) != 0 {
+	if got := rec.Snapshot(); len(got) != 0 {
 		t.Errorf("the cancelled call was reported: %v", got)
 	}
 }
@@ -368,7 +360,7 @@ func TestSSEShutdownEndsStreams(t *testing.T) {
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	c := e.openSSE("/sse")
 	c.initialize()
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	if err := e.srv.Shutdown(ctx); err != nil {
 		t.Fatal(err)
@@ -376,14 +368,14 @@ func TestSSEShutdownEndsStreams(t *testing.T) {
 	c.ended()
 	_, resp := e.getSSE("/sse")
 	b, _ := io.ReadAll(resp.Body)
-	assertReply(t, "GET during shutdown", reply{status: resp.StatusCode, header: resp.Header, body: string(b)},
+	assertReply(t, "GET during shutdown", mcptest.Reply{Status: resp.StatusCode, Header: resp.Header, Body: string(b)},
 		http.StatusServiceUnavailable, errShuttingDown)
 }
 
 // TestSSEAuth: the bearer token is checked on the GET and on every POST, and a session answers
 // only its own subject.
 func TestSSEAuth(t *testing.T) {
-	rec := newRecorder()
+	rec := mcptest.NewRecorder()
 	e := startHTTP(t, authConfig(rec, nil))
 	// The stream's path is the resource of the GET and of the POSTs alike (TestSSEAudience).
 	challenge := `Bearer resource_metadata="` + e.ts.URL + `/.well-known/oauth-protected-resource/sse", scope="tools:call"`
@@ -391,9 +383,9 @@ func TestSSEAuth(t *testing.T) {
 
 	_, resp := e.getSSE("/sse")
 	b, _ := io.ReadAll(resp.Body)
-	got := reply{status: resp.StatusCode, header: resp.Header, body: string(b)}
+	got := mcptest.Reply{Status: resp.StatusCode, Header: resp.Header, Body: string(b)}
 	assertReply(t, "GET without a token", got, http.StatusUnauthorized, unauthorized)
-	if h := got.header.Get("WWW-Authenticate"); h != challenge {
+	if h := got.Header.Get("WWW-Authenticate"); h != challenge {
 		t.Errorf("WWW-Authenticate\n got: %s\nwant: %s", h, challenge)
 	}
 
@@ -402,7 +394,7 @@ func TestSSEAuth(t *testing.T) {
 	c.expect(call("1", "whoami", `{}`), `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"user-alice tools:call,extra"}]}}`)
 	r := c.send(pingRequest, "Authorization", "")
 	assertReply(t, "POST without a token", r, http.StatusUnauthorized, unauthorized)
-	if h := r.header.Get("WWW-Authenticate"); h != challenge {
+	if h := r.Header.Get("WWW-Authenticate"); h != challenge {
 		t.Errorf("POST: WWW-Authenticate\n got: %s\nwant: %s", h, challenge)
 	}
 	c.token = "bob-token"
@@ -418,23 +410,23 @@ func TestSSELimits(t *testing.T) {
 	first := e.openSSE("/sse")
 	_, resp := e.getSSE("/sse")
 	b, _ := io.ReadAll(resp.Body)
-	got := reply{status: resp.StatusCode, header: resp.Header, body: string(b)}
+	got := mcptest.Reply{Status: resp.StatusCode, Header: resp.Header, Body: string(b)}
 	assertReply(t, "GET over the limit", got, http.StatusServiceUnavailable,
 		`{"jsonrpc":"2.0","id":null,"error":{"code":-31000,"message":"Server busy: too many sessions open on the server (limit 1)","data":{"scope":"sessions","limit":1}}}`)
-	if got.header.Get("Retry-After") == "" {
+	if got.Header.Get("Retry-After") == "" {
 		t.Error("503 without Retry-After")
 	}
-	assertReply(t, "initialize over the limit", e.client().post(initRequest), http.StatusServiceUnavailable,
+	assertReply(t, "initialize over the limit", e.Session().Post(mcptest.InitRequest), http.StatusServiceUnavailable,
 		`{"jsonrpc":"2.0","id":0,"error":{"code":-31000,"message":"Server busy: too many sessions open on the server (limit 1)","data":{"scope":"sessions","limit":1}}}`)
 	first.resp.Body.Close()
-	waitFor(t, func() bool { return e.srv.Sessions() == 0 }) // polled: no event announces it
+	mcptest.Eventually(t, "the first session gone with its stream", func() bool { return e.srv.Sessions() == 0 }) // no event announces it
 	e.openSSE("/sse").initialize()
 }
 
 // TestSSEKeepAlive: an idle stream gets SSE comments.
 func TestSSEKeepAlive(t *testing.T) {
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), HTTP: toolgrain.HTTPConfig{KeepAlive: 20 * time.Millisecond}})
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.ts.URL+"/sse", nil)
 	resp, err := http.DefaultClient.Do(req)
@@ -458,28 +450,28 @@ func TestSSEKeepAlive(t *testing.T) {
 // they got before it existed.
 func TestSSEOff(t *testing.T) {
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), HTTP: toolgrain.HTTPConfig{DisableSSE: true}})
-	c := e.client()
-	assertReply(t, "GET without a session id", c.do(http.MethodGet, "", "Accept", "text/event-stream"), http.StatusBadRequest, errNoSession)
-	assertReply(t, "modern GET", c.do(http.MethodGet, "", "Accept", "text/event-stream", "MCP-Protocol-Version", "2026-07-28"), http.StatusMethodNotAllowed,
+	c := e.Session()
+	assertReply(t, "GET without a session id", c.Do(http.MethodGet, "", "Accept", "text/event-stream"), http.StatusBadRequest, errNoSession)
+	assertReply(t, "modern GET", c.Do(http.MethodGet, "", "Accept", "text/event-stream", "MCP-Protocol-Version", "2026-07-28"), http.StatusMethodNotAllowed,
 		`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Method Not Allowed: GET is not part of MCP 2026-07-28: every request is a POST"}}`)
 	s := &sseClient{t: t, e: e}
-	assertReply(t, "POST with a sessionId query", s.sendTo(e.url+"?sessionId=abcdefghijklmnopqrstuvwxyz", pingRequest), http.StatusBadRequest, errNoSession)
+	assertReply(t, "POST with a sessionId query", s.sendTo(e.URL+"?sessionId=abcdefghijklmnopqrstuvwxyz", pingRequest), http.StatusBadRequest, errNoSession)
 	assertReply(t, "POST to /messages", s.sendTo(e.ts.URL+"/messages", pingRequest), http.StatusBadRequest, errNoSession)
 }
 
 // TestSSEModernGetStill405: a GET with the modern version header is not an old-transport GET.
 func TestSSEModernGetStill405(t *testing.T) {
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
-	r := e.client().do(http.MethodGet, "", "Accept", "text/event-stream", "MCP-Protocol-Version", "2026-07-28")
-	if r.status != http.StatusMethodNotAllowed {
-		t.Errorf("modern GET: %d %s", r.status, r.body)
+	r := e.Session().Do(http.MethodGet, "", "Accept", "text/event-stream", "MCP-Protocol-Version", "2026-07-28")
+	if r.Status != http.StatusMethodNotAllowed {
+		t.Errorf("modern GET: %d %s", r.Status, r.Body)
 	}
 }
 
 // initializeAt runs the handshake at version and checks that it was negotiated.
 func (c *sseClient) initializeAt(version string) {
 	c.t.Helper()
-	c.accepted(initRequestAt(version, `{}`))
+	c.accepted(mcptest.InitializeAt(version, `{}`))
 	if got := c.message(); !strings.Contains(got, `"protocolVersion":"`+version+`"`) {
 		c.t.Fatalf("initialize at %s: %s", version, got)
 	}

@@ -12,29 +12,12 @@ import (
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/client"
 	"github.com/toolgrain/toolgrain/internal/conformance"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/prompts"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/resources"
 	"github.com/toolgrain/toolgrain/tools"
 )
-
-// initWith initializes the connection declaring the given client capabilities (a JSON object).
-func (c *stdioClient) initWith(caps string) {
-	c.t.Helper()
-	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + caps + `,"clientInfo":{"name":"test","version":"1"}}}`)
-	if got := c.recv(); !strings.Contains(got, `"result"`) {
-		c.t.Fatalf("initialize: %s", got)
-	}
-	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-}
-
-// recvExact asserts the exact next line.
-func (c *stdioClient) recvExact(want string) {
-	c.t.Helper()
-	if got := c.recv(); got != want {
-		c.t.Errorf("\n got: %s\nwant: %s", got, want)
-	}
-}
 
 // fixtureConfig is a server with the conformance fixtures and nothing else.
 func fixtureConfig() toolgrain.Config {
@@ -47,9 +30,9 @@ func fixtureConfig() toolgrain.Config {
 }
 
 func TestResources(t *testing.T) {
-	rec := newRecorder()
+	rec := mcptest.NewRecorder()
 	cfg := fixtureConfig()
-	cfg.OnError = rec.onError
+	cfg.OnError = rec.OnError
 	cfg.PageSize = 2
 	cfg.Resources = append(cfg.Resources,
 		resources.Resource{URI: "test://gone", Name: "gone", Reader: resources.ReaderFunc(func(context.Context, *resources.ReadRequest) (*resources.ReadResult, error) {
@@ -63,7 +46,7 @@ func TestResources(t *testing.T) {
 		})},
 	)
 	c := startStdio(t, cfg)
-	c.initialize()
+	c.Initialize()
 
 	tests := []struct {
 		name string
@@ -99,24 +82,22 @@ func TestResources(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c.t = t
-			c.expect(tt.give, tt.want)
+			c.For(t).Expect(tt.give, tt.want)
 		})
 	}
-	c.t = t
-	if got := rec.snapshot(); len(got) != 0 {
-		t.Fatalf("expected outcomes were reported: %v", got[0].err)
+	if got := rec.Snapshot(); len(got) != 0 {
+		t.Fatalf("expected outcomes were reported: %v", got[0].Err)
 	}
 
 	// Unexpected failures are private: -32603 for the client, the original for OnError.
-	c.expect(`{"jsonrpc":"2.0","id":20,"method":"resources/read","params":{"uri":"test://broken"}}`,
+	c.Expect(`{"jsonrpc":"2.0","id":20,"method":"resources/read","params":{"uri":"test://broken"}}`,
 		`{"jsonrpc":"2.0","id":20,"error":{"code":-32603,"message":"Internal error"}}`)
-	c.expect(`{"jsonrpc":"2.0","id":21,"method":"resources/read","params":{"uri":"test://panics"}}`,
+	c.Expect(`{"jsonrpc":"2.0","id":21,"method":"resources/read","params":{"uri":"test://panics"}}`,
 		`{"jsonrpc":"2.0","id":21,"error":{"code":-32603,"message":"Internal error"}}`)
-	reports := rec.wait(t, 2)
+	reports := rec.Wait(t, 2)
 	for i, r := range reports {
-		if !strings.Contains(r.err.Error(), canary) || r.details.Request().Method() != "resources/read" {
-			t.Errorf("report %d: %v (method %q)", i, r.err, r.details.Request().Method())
+		if !strings.Contains(r.Err.Error(), canary) || r.Details.Request().Method() != "resources/read" {
+			t.Errorf("report %d: %v (method %q)", i, r.Err, r.Details.Request().Method())
 		}
 	}
 }
@@ -125,20 +106,20 @@ const canary = "SECRET-canary"
 
 func TestResourceSubscriptions(t *testing.T) {
 	c := startStdio(t, fixtureConfig())
-	c.initialize()
-	c.expect(`{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"test://watched-resource"}}`, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	c.Initialize()
+	c.Expect(`{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"test://watched-resource"}}`, `{"jsonrpc":"2.0","id":1,"result":{}}`)
 	c.srv.NotifyResourceUpdated("test://static-text") // not subscribed
 	c.srv.NotifyResourceUpdated("test://watched-resource")
-	c.recvExact(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"test://watched-resource"}}`)
-	c.expect(`{"jsonrpc":"2.0","id":2,"method":"resources/unsubscribe","params":{"uri":"test://watched-resource"}}`, `{"jsonrpc":"2.0","id":2,"result":{}}`)
+	c.ExpectNext(`{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"test://watched-resource"}}`)
+	c.Expect(`{"jsonrpc":"2.0","id":2,"method":"resources/unsubscribe","params":{"uri":"test://watched-resource"}}`, `{"jsonrpc":"2.0","id":2,"result":{}}`)
 	c.srv.NotifyResourceUpdated("test://watched-resource")
-	c.silent(200 * time.Millisecond)
+	c.Silent(200*time.Millisecond, "an update after unsubscribe would be out")
 }
 
 func TestPrompts(t *testing.T) {
-	rec := newRecorder()
+	rec := mcptest.NewRecorder()
 	cfg := fixtureConfig()
-	cfg.OnError = rec.onError
+	cfg.OnError = rec.OnError
 	cfg.Prompts = append(cfg.Prompts,
 		prompts.Prompt{Name: "picky", Description: "Rejects every value.", Arguments: []prompts.Argument{{Name: "x"}},
 			Handler: prompts.HandlerFunc(func(context.Context, *prompts.GetRequest) (*prompts.GetResult, error) {
@@ -150,7 +131,7 @@ func TestPrompts(t *testing.T) {
 			})},
 	)
 	c := startStdio(t, cfg)
-	c.initialize()
+	c.Initialize()
 	tests := []struct {
 		name string
 		give string
@@ -177,16 +158,14 @@ func TestPrompts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c.t = t
-			c.expect(tt.give, tt.want)
+			c.For(t).Expect(tt.give, tt.want)
 		})
 	}
-	c.t = t
-	c.send(`{"jsonrpc":"2.0","id":20,"method":"prompts/list"}`)
+	c.Send(`{"jsonrpc":"2.0","id":20,"method":"prompts/list"}`)
 	var list struct {
 		Result protocol.ListPromptsResult `json:"result"`
 	}
-	if err := json.Unmarshal([]byte(c.recv()), &list); err != nil {
+	if err := json.Unmarshal([]byte(c.Recv()), &list); err != nil {
 		t.Fatal(err)
 	}
 	var names []string
@@ -199,13 +178,13 @@ func TestPrompts(t *testing.T) {
 	if got, want := strings.Join(names, ","), "test_simple_prompt,test_prompt_with_arguments,test_prompt_with_embedded_resource,test_prompt_with_image,picky,broken"; got != want {
 		t.Errorf("prompts = %s, want %s", got, want)
 	}
-	if got := rec.snapshot(); len(got) != 0 {
-		t.Fatalf("expected outcomes were reported: %v", got[0].err)
+	if got := rec.Snapshot(); len(got) != 0 {
+		t.Fatalf("expected outcomes were reported: %v", got[0].Err)
 	}
-	c.expect(`{"jsonrpc":"2.0","id":21,"method":"prompts/get","params":{"name":"broken"}}`,
+	c.Expect(`{"jsonrpc":"2.0","id":21,"method":"prompts/get","params":{"name":"broken"}}`,
 		`{"jsonrpc":"2.0","id":21,"error":{"code":-32603,"message":"Internal error"}}`)
-	if r := rec.wait(t, 1)[0]; !strings.Contains(r.err.Error(), canary) || r.details.Request().Method() != "prompts/get" {
-		t.Errorf("report: %v", r.err)
+	if r := rec.Wait(t, 1)[0]; !strings.Contains(r.Err.Error(), canary) || r.Details.Request().Method() != "prompts/get" {
+		t.Errorf("report: %v", r.Err)
 	}
 }
 
@@ -223,7 +202,7 @@ func TestCompletion(t *testing.T) {
 		}),
 	})
 	c := startStdio(t, cfg)
-	c.initialize()
+	c.Initialize()
 	complete := func(id, ref, arg string) string {
 		return `{"jsonrpc":"2.0","id":` + id + `,"method":"completion/complete","params":{"ref":` + ref + `,"argument":` + arg + `}}`
 	}
@@ -249,16 +228,14 @@ func TestCompletion(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c.t = t
-			c.expect(tt.give, tt.want)
+			c.For(t).Expect(tt.give, tt.want)
 		})
 	}
-	c.t = t
-	c.send(complete("8", `{"type":"ref/prompt","name":"many"}`, `{"name":"v","value":""}`))
+	c.Send(complete("8", `{"type":"ref/prompt","name":"many"}`, `{"name":"v","value":""}`))
 	var res struct {
 		Result protocol.CompleteResult `json:"result"`
 	}
-	if err := json.Unmarshal([]byte(c.recv()), &res); err != nil {
+	if err := json.Unmarshal([]byte(c.Recv()), &res); err != nil {
 		t.Fatal(err)
 	}
 	if v := res.Result.Completion; len(v.Values) != 100 || !v.HasMore || v.Total == nil || *v.Total != 150 {
@@ -281,21 +258,21 @@ var logTool = tools.Tool{
 
 func TestLogging(t *testing.T) {
 	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{logTool}, LogLevel: protocol.LevelAlert})
-	c.initialize()
+	c.Initialize()
 	// Before setLevel the configured level applies.
-	c.send(call("1", "logs", `{}`))
-	c.recvExact(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"alert","logger":"t","data":{"level":"alert"}}}`)
-	c.recvExact(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"emergency","logger":"t","data":{"level":"emergency"}}}`)
-	c.recvExact(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"logged"}]}}`)
+	c.Send(call("1", "logs", `{}`))
+	c.ExpectNext(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"alert","logger":"t","data":{"level":"alert"}}}`)
+	c.ExpectNext(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"emergency","logger":"t","data":{"level":"emergency"}}}`)
+	c.ExpectNext(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"logged"}]}}`)
 
-	c.expect(`{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"verbose"}}`,
+	c.Expect(`{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"verbose"}}`,
 		`{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Invalid params: invalid log level \"verbose\""}}`)
-	c.expect(`{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"critical"}}`, `{"jsonrpc":"2.0","id":3,"result":{}}`)
-	c.send(call("4", "logs", `{}`))
+	c.Expect(`{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"critical"}}`, `{"jsonrpc":"2.0","id":3,"result":{}}`)
+	c.Send(call("4", "logs", `{}`))
 	for _, l := range []string{"critical", "alert", "emergency"} {
-		c.recvExact(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"` + l + `","logger":"t","data":{"level":"` + l + `"}}}`)
+		c.ExpectNext(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"` + l + `","logger":"t","data":{"level":"` + l + `"}}}`)
 	}
-	c.recvExact(`{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"logged"}]}}`)
+	c.ExpectNext(`{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"logged"}]}}`)
 }
 
 // TestNoLogAfterResponse: a log message sent after the call answered is dropped, and the
@@ -311,13 +288,13 @@ func TestNoLogAfterResponse(t *testing.T) {
 			return nil, ctx.Err()
 		})}
 	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{tool}})
-	c.initialize()
-	c.expect(call("1", "late", `{}`), `{"jsonrpc":"2.0","id":1,"result":`+failedResult+`}`)
+	c.Initialize()
+	c.Expect(call("1", "late", `{}`), `{"jsonrpc":"2.0","id":1,"result":`+failedResult+`}`)
 	close(answered)
 	if err := <-late; !errors.Is(err, client.ErrCallFinished) {
 		t.Errorf("Log after the response = %v, want ErrCallFinished", err)
 	}
-	c.silent(100 * time.Millisecond)
+	c.Silent(100*time.Millisecond, "a log message after the response would be out")
 }
 
 // sampler asks the client for a completion and reports what it got on results.
@@ -343,27 +320,27 @@ const sampleRequest = `{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage"
 func TestSampling(t *testing.T) {
 	results := make(chan error, 4)
 	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{sampler(results)}})
-	c.initWith(`{"sampling":{}}`)
-	c.send(call(`"a"`, "ask", `{}`))
-	c.recvExact(sampleRequest)
-	c.send(`{"jsonrpc":"2.0","id":1,"result":{"role":"assistant","content":{"type":"text","text":"4"},"model":"m"}}`)
-	c.recvExact(`{"jsonrpc":"2.0","id":"a","result":{"content":[{"type":"text","text":"model said 4"}]}}`)
+	c.InitializeWith(`{"sampling":{}}`)
+	c.Send(call(`"a"`, "ask", `{}`))
+	c.ExpectNext(sampleRequest)
+	c.Send(`{"jsonrpc":"2.0","id":1,"result":{"role":"assistant","content":{"type":"text","text":"4"},"model":"m"}}`)
+	c.ExpectNext(`{"jsonrpc":"2.0","id":"a","result":{"content":[{"type":"text","text":"model said 4"}]}}`)
 	if err := <-results; err != nil {
 		t.Fatal(err)
 	}
 
 	// The client's error reaches the handler as a *protocol.WireError; the call fails privately.
-	c.send(call(`"b"`, "ask", `{}`))
-	c.recvExact(strings.Replace(sampleRequest, `"id":1`, `"id":2`, 1))
-	c.send(`{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"User rejected sampling request"}}`)
-	c.recvExact(`{"jsonrpc":"2.0","id":"b","result":` + failedResult + `}`)
+	c.Send(call(`"b"`, "ask", `{}`))
+	c.ExpectNext(strings.Replace(sampleRequest, `"id":1`, `"id":2`, 1))
+	c.Send(`{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"User rejected sampling request"}}`)
+	c.ExpectNext(`{"jsonrpc":"2.0","id":"b","result":` + failedResult + `}`)
 	var we *protocol.WireError
 	if err := <-results; !errors.As(err, &we) || we.Code != -1 {
 		t.Errorf("handler got %v, want the client's error", err)
 	}
 	// An answer to a request the server never sent is ignored.
-	c.send(`{"jsonrpc":"2.0","id":99,"result":{}}`)
-	c.expect(`{"jsonrpc":"2.0","id":"p","method":"ping"}`, `{"jsonrpc":"2.0","id":"p","result":{}}`)
+	c.Send(`{"jsonrpc":"2.0","id":99,"result":{}}`)
+	c.Expect(`{"jsonrpc":"2.0","id":"p","method":"ping"}`, `{"jsonrpc":"2.0","id":"p","result":{}}`)
 }
 
 func TestRequestsNeedDeclaredCapabilities(t *testing.T) {
@@ -393,12 +370,12 @@ func TestRequestsNeedDeclaredCapabilities(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{probe}})
-			c.initWith(tt.caps)
-			c.send(call("1", "probe", `{}`))
+			c.InitializeWith(tt.caps)
+			c.Send(call("1", "probe", `{}`))
 			for i, want := range tt.want {
 				if want == "" {
-					m := decode(t, c.recv())
-					c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%v,"result":{"role":"assistant","content":{"type":"text","text":"x"},"model":"m","action":"decline"}}`, m["id"]))
+					m := decode(t, c.Recv())
+					c.Send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%v,"result":{"role":"assistant","content":{"type":"text","text":"x"},"model":"m","action":"decline"}}`, m["id"]))
 					if err := <-got; err != nil {
 						t.Errorf("request %d: %v", i, err)
 					}
@@ -409,21 +386,21 @@ func TestRequestsNeedDeclaredCapabilities(t *testing.T) {
 					t.Errorf("request %d: %v, want ErrUnsupported naming %s", i, err, want)
 				}
 			}
-			c.recvExact(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"done"}]}}`)
+			c.ExpectNext(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"done"}]}}`)
 		})
 	}
 }
 
 func TestElicitationAndRoots(t *testing.T) {
 	c := startStdio(t, fixtureConfig())
-	c.initWith(`{"elicitation":{"form":{}},"roots":{}}`)
-	c.send(call("1", "test_elicitation", `{"message":"Who are you?"}`))
-	c.recvExact(`{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"Who are you?","requestedSchema":{"type":"object","properties":{"username":{"type":"string","description":"User's response"},"email":{"type":"string","description":"User's email address"}},"required":["username","email"]}}}`)
-	c.send(`{"jsonrpc":"2.0","id":1,"result":{"action":"accept","content":{"username":"ada","email":"ada@example.com"}}}`)
-	c.recvExact(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"User response: action=accept, content={\"username\":\"ada\",\"email\":\"ada@example.com\"}"}]}}`)
+	c.InitializeWith(`{"elicitation":{"form":{}},"roots":{}}`)
+	c.Send(call("1", "test_elicitation", `{"message":"Who are you?"}`))
+	c.ExpectNext(`{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"Who are you?","requestedSchema":{"type":"object","properties":{"username":{"type":"string","description":"User's response"},"email":{"type":"string","description":"User's email address"}},"required":["username","email"]}}}`)
+	c.Send(`{"jsonrpc":"2.0","id":1,"result":{"action":"accept","content":{"username":"ada","email":"ada@example.com"}}}`)
+	c.ExpectNext(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"User response: action=accept, content={\"username\":\"ada\",\"email\":\"ada@example.com\"}"}]}}`)
 
 	// test_sampling without the sampling capability: a public error result, nothing sent.
-	c.expect(call("2", "test_sampling", `{"prompt":"x"}`), `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"This client does not support sampling."}],"isError":true}}`)
+	c.Expect(call("2", "test_sampling", `{"prompt":"x"}`), `{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"This client does not support sampling."}],"isError":true}}`)
 }
 
 func TestRootsList(t *testing.T) {
@@ -440,14 +417,14 @@ func TestRootsList(t *testing.T) {
 			return tools.TextResult(strings.Join(uris, " ")), nil
 		})}
 	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{roots}})
-	c.initWith(`{"roots":{"listChanged":true}}`)
-	c.send(call("1", "roots", `{}`))
-	c.recvExact(`{"jsonrpc":"2.0","id":1,"method":"roots/list"}`)
-	c.send(`{"jsonrpc":"2.0","id":1,"result":{"roots":[{"uri":"file:///a","name":"a"},{"uri":"file:///b"}]}}`)
-	c.recvExact(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"file:///a file:///b"}]}}`)
+	c.InitializeWith(`{"roots":{"listChanged":true}}`)
+	c.Send(call("1", "roots", `{}`))
+	c.ExpectNext(`{"jsonrpc":"2.0","id":1,"method":"roots/list"}`)
+	c.Send(`{"jsonrpc":"2.0","id":1,"result":{"roots":[{"uri":"file:///a","name":"a"},{"uri":"file:///b"}]}}`)
+	c.ExpectNext(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"file:///a file:///b"}]}}`)
 	// The client's notification that its roots changed is accepted silently.
-	c.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
-	c.expect(`{"jsonrpc":"2.0","id":2,"method":"ping"}`, `{"jsonrpc":"2.0","id":2,"result":{}}`)
+	c.Send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
+	c.Expect(`{"jsonrpc":"2.0","id":2,"method":"ping"}`, `{"jsonrpc":"2.0","id":2,"result":{}}`)
 }
 
 // TestCancelWhileWaitingForTheClient: a call cancelled while its handler waits for a sampling or
@@ -466,24 +443,24 @@ func TestCancelWhileWaitingForTheClient(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec := newRecorder()
+			rec := mcptest.NewRecorder()
 			cfg := fixtureConfig()
-			cfg.OnError = rec.onError
+			cfg.OnError = rec.OnError
 			c := startStdio(t, cfg)
-			c.initWith(`{"sampling":{},"elicitation":{}}`)
-			c.send(call("7", tt.tool, tt.args))
-			m := decode(t, c.recv())
+			c.InitializeWith(`{"sampling":{},"elicitation":{}}`)
+			c.Send(call("7", tt.tool, tt.args))
+			m := decode(t, c.Recv())
 			if m["method"] != tt.request || m["id"] != 1.0 {
 				t.Fatalf("server request = %v", m)
 			}
-			c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user"}}`)
-			c.recvExact(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"request cancelled by the client"}}`)
+			c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7,"reason":"user"}}`)
+			c.ExpectNext(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"request cancelled by the client"}}`)
 			// The client answers anyway, too late: ignored.
-			c.send(`{"jsonrpc":"2.0","id":1,"result":{"action":"accept","content":{},"role":"assistant","model":"m","content":{"type":"text","text":"late"}}}`)
-			c.expect(`{"jsonrpc":"2.0","id":8,"method":"ping"}`, `{"jsonrpc":"2.0","id":8,"result":{}}`)
-			c.silent(200 * time.Millisecond)
-			if got := rec.snapshot(); len(got) != 0 {
-				t.Errorf("a cancelled call was reported: %v", got[0].err)
+			c.Send(`{"jsonrpc":"2.0","id":1,"result":{"action":"accept","content":{},"role":"assistant","model":"m","content":{"type":"text","text":"late"}}}`)
+			c.Expect(`{"jsonrpc":"2.0","id":8,"method":"ping"}`, `{"jsonrpc":"2.0","id":8,"result":{}}`)
+			c.Silent(200*time.Millisecond, "the cancelled call's answer would be out")
+			if got := rec.Snapshot(); len(got) != 0 {
+				t.Errorf("a cancelled call was reported: %v", got[0].Err)
 			}
 		})
 	}
@@ -492,19 +469,19 @@ func TestCancelWhileWaitingForTheClient(t *testing.T) {
 // TestTimeoutWhileWaitingForTheClient: a tool timeout while the handler waits for the client
 // answers the call with the generic failure and withdraws the server's request.
 func TestTimeoutWhileWaitingForTheClient(t *testing.T) {
-	rec := newRecorder()
+	rec := mcptest.NewRecorder()
 	results := make(chan error, 1)
 	tool := sampler(results)
 	tool.Timeout = 50 * time.Millisecond
-	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{tool}, OnError: rec.onError})
-	c.initWith(`{"sampling":{}}`)
-	c.send(call("1", "ask", `{}`))
-	c.recvExact(sampleRequest)
+	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{tool}, OnError: rec.OnError})
+	c.InitializeWith(`{"sampling":{}}`)
+	c.Send(call("1", "ask", `{}`))
+	c.ExpectNext(sampleRequest)
 	// The failure and the withdrawal race on the way out; both must come. The withdrawal's
 	// reason is the timeout, or the answer if that cancelled the handler's context first.
 	var answered, withdrawn bool
 	for range 2 {
-		switch line := c.recv(); {
+		switch line := c.Recv(); {
 		case line == `{"jsonrpc":"2.0","id":1,"result":`+failedResult+`}`:
 			answered = true
 		case strings.HasPrefix(line, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":`):
@@ -519,7 +496,7 @@ func TestTimeoutWhileWaitingForTheClient(t *testing.T) {
 	if err := <-results; err == nil {
 		t.Error("handler's request succeeded after the timeout")
 	}
-	rec.wait(t, 1)
+	rec.Wait(t, 1)
 }
 
 // TestCloseWhileWaitingForTheClient: the input ends while a handler waits for the client; the
@@ -527,30 +504,30 @@ func TestTimeoutWhileWaitingForTheClient(t *testing.T) {
 func TestCloseWhileWaitingForTheClient(t *testing.T) {
 	results := make(chan error, 1)
 	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{sampler(results)}})
-	c.initWith(`{"sampling":{}}`)
-	c.send(call("1", "ask", `{}`))
-	c.recvExact(sampleRequest)
-	_ = c.in.Close()
+	c.InitializeWith(`{"sampling":{}}`)
+	c.Send(call("1", "ask", `{}`))
+	c.ExpectNext(sampleRequest)
+	_ = c.CloseInput()
 	select {
 	case err := <-results:
 		if err == nil {
 			t.Fatal("handler's request succeeded after the connection closed")
 		}
-	case <-time.After(watchdog):
+	case <-time.After(mcptest.Watchdog):
 		t.Fatal("handler still waiting after the connection closed")
 	}
 }
 
 func TestDynamicRegistries(t *testing.T) {
 	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{logTool}})
-	c.initialize()
+	c.Initialize()
 	extra := tools.Tool{Name: "extra", Description: "Added later.", MaxConcurrency: 1,
 		Handler: tools.HandlerFunc(func(context.Context, *tools.Request) (*tools.Result, error) { return tools.TextResult("extra"), nil })}
 	if err := c.srv.AddTools(extra); err != nil {
 		t.Fatal(err)
 	}
-	c.recvExact(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
-	c.expect(call("1", "extra", `{}`), `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"extra"}]}}`)
+	c.ExpectNext(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+	c.Expect(call("1", "extra", `{}`), `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"extra"}]}}`)
 	var nameErr *tools.ToolNameError
 	if err := c.srv.AddTools(extra); !errors.As(err, &nameErr) || nameErr.Reason != "duplicate" {
 		t.Errorf("adding a served name again: %v", err)
@@ -558,8 +535,8 @@ func TestDynamicRegistries(t *testing.T) {
 	if n := c.srv.RemoveTools("extra", "nope"); n != 1 {
 		t.Errorf("RemoveTools = %d, want 1", n)
 	}
-	c.recvExact(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
-	c.expect(call("2", "extra", `{}`), `{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Invalid params: unknown tool \"extra\""}}`)
+	c.ExpectNext(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+	c.Expect(call("2", "extra", `{}`), `{"jsonrpc":"2.0","id":2,"error":{"code":-32602,"message":"Invalid params: unknown tool \"extra\""}}`)
 	if n := c.srv.RemoveTools("extra"); n != 0 {
 		t.Errorf("removing twice = %d", n)
 	}
@@ -567,14 +544,14 @@ func TestDynamicRegistries(t *testing.T) {
 	if err := c.srv.AddTools(extra); err != nil {
 		t.Fatal(err)
 	}
-	c.recvExact(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
-	c.expect(call("3", "extra", `{}`), `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"extra"}]}}`)
+	c.ExpectNext(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+	c.Expect(call("3", "extra", `{}`), `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"extra"}]}}`)
 
 	if err := c.srv.AddResources(conformance.Resources()[:1], conformance.Templates()); err != nil {
 		t.Fatal(err)
 	}
-	c.recvExact(`{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}`)
-	c.expect(`{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"test://template/9/data"}}`,
+	c.ExpectNext(`{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}`)
+	c.Expect(`{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"test://template/9/data"}}`,
 		`{"jsonrpc":"2.0","id":4,"result":{"contents":[{"uri":"test://template/9/data","mimeType":"application/json","text":"{\"data\":\"Data for ID: 9\",\"id\":\"9\",\"templateTest\":true}"}]}}`)
 	var defErr *resources.DefinitionError
 	if err := c.srv.AddResources(conformance.Resources()[:1], nil); !errors.As(err, &defErr) {
@@ -583,19 +560,19 @@ func TestDynamicRegistries(t *testing.T) {
 	if n := c.srv.RemoveResources("test://template/{id}/data", "test://static-text"); n != 2 {
 		t.Errorf("RemoveResources = %d", n)
 	}
-	c.recvExact(`{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}`)
-	c.expect(`{"jsonrpc":"2.0","id":5,"method":"resources/templates/list"}`, `{"jsonrpc":"2.0","id":5,"result":{"resourceTemplates":[]}}`)
+	c.ExpectNext(`{"jsonrpc":"2.0","method":"notifications/resources/list_changed"}`)
+	c.Expect(`{"jsonrpc":"2.0","id":5,"method":"resources/templates/list"}`, `{"jsonrpc":"2.0","id":5,"result":{"resourceTemplates":[]}}`)
 
 	if err := c.srv.AddPrompts(conformance.Prompts()[0]); err != nil {
 		t.Fatal(err)
 	}
-	c.recvExact(`{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}`)
-	c.expect(`{"jsonrpc":"2.0","id":6,"method":"prompts/list"}`, `{"jsonrpc":"2.0","id":6,"result":{"prompts":[{"name":"test_simple_prompt","title":"Simple Test Prompt","description":"A simple prompt without arguments"}]}}`)
+	c.ExpectNext(`{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}`)
+	c.Expect(`{"jsonrpc":"2.0","id":6,"method":"prompts/list"}`, `{"jsonrpc":"2.0","id":6,"result":{"prompts":[{"name":"test_simple_prompt","title":"Simple Test Prompt","description":"A simple prompt without arguments"}]}}`)
 	if n := c.srv.RemovePrompts("test_simple_prompt"); n != 1 {
 		t.Errorf("RemovePrompts = %d", n)
 	}
-	c.recvExact(`{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}`)
-	c.expect(`{"jsonrpc":"2.0","id":7,"method":"prompts/list"}`, `{"jsonrpc":"2.0","id":7,"result":{"prompts":[]}}`)
+	c.ExpectNext(`{"jsonrpc":"2.0","method":"notifications/prompts/list_changed"}`)
+	c.Expect(`{"jsonrpc":"2.0","id":7,"method":"prompts/list"}`, `{"jsonrpc":"2.0","id":7,"result":{"prompts":[]}}`)
 }
 
 // TestNoNotificationsBeforeInitialize: list changes are not announced to a client that has not
@@ -605,7 +582,7 @@ func TestNoNotificationsBeforeInitialize(t *testing.T) {
 	if err := c.srv.AddPrompts(conformance.Prompts()[0]); err != nil {
 		t.Fatal(err)
 	}
-	c.silent(100 * time.Millisecond)
+	c.Silent(100*time.Millisecond, "a list change before initialize would be out")
 }
 
 func TestProgressIsRateLimited(t *testing.T) {
@@ -620,47 +597,47 @@ func TestProgressIsRateLimited(t *testing.T) {
 			return tools.TextResult("done"), nil
 		})}
 	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{burst}, ProgressInterval: time.Hour})
-	c.initialize()
-	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"burst","_meta":{"progressToken":"p"}}}`)
+	c.Initialize()
+	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"burst","_meta":{"progressToken":"p"}}}`)
 	// A burst of ten goes, the next 989 find the bucket empty, the one that reaches the total
 	// goes.
 	for i := 1; i <= 10; i++ {
-		c.recvExact(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":%d,"total":1000}}`, i))
+		c.ExpectNext(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":%d,"total":1000}}`, i))
 	}
-	c.recvExact(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1000,"total":1000}}`)
-	c.recvExact(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"done"}]}}`)
+	c.ExpectNext(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p","progress":1000,"total":1000}}`)
+	c.ExpectNext(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"done"}]}}`)
 }
 
 func TestFixtureTools(t *testing.T) {
 	c := startStdio(t, fixtureConfig())
-	c.initWith(`{"sampling":{},"elicitation":{}}`)
-	c.expect(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_simple_text"}}`,
+	c.InitializeWith(`{"sampling":{},"elicitation":{}}`)
+	c.Expect(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_simple_text"}}`,
 		`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"This is a simple text response for testing."}]}}`)
-	c.expect(call("2", "test_error_handling", `{}`),
+	c.Expect(call("2", "test_error_handling", `{}`),
 		`{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"This tool intentionally returns an error for testing"}],"isError":true}}`)
-	c.expect(`{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"debug"}}`, `{"jsonrpc":"2.0","id":3,"result":{}}`)
-	c.send(call("4", "test_tool_with_logging", `{}`))
+	c.Expect(`{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"debug"}}`, `{"jsonrpc":"2.0","id":3,"result":{}}`)
+	c.Send(call("4", "test_tool_with_logging", `{}`))
 	for _, msg := range []string{"Tool execution started", "Tool processing data", "Tool execution completed"} {
-		c.recvExact(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","logger":"test_tool_with_logging","data":"` + msg + `"}}`)
+		c.ExpectNext(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","logger":"test_tool_with_logging","data":"` + msg + `"}}`)
 	}
-	c.recvExact(`{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"Tool with logging executed successfully"}]}}`)
-	c.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"test_tool_with_progress","arguments":{},"_meta":{"progressToken":5}}}`)
+	c.ExpectNext(`{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"Tool with logging executed successfully"}]}}`)
+	c.Send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"test_tool_with_progress","arguments":{},"_meta":{"progressToken":5}}}`)
 	for i, p := range []string{"0", "50", "100"} {
-		c.recvExact(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":5,"progress":` + p + `,"total":100,"message":"Completed step ` + fmt.Sprint(i+1) + ` of 3"}}`)
+		c.ExpectNext(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":5,"progress":` + p + `,"total":100,"message":"Completed step ` + fmt.Sprint(i+1) + ` of 3"}}`)
 	}
-	c.recvExact(`{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"Tool with progress executed successfully"}]}}`)
-	c.send(call("6", "test_sampling", `{"prompt":"Test prompt for sampling"}`))
-	c.recvExact(`{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"Test prompt for sampling"}}],"maxTokens":100}}`)
-	c.send(`{"jsonrpc":"2.0","id":1,"result":{"role":"assistant","content":{"type":"text","text":"This is a test response from the client"},"model":"test-model","stopReason":"endTurn"}}`)
-	c.recvExact(`{"jsonrpc":"2.0","id":6,"result":{"content":[{"type":"text","text":"LLM response: This is a test response from the client"}]}}`)
-	c.send(call("7", "test_elicitation_sep1034_defaults", `{}`))
-	m := decode(t, c.recv())
+	c.ExpectNext(`{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"Tool with progress executed successfully"}]}}`)
+	c.Send(call("6", "test_sampling", `{"prompt":"Test prompt for sampling"}`))
+	c.ExpectNext(`{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"Test prompt for sampling"}}],"maxTokens":100}}`)
+	c.Send(`{"jsonrpc":"2.0","id":1,"result":{"role":"assistant","content":{"type":"text","text":"This is a test response from the client"},"model":"test-model","stopReason":"endTurn"}}`)
+	c.ExpectNext(`{"jsonrpc":"2.0","id":6,"result":{"content":[{"type":"text","text":"LLM response: This is a test response from the client"}]}}`)
+	c.Send(call("7", "test_elicitation_sep1034_defaults", `{}`))
+	m := decode(t, c.Recv())
 	props := m["params"].(map[string]any)["requestedSchema"].(map[string]any)["properties"].(map[string]any)
 	if props["age"].(map[string]any)["type"] != "integer" || props["score"].(map[string]any)["default"] != 95.5 {
 		t.Errorf("SEP-1034 schema = %v", props)
 	}
-	c.send(`{"jsonrpc":"2.0","id":2,"result":{"action":"decline"}}`)
-	c.recvExact(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"Elicitation completed: action=decline, content={}"}]}}`)
+	c.Send(`{"jsonrpc":"2.0","id":2,"result":{"action":"decline"}}`)
+	c.ExpectNext(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"Elicitation completed: action=decline, content={}"}]}}`)
 }
 
 func TestSurfaceConstructionErrors(t *testing.T) {
@@ -702,7 +679,7 @@ func TestInMemoryClientSurface(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	if err := c.Send([]byte(`{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"m","version":"1"}}}`)); err != nil {
 		t.Fatal(err)
@@ -741,14 +718,14 @@ func TestURLElicitation(t *testing.T) {
 			return tools.TextResult(res.Action), nil
 		})}
 	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{visit}})
-	c.initWith(`{"elicitation":{"url":{}}}`)
-	c.send(call("1", "visit", `{}`))
-	c.recvExact(`{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"mode":"url","message":"Sign in","url":"https://example.com/login","elicitationId":"e1"}}`)
-	c.send(`{"jsonrpc":"2.0","id":1,"result":{"action":"accept"}}`)
-	c.recvExact(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"accept"}]}}`)
+	c.InitializeWith(`{"elicitation":{"url":{}}}`)
+	c.Send(call("1", "visit", `{}`))
+	c.ExpectNext(`{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"mode":"url","message":"Sign in","url":"https://example.com/login","elicitationId":"e1"}}`)
+	c.Send(`{"jsonrpc":"2.0","id":1,"result":{"action":"accept"}}`)
+	c.ExpectNext(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"accept"}]}}`)
 	c.srv.NotifyElicitationComplete("other")
 	c.srv.NotifyElicitationComplete("e1")
-	c.recvExact(`{"jsonrpc":"2.0","method":"notifications/elicitation/complete","params":{"elicitationId":"e1"}}`)
+	c.ExpectNext(`{"jsonrpc":"2.0","method":"notifications/elicitation/complete","params":{"elicitationId":"e1"}}`)
 	c.srv.NotifyElicitationComplete("e1")
-	c.silent(100 * time.Millisecond)
+	c.Silent(100*time.Millisecond, "a second completion would be out")
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/toolgrain/toolgrain/cancel"
 	"github.com/toolgrain/toolgrain/client"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/taskstore"
 	"github.com/toolgrain/toolgrain/tools"
@@ -84,18 +85,13 @@ func (c *taskConn) get(id string) answer {
 // await polls the task until its status is one of want (or terminal), and returns it.
 func (c *taskConn) await(id string, want ...string) answer {
 	c.t.Helper()
-	deadline := time.Now().Add(watchdog)
-	for {
-		a := c.get(id)
+	var a answer
+	mcptest.Eventually(c.t, fmt.Sprintf("task %s to end or be %v", id, want), func() bool {
+		a = c.get(id)
 		st, _ := a.Result["status"].(string)
-		if a.Error != nil || st == "completed" || st == "failed" || st == "cancelled" || contains(want, st) {
-			return a
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("task %s stayed %s", id, st)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return a.Error != nil || st == "completed" || st == "failed" || st == "cancelled" || contains(want, st)
+	})
+	return a
 }
 
 func contains(list []string, s string) bool {
@@ -112,24 +108,23 @@ func onBoth(t *testing.T, cfg func() toolgrain.Config, test func(t *testing.T, c
 	t.Run("stdio", func(t *testing.T) {
 		s := startStdio(t, cfg())
 		c := &taskConn{t: t, srv: s.srv, do: func(body string) string {
-			s.send(body)
-			return s.recv()
+			s.Send(body)
+			return s.Recv()
 		}}
-		s.t = t
 		test(t, c)
 	})
 	t.Run("http", func(t *testing.T) {
 		e := startHTTP(t, cfg())
-		test(t, &taskConn{t: t, srv: e.srv, do: httpDo(t, e.client())})
+		test(t, &taskConn{t: t, srv: e.srv, do: httpDo(t, e.Session())})
 	})
 }
 
 // httpDo posts a modern request with its headers (Mcp-Name: the taskId for tasks/*) and
 // returns its answer: the JSON body, or the last event of a stream.
-func httpDo(t testing.TB, s *httpSession) func(string) string {
+func httpDo(t testing.TB, s *mcptest.Session) func(string) string {
 	return func(body string) string {
 		t.Helper()
-		h := modernHeaders(t, body)
+		h := mcptest.ModernHeaders(t, body)
 		var m struct {
 			Method string `json:"method"`
 			Params struct {
@@ -140,14 +135,14 @@ func httpDo(t testing.TB, s *httpSession) func(string) string {
 		if strings.HasPrefix(m.Method, "tasks/") {
 			h = append(h, "Mcp-Name", protocol.EncodeHeaderValue(m.Params.TaskID))
 		}
-		r := s.post(body, h...)
-		if r.isSSE() {
-			if len(r.events) == 0 {
+		r := s.Post(body, h...)
+		if r.IsSSE() {
+			if len(r.Events) == 0 {
 				t.Fatalf("empty stream for %s", body)
 			}
-			return r.events[len(r.events)-1]
+			return r.Events[len(r.Events)-1]
 		}
-		return r.body
+		return r.Body
 	}
 }
 
@@ -247,11 +242,11 @@ func TestTaskLifecycle(t *testing.T) {
 // TestTasksNotOffered: a server without task tools does not offer the extension.
 func TestTasksNotOffered(t *testing.T) {
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
-	c.send(modernRequest("1", "server/discover", ""))
-	if got := c.recv(); strings.Contains(got, "extensions") {
+	c.Send(modernRequest("1", "server/discover", ""))
+	if got := c.Recv(); strings.Contains(got, "extensions") {
 		t.Errorf("discover offers an extension: %s", got)
 	}
-	c.expect(`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"x",`+envelope(tasksCaps)+`}}`,
+	c.Expect(`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"x",`+envelope(tasksCaps)+`}}`,
 		`{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"Method not found: tasks/get"}}`)
 	if err := c.srv.AddTools(waitTool("late", tools.TaskOptional, nil)); err == nil || !strings.Contains(err.Error(), "Config.Tasks.Enabled") {
 		t.Errorf("AddTools of a task tool: %v", err)
@@ -332,10 +327,10 @@ func TestTaskInput(t *testing.T) {
 // TestTaskCancel: tasks/cancel cancels the handler's context (cause cancel.ErrTaskCancelled),
 // the task ends cancelled whatever the handler returns, and nothing is reported.
 func TestTaskCancel(t *testing.T) {
-	rec := newRecorder()
+	rec := mcptest.NewRecorder()
 	ended := make(chan error, 4)
 	cfg := func() toolgrain.Config {
-		return toolgrain.Config{Tools: []tools.Tool{waitTool("wait", tools.TaskOptional, ended)}, OnError: rec.onError}
+		return toolgrain.Config{Tools: []tools.Tool{waitTool("wait", tools.TaskOptional, ended)}, OnError: rec.OnError}
 	}
 	onBoth(t, cfg, func(t *testing.T, c *taskConn) {
 		id := c.start("wait", `{"ms":600000}`)
@@ -348,7 +343,7 @@ func TestTaskCancel(t *testing.T) {
 			if !errors.Is(cause, cancel.ErrTaskCancelled) {
 				t.Errorf("the handler's context ended with %v", cause)
 			}
-		case <-time.After(watchdog):
+		case <-time.After(mcptest.Watchdog):
 			t.Fatal("the handler's context was not cancelled")
 		}
 		if got := c.await(id); got.Result["status"] != "cancelled" || got.Result["error"] != nil {
@@ -360,8 +355,8 @@ func TestTaskCancel(t *testing.T) {
 		if unknown := c.request("tasks/cancel", `"taskId":"nope"`, tasksCaps); unknown.Error == nil || unknown.Error.Code != -32602 {
 			t.Errorf("cancelling an unknown task: %s", unknown.raw)
 		}
-		waitFor(t, func() bool { return c.srv.Stats().RunningTasks == 0 })
-		if n := len(rec.snapshot()); n != 0 {
+		mcptest.Eventually(t, "no task running", func() bool { return c.srv.Stats().RunningTasks == 0 })
+		if n := len(rec.Snapshot()); n != 0 {
 			t.Errorf("%d reports for a cancelled task", n)
 		}
 	})
@@ -370,14 +365,14 @@ func TestTaskCancel(t *testing.T) {
 // TestTaskPanic: an unexpected failure inside a task fails it with the generic error, and
 // OnError gets the original with the task's id.
 func TestTaskPanic(t *testing.T) {
-	var rec *recorder
+	var rec *mcptest.Recorder
 	cfg := func() toolgrain.Config {
-		rec = newRecorder()
+		rec = mcptest.NewRecorder()
 		panicky := tools.Tool{Name: "boom", TaskSupport: tools.TaskOptional,
 			Handler: tools.HandlerFunc(func(context.Context, *tools.Request) (*tools.Result, error) {
 				panic("invariant violated: " + demo.Marker)
 			})}
-		return toolgrain.Config{Tools: []tools.Tool{panicky}, OnError: rec.onError}
+		return toolgrain.Config{Tools: []tools.Tool{panicky}, OnError: rec.OnError}
 	}
 	onBoth(t, cfg, func(t *testing.T, c *taskConn) {
 		id := c.start("boom", `{}`)
@@ -390,13 +385,13 @@ func TestTaskPanic(t *testing.T) {
 		if strings.Contains(got.raw, demo.Marker) {
 			t.Errorf("the panic's text reached the client: %s", got.raw)
 		}
-		r := rec.wait(t, 1)[0]
+		r := rec.Wait(t, 1)[0]
 		var pe *tools.PanicError
-		if !errors.As(r.err, &pe) || !strings.Contains(r.err.Error(), demo.Marker) {
-			t.Errorf("OnError got %v, want the panic", r.err)
+		if !errors.As(r.Err, &pe) || !strings.Contains(r.Err.Error(), demo.Marker) {
+			t.Errorf("OnError got %v, want the panic", r.Err)
 		}
-		if r.details.TaskID() != id || r.details.ToolName() != "boom" || r.details.Request().Method() != "tools/call" {
-			t.Errorf("details: task %q tool %q method %q", r.details.TaskID(), r.details.ToolName(), r.details.Request().Method())
+		if r.Details.TaskID() != id || r.Details.ToolName() != "boom" || r.Details.Request().Method() != "tools/call" {
+			t.Errorf("details: task %q tool %q method %q", r.Details.TaskID(), r.Details.ToolName(), r.Details.Request().Method())
 		}
 	})
 }
@@ -423,10 +418,10 @@ func TestTaskTTL(t *testing.T) {
 			if !errors.Is(cause, cancel.ErrTaskExpired) {
 				t.Errorf("the running task's context ended with %v", cause)
 			}
-		case <-time.After(watchdog):
+		case <-time.After(mcptest.Watchdog):
 			t.Fatal("the running task was not stopped at its TTL")
 		}
-		waitFor(t, func() bool {
+		mcptest.Eventually(t, "the tasks gone at their TTL", func() bool {
 			return store.Len() == 0 && c.srv.Stats().LiveTasks == 0 && c.srv.Stats().RunningTasks == 0
 		})
 		for _, id := range []string{done, running} {
@@ -453,7 +448,7 @@ func TestTaskCaps(t *testing.T) {
 			got.Error.Message != "Server busy: too many tasks on the server (limit 2; a task counts until its TTL passes)" {
 			t.Fatalf("over the cap: %s", got.raw)
 		}
-		waitFor(t, func() bool { return c.srv.Stats().LiveTasks == 0 })
+		mcptest.Eventually(t, "no task left", func() bool { return c.srv.Stats().LiveTasks == 0 })
 		c.start("wait", `{"ms":1}`)
 	})
 }
@@ -461,12 +456,12 @@ func TestTaskCaps(t *testing.T) {
 // TestTaskCallerScope: over HTTP with auth, a caller's tasks are its own: another caller gets
 // "not found" for them, and the per-caller cap counts each caller apart.
 func TestTaskCallerScope(t *testing.T) {
-	cfg := authConfig(newRecorder(), nil)
+	cfg := authConfig(mcptest.NewRecorder(), nil)
 	cfg.Tools = append(cfg.Tools, waitTool("wait", tools.TaskOptional, nil))
 	cfg.Tasks = toolgrain.TaskConfig{MaxTasksPerCaller: 1}
 	e := startHTTP(t, cfg)
-	alice, bob := e.client(), e.client()
-	alice.token, bob.token = "alice-token", "bob-token"
+	alice, bob := e.Session(), e.Session()
+	alice.Token, bob.Token = "alice-token", "bob-token"
 	a := &taskConn{t: t, srv: e.srv, do: httpDo(t, alice)}
 	b := &taskConn{t: t, srv: e.srv, do: httpDo(t, bob)}
 	id := a.start("wait", `{"ms":600000}`)
@@ -545,21 +540,21 @@ func TestTaskNotifications(t *testing.T) {
 			}
 		})}
 	s := startStdio(t, toolgrain.Config{Tools: []tools.Tool{gate}})
-	c := &taskConn{t: t, srv: s.srv, do: func(body string) string { s.send(body); return s.recv() }}
+	c := &taskConn{t: t, srv: s.srv, do: func(body string) string { s.Send(body); return s.Recv() }}
 	id := c.start("gate", `{}`)
-	s.expect(`{"jsonrpc":"2.0","id":"L0","method":"subscriptions/listen","params":{"notifications":{"taskIds":["`+id+`"]},`+envelope(`{}`)+`}}`,
+	s.Expect(`{"jsonrpc":"2.0","id":"L0","method":"subscriptions/listen","params":{"notifications":{"taskIds":["`+id+`"]},`+envelope(`{}`)+`}}`,
 		`{"jsonrpc":"2.0","id":"L0","error":{"code":-32021,"message":"Missing required client capability","data":{"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}}`)
-	s.send(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"taskIds":["` + id + `"]},` + envelope(tasksCaps) + `}}`)
-	if got := s.recv(); got != `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"},"notifications":{"taskIds":["`+id+`"]}}}` {
+	s.Send(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"taskIds":["` + id + `"]},` + envelope(tasksCaps) + `}}`)
+	if got := s.Recv(); got != `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"},"notifications":{"taskIds":["`+id+`"]}}}` {
 		t.Fatalf("ack: %s", got)
 	}
 	close(release)
-	got := s.recv()
+	got := s.Recv()
 	if !strings.HasPrefix(got, `{"jsonrpc":"2.0","method":"notifications/tasks","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"},"taskId":"`+id+`","status":"completed"`) ||
 		!strings.Contains(got, `"result":{"content":[{"type":"text","text":"opened"}]}`) {
 		t.Errorf("notification: %s", got)
 	}
-	s.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"L"}}`)
+	s.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"L"}}`)
 }
 
 // TestTaskShutdown: shutting down with tasks running cancels their handlers and returns; with
@@ -573,12 +568,12 @@ func TestTaskShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := attach(t, srv)
-	conn := &taskConn{t: t, srv: srv, do: func(body string) string { c.send(body); return c.recv() }}
+	conn := &taskConn{t: t, srv: srv, do: func(body string) string { c.Send(body); return c.Recv() }}
 	var ids []string
 	for range 20 {
 		ids = append(ids, conn.start("wait", `{"ms":600000}`))
 	}
-	ctx, cancelCtx := context.WithTimeout(context.Background(), watchdog)
+	ctx, cancelCtx := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancelCtx()
 	if err := srv.Shutdown(ctx); err != nil {
 		t.Fatal(err)
@@ -590,23 +585,11 @@ func TestTaskShutdown(t *testing.T) {
 	}
 	defer srv2.Close()
 	c2 := attach(t, srv2)
-	conn2 := &taskConn{t: t, srv: srv2, do: func(body string) string { c2.send(body); return c2.recv() }}
+	conn2 := &taskConn{t: t, srv: srv2, do: func(body string) string { c2.Send(body); return c2.Recv() }}
 	for _, id := range ids {
 		if got := conn2.get(id); got.Result["status"] != "failed" || !strings.Contains(got.raw, toolgrain.TaskRestartedText) {
 			t.Errorf("after the restart: %s", got.raw)
 		}
-	}
-}
-
-// waitFor polls cond under the watchdog.
-func waitFor(t testing.TB, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(watchdog)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached")
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -652,7 +635,7 @@ func TestTaskEndSeenOnceStored(t *testing.T) {
 			var rec *taskstore.Record
 			select {
 			case rec = <-store.held:
-			case <-time.After(watchdog):
+			case <-time.After(mcptest.Watchdog):
 				t.Fatalf("the task's final record was not written")
 			}
 			if rec.ID != id || string(rec.Status) != end.status {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolgrain/toolgrain"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 )
 
 // toolClient calls tools on a server over one transport in one protocol era, and gives each
@@ -36,19 +37,19 @@ type transportEra struct {
 var transportsAndEras = []transportEra{
 	{"stdio/legacy", func(t *testing.T, cfg toolgrain.Config) toolClient {
 		c := startStdio(t, cfg)
-		c.initialize()
+		c.Initialize()
 		return &stdioTools{c: c}
 	}},
 	{"stdio/modern", func(t *testing.T, cfg toolgrain.Config) toolClient {
 		return &stdioTools{c: startStdio(t, cfg), modern: true}
 	}},
 	{"http/legacy", func(t *testing.T, cfg toolgrain.Config) toolClient {
-		s := startHTTP(t, cfg).client()
-		s.initialize()
+		s := startHTTP(t, cfg).Session()
+		s.Initialize()
 		return &httpTools{t: t, s: s}
 	}},
 	{"http/modern", func(t *testing.T, cfg toolgrain.Config) toolClient {
-		return &httpTools{t: t, s: startHTTP(t, cfg).client(), modern: true}
+		return &httpTools{t: t, s: startHTTP(t, cfg).Session(), modern: true}
 	}},
 }
 
@@ -88,53 +89,53 @@ type stdioTools struct {
 }
 
 func (s *stdioTools) call(id int, tool, args string) string {
-	s.c.send(callLine(id, tool, args, s.modern))
-	return unwrap(id, s.c.recv(), s.modern)
+	s.c.Send(callLine(id, tool, args, s.modern))
+	return unwrap(id, s.c.Recv(), s.modern)
 }
 
 func (s *stdioTools) list() string {
 	if s.modern {
-		s.c.send(modernRequest("900", "tools/list", ""))
+		s.c.Send(modernRequest("900", "tools/list", ""))
 	} else {
-		s.c.send(`{"jsonrpc":"2.0","id":900,"method":"tools/list"}`)
+		s.c.Send(`{"jsonrpc":"2.0","id":900,"method":"tools/list"}`)
 	}
-	return s.c.recv()
+	return s.c.Recv()
 }
 
 func (s *stdioTools) start(id int, tool, args string) func(time.Duration) {
-	s.c.send(callLine(id, tool, args, s.modern))
+	s.c.Send(callLine(id, tool, args, s.modern))
 	return func(quiet time.Duration) {
-		s.c.send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, id))
-		s.c.silent(quiet)
+		s.c.Send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, id))
+		s.c.Silent(quiet, "the cancelled call's late answer would be out")
 	}
 }
 
 type httpTools struct {
 	t      *testing.T
-	s      *httpSession
+	s      *mcptest.Session
 	modern bool
 }
 
 // answer is the JSON-RPC answer in r: its body, or its last event.
-func (h *httpTools) answer(r reply) string {
+func (h *httpTools) answer(r mcptest.Reply) string {
 	h.t.Helper()
-	if r.status != http.StatusOK {
-		h.t.Fatalf("HTTP %d: %s", r.status, r.body)
+	if r.Status != http.StatusOK {
+		h.t.Fatalf("HTTP %d: %s", r.Status, r.Body)
 	}
-	if r.isSSE() {
-		if len(r.events) == 0 {
+	if r.IsSSE() {
+		if len(r.Events) == 0 {
 			return ""
 		}
-		return r.events[len(r.events)-1]
+		return r.Events[len(r.Events)-1]
 	}
-	return r.body
+	return r.Body
 }
 
-func (h *httpTools) post(body string) reply {
+func (h *httpTools) post(body string) mcptest.Reply {
 	if h.modern {
-		return h.s.modernPost(body)
+		return h.s.ModernPost(body)
 	}
-	return h.s.post(body)
+	return h.s.Post(body)
 }
 
 func (h *httpTools) call(id int, tool, args string) string {
@@ -154,21 +155,21 @@ func (h *httpTools) start(id int, tool, args string) func(time.Duration) {
 	body := callLine(id, tool, args, h.modern)
 	var extra []string
 	if h.modern {
-		extra = modernHeaders(h.t, body)
+		extra = mcptest.ModernHeaders(h.t, body)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	got := make(chan reply, 1)
+	got := make(chan mcptest.Reply, 1)
 	// Ends when the POST is answered or its context is cancelled (below, or at cleanup).
 	go func() {
-		resp, err := (&http.Client{}).Do(h.s.request(ctx, http.MethodPost, body, extra...))
+		resp, err := (&http.Client{}).Do(h.s.Request(ctx, http.MethodPost, body, extra...))
 		if err != nil {
-			got <- reply{}
+			got <- mcptest.Reply{}
 			return
 		}
 		defer resp.Body.Close()
-		r := reply{status: resp.StatusCode, header: resp.Header}
-		for ev := range readEvents(resp.Body) {
-			r.events = append(r.events, ev)
+		r := mcptest.Reply{Status: resp.StatusCode, Header: resp.Header}
+		for ev := range mcptest.ReadData(resp.Body) {
+			r.Events = append(r.Events, ev)
 		}
 		got <- r
 	}()
@@ -178,17 +179,17 @@ func (h *httpTools) start(id int, tool, args string) func(time.Duration) {
 		if h.modern {
 			cancel() // a modern HTTP client cancels by closing its stream
 		} else {
-			if r := h.s.post(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, id)); r.status != http.StatusAccepted {
-				h.t.Fatalf("cancel: HTTP %d %s", r.status, r.body)
+			if r := h.s.Post(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":%d}}`, id)); r.Status != http.StatusAccepted {
+				h.t.Fatalf("cancel: HTTP %d %s", r.Status, r.Body)
 			}
 		}
 		select {
 		case r := <-got:
 			got <- r // for the cleanup
-			if len(r.events) != 0 {
-				h.t.Errorf("a cancelled call sent %q", r.events)
+			if len(r.Events) != 0 {
+				h.t.Errorf("a cancelled call sent %q", r.Events)
 			}
-		case <-time.After(watchdog):
+		case <-time.After(mcptest.Watchdog):
 			h.t.Fatal("the cancelled call's stream did not end")
 		}
 		time.Sleep(quiet) // room for a late report, which the caller checks is absent

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolgrain/toolgrain"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/prompts"
 	"github.com/toolgrain/toolgrain/resources"
 	"github.com/toolgrain/toolgrain/tools"
@@ -79,8 +80,8 @@ func TestTagChangesReachExactlyTheAffected(t *testing.T) {
 		token string
 	}{{"alice", alice, "alice"}, {"bob", bob, "bob"}, {"anonymous", nil, ""}} {
 		c := attachAs(t, e.srv, who.id)
-		c.initialize()
-		add(who.name+" over stdio", func() string { return methodOf(t, c.recv()) })
+		c.Initialize()
+		add(who.name+" over stdio", func() string { return methodOf(t, c.Recv()) })
 		if who.id == nil {
 			continue
 		}
@@ -89,7 +90,7 @@ func TestTagChangesReachExactlyTheAffected(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = m.Close() })
-		ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+		ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 		t.Cleanup(cancel)
 		if _, err := m.Initialize(ctx); err != nil {
 			t.Fatal(err)
@@ -101,12 +102,12 @@ func TestTagChangesReachExactlyTheAffected(t *testing.T) {
 			}
 			return methodOf(t, string(b))
 		})
-		s := e.client()
-		s.token = who.token
-		s.initialize()
-		get := s.open(http.MethodGet, "")
+		s := e.Session()
+		s.Token = who.token
+		s.Initialize()
+		get := s.Open(http.MethodGet, "")
 		add(who.name+"'s HTTP session", func() string {
-			data, ok := get.next()
+			data, ok := get.Next()
 			if !ok {
 				t.Fatal("the GET stream ended")
 			}
@@ -114,19 +115,19 @@ func TestTagChangesReachExactlyTheAffected(t *testing.T) {
 		})
 		listen := `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"resourcesListChanged":true,"promptsListChanged":true},` + envelope(`{}`) + `}}`
 		l := attachAs(t, e.srv, who.id)
-		l.send(listen)
-		if got := l.recv(); !strings.Contains(got, "notifications/subscriptions/acknowledged") {
+		l.Send(listen)
+		if got := l.Recv(); !strings.Contains(got, "notifications/subscriptions/acknowledged") {
 			t.Fatalf("ack: %s", got)
 		}
-		add(who.name+"'s listen stream over stdio", func() string { return methodOf(t, l.recv()) })
-		hs := e.client()
-		hs.token = who.token
-		hl := hs.open(http.MethodPost, listen, modernHeaders(t, listen)...)
-		if got, _ := hl.next(); !strings.Contains(got, "notifications/subscriptions/acknowledged") {
+		add(who.name+"'s listen stream over stdio", func() string { return methodOf(t, l.Recv()) })
+		hs := e.Session()
+		hs.Token = who.token
+		hl := hs.Open(http.MethodPost, listen, mcptest.ModernHeaders(t, listen)...)
+		if got, _ := hl.Next(); !strings.Contains(got, "notifications/subscriptions/acknowledged") {
 			t.Fatalf("HTTP ack: %s", got)
 		}
 		add(who.name+"'s listen stream over HTTP", func() string {
-			data, ok := hl.next()
+			data, ok := hl.Next()
 			if !ok {
 				t.Fatal("the listen stream ended")
 			}
@@ -182,9 +183,9 @@ func TestTagChangesReachExactlyTheAffected(t *testing.T) {
 		want []string
 	}{{alice, []string{"report"}}, {bob, []string{"report"}}, {nil, []string{"report"}}} {
 		c := attachAs(t, e.srv, tc.id)
-		c.initialize()
-		c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
-		if got := listed(t, c.recv(), "tools", "name"); !slices.Equal(got, tc.want) {
+		c.Initialize()
+		c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+		if got := listed(t, c.Recv(), "tools", "name"); !slices.Equal(got, tc.want) {
 			t.Errorf("tools of %v: %v, want %v", tc.id, got, tc.want)
 		}
 	}

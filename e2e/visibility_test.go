@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/toolgrain/toolgrain"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/prompts"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/resources"
@@ -111,15 +112,15 @@ var visTransports = []visTransport{
 	{"in memory, legacy", false, openMemory(true)},
 	{"in memory, modern", true, openMemory(false)},
 	{"HTTP, legacy session", false, func(t *testing.T, e *httpEnv, _ *toolgrain.Identity, token string) asker {
-		s := e.client()
-		s.token = token
-		s.initialize()
-		return func(req string) string { return httpAnswer(s.post(req)) }
+		s := e.Session()
+		s.Token = token
+		s.Initialize()
+		return func(req string) string { return httpAnswer(s.Post(req)) }
 	}},
 	{"HTTP, modern", true, func(t *testing.T, e *httpEnv, _ *toolgrain.Identity, token string) asker {
-		s := e.client()
-		s.token = token
-		return func(req string) string { return httpAnswer(s.modernPost(req)) }
+		s := e.Session()
+		s.Token = token
+		return func(req string) string { return httpAnswer(s.ModernPost(req)) }
 	}},
 }
 
@@ -127,9 +128,9 @@ func openStdio(initialize bool) func(*testing.T, *httpEnv, *toolgrain.Identity, 
 	return func(t *testing.T, e *httpEnv, id *toolgrain.Identity, _ string) asker {
 		c := attachAs(t, e.srv, id)
 		if initialize {
-			c.initialize()
+			c.Initialize()
 		}
-		return func(req string) string { c.send(req); return c.recv() }
+		return func(req string) string { c.Send(req); return c.Recv() }
 	}
 }
 
@@ -140,7 +141,7 @@ func openMemory(initialize bool) func(*testing.T, *httpEnv, *toolgrain.Identity,
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = c.Close() })
-		ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+		ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 		t.Cleanup(cancel)
 		if initialize {
 			if _, err := c.Initialize(ctx); err != nil {
@@ -306,21 +307,21 @@ func TestHiddenResourceUpdates(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 	session := func(id *toolgrain.Identity) *stdioClient {
 		c := attachAs(t, srv, id)
-		c.initialize()
+		c.Initialize()
 		return c
 	}
 	sa, sb := session(alice), session(bob)
 	hidden := `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"logs://today"}}`
 	unknown := `{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"lugs://today"}}`
-	sa.send(hidden)
-	h := sa.recv()
-	sa.send(unknown)
-	sameAs(t, "alice's subscription", h, "logs://today", sa.recv(), "lugs://today")
-	sb.expect(hidden, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	sa.Send(hidden)
+	h := sa.Recv()
+	sa.Send(unknown)
+	sameAs(t, "alice's subscription", h, "logs://today", sa.Recv(), "lugs://today")
+	sb.Expect(hidden, `{"jsonrpc":"2.0","id":1,"result":{}}`)
 	listen := func(id *toolgrain.Identity) *stdioClient {
 		c := attachAs(t, srv, id)
-		c.send(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["logs://today","lugs://today"]},` + envelope(`{}`) + `}}`)
-		if got := c.recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged"`) {
+		c.Send(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["logs://today","lugs://today"]},` + envelope(`{}`) + `}}`)
+		if got := c.Recv(); !strings.HasPrefix(got, `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged"`) {
 			t.Fatalf("ack: %s", got)
 		}
 		return c
@@ -328,21 +329,21 @@ func TestHiddenResourceUpdates(t *testing.T) {
 	la, lb := listen(alice), listen(bob)
 	srv.NotifyResourceUpdated("logs://today")
 	srv.NotifyResourceUpdated("lugs://today") // nothing serves it: told to every subscriber, as always
-	if got := sb.recv(); got != `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"logs://today"}}` {
+	if got := sb.Recv(); got != `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"logs://today"}}` {
 		t.Errorf("bob's session: %s", got)
 	}
-	if got := lb.recv(); !strings.Contains(got, `"uri":"logs://today"`) {
+	if got := lb.Recv(); !strings.Contains(got, `"uri":"logs://today"`) {
 		t.Errorf("bob's listen stream: %s", got)
 	}
 	// Alice would have been told before the next answer, on the same path.
-	if got := sa.recv(); !strings.Contains(got, `"uri":"lugs://today"`) {
+	if got := sa.Recv(); !strings.Contains(got, `"uri":"lugs://today"`) {
 		t.Errorf("alice's session was told of the hidden resource: %s", got)
 	}
-	if got := la.recv(); !strings.Contains(got, `"uri":"lugs://today"`) {
+	if got := la.Recv(); !strings.Contains(got, `"uri":"lugs://today"`) {
 		t.Errorf("alice's listen stream was told of the hidden resource: %s", got)
 	}
 	for _, c := range []*stdioClient{la, lb} {
-		c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"L"}}`)
+		c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"L"}}`)
 	}
 }
 
@@ -394,7 +395,7 @@ func TestVisibilityRules(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), watchdog)
+		ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 		defer cancel()
 		if _, err := c.Initialize(ctx); err != nil {
 			t.Fatal(err)
@@ -474,14 +475,14 @@ func TestTagsListed(t *testing.T) {
 		ResourceTemplates: []resources.Template{{URITemplate: "r://{x}", Name: "x", Tags: []string{"u", "t"}, Reader: reader}},
 		Prompts:           []prompts.Prompt{{Name: "p", Tags: []string{"v"}, Handler: handler}},
 	})
-	c.initialize()
-	c.expect(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+	c.Initialize()
+	c.Expect(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
 		`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"a","description":"a","inputSchema":{"type":"object"},"_meta":{"io.github.toolgrain/tags":["b","z"]}},{"name":"b","description":"b","inputSchema":{"type":"object"}}]}}`)
-	c.expect(`{"jsonrpc":"2.0","id":2,"method":"resources/list"}`,
+	c.Expect(`{"jsonrpc":"2.0","id":2,"method":"resources/list"}`,
 		`{"jsonrpc":"2.0","id":2,"result":{"resources":[{"uri":"r://a","name":"a","_meta":{"io.github.toolgrain/tags":["t"]}}]}}`)
-	c.expect(`{"jsonrpc":"2.0","id":3,"method":"resources/templates/list"}`,
+	c.Expect(`{"jsonrpc":"2.0","id":3,"method":"resources/templates/list"}`,
 		`{"jsonrpc":"2.0","id":3,"result":{"resourceTemplates":[{"uriTemplate":"r://{x}","name":"x","_meta":{"io.github.toolgrain/tags":["t","u"]}}]}}`)
-	c.expect(`{"jsonrpc":"2.0","id":4,"method":"prompts/list"}`,
+	c.Expect(`{"jsonrpc":"2.0","id":4,"method":"prompts/list"}`,
 		`{"jsonrpc":"2.0","id":4,"result":{"prompts":[{"name":"p","_meta":{"io.github.toolgrain/tags":["v"]}}]}}`)
 }
 
@@ -495,7 +496,7 @@ func TestToolsets(t *testing.T) {
 	e := startHTTP(t, visConfig())
 	at := func(path string) *httpEnv {
 		pe := *e
-		pe.url = e.ts.URL + path
+		pe.URL = e.ts.URL + path
 		return &pe
 	}
 	for _, modern := range []bool{false, true} {
@@ -503,17 +504,17 @@ func TestToolsets(t *testing.T) {
 		era := map[bool]string{false: "legacy session", true: "modern"}[modern]
 		// client returns an asker of token's at path, which sends the header when set.
 		client := func(token, path, header string) asker {
-			s := at(path).client()
-			s.token = token
+			s := at(path).Session()
+			s.Token = token
 			var extra []string
 			if header != "" {
 				extra = []string{"X-MCP-Toolsets", header}
 			}
 			if !modern {
-				s.initialize()
-				return func(req string) string { return httpAnswer(s.post(req, extra...)) }
+				s.Initialize()
+				return func(req string) string { return httpAnswer(s.Post(req, extra...)) }
 			}
-			return func(req string) string { return httpAnswer(s.modernPost(req, extra...)) }
+			return func(req string) string { return httpAnswer(s.ModernPost(req, extra...)) }
 		}
 		for _, tc := range []struct {
 			who, token, path, header  string
@@ -558,15 +559,15 @@ func TestToolsets(t *testing.T) {
 			}
 		}
 	}
-	s := e.client()
-	s.token = "bob"
-	if r := s.modernPost(modernRequest("1", "tools/list", ""), "X-MCP-Toolsets", "a b"); r.status != 400 || !strings.Contains(r.body, `tag \"a b\"`) {
-		t.Errorf("a bad tag: %d %s", r.status, r.body)
+	s := e.Session()
+	s.Token = "bob"
+	if r := s.ModernPost(modernRequest("1", "tools/list", ""), "X-MCP-Toolsets", "a b"); r.Status != 400 || !strings.Contains(r.Body, `tag \"a b\"`) {
+		t.Errorf("a bad tag: %d %s", r.Status, r.Body)
 	}
-	if r := at("/mcp/t/x!y").client(); true {
-		r.token = "bob"
-		if got := r.modernPost(modernRequest("1", "tools/list", "")); got.status != 400 || !strings.Contains(got.body, `tag \"x!y\"`) {
-			t.Errorf("a bad tag in the path: %d %s", got.status, got.body)
+	if r := at("/mcp/t/x!y").Session(); true {
+		r.Token = "bob"
+		if got := r.ModernPost(modernRequest("1", "tools/list", "")); got.Status != 400 || !strings.Contains(got.Body, `tag \"x!y\"`) {
+			t.Errorf("a bad tag in the path: %d %s", got.Status, got.Body)
 		}
 	}
 }
