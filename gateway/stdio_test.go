@@ -240,6 +240,8 @@ func TestStdioDownAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitTools(t, c, func(names []string) bool { return slices.Contains(names, "late_echo") })
+	// Its tools are served before its resources and prompts are listed, which Ready waits for.
+	eventually(t, "late listed", func() bool { return gw.Status()[0].Listed })
 	if err := gw.Ready(); !errors.As(err, &nr) || len(nr.Mounts) != 1 || nr.Mounts[0].Name != "missing" {
 		t.Errorf("ready once one is up: %v", err)
 	}
