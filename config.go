@@ -74,3 +74,60 @@ type TelemetryConfig struct {
 	// only says that the call failed (error.type tool_error).
 	TraceFailures bool
 }
+
+// LimitsConfig bounds what a client can make the server hold or wait for (docs/limits.md has
+// every limit, its default and its flag in the server binary). A zero value means the default
+// given; the zero LimitsConfig is usable.
+type LimitsConfig struct {
+	// MaxMessageSize bounds one incoming message in bytes. 0 means
+	// protocol.DefaultMaxMessageSize (4 MiB).
+	MaxMessageSize int
+	// MaxCallsPerConnection bounds the tools/call requests (and those of custom methods,
+	// [Config].Methods) in flight on one connection. A call counts from its acceptance until it is
+	// answered or cancelled; one over the limit is refused, unprocessed, with the JSON-RPC
+	// error -31000 "Server busy: too many calls in flight on this connection (limit N)" and
+	// data {"scope":"connection","limit":N} (see protocol.ErrServerBusy). Pings,
+	// cancellations and every other message are still processed. 0 means 20,000; negative
+	// means no limit.
+	MaxCallsPerConnection int
+	// MaxCalls bounds the calls in flight on the whole server, over every connection; a call
+	// over it is refused with "... on the server (limit N)" and scope "server". 0 means
+	// 100,000; negative means no limit.
+	MaxCalls int
+	// MaxClientDeclaration bounds, in bytes, what one initialize declares, which its
+	// connection or session keeps for its life: its capabilities as sent, and the strings of
+	// its clientInfo (name, title, version, icons). An initialize over it is refused, no
+	// session made, with -32602 "Invalid params: capabilities and clientInfo take N bytes,
+	// more than the limit of L" and data {"limit":L}. 0 means 64 KiB, far beyond what real
+	// clients declare; negative means no limit.
+	MaxClientDeclaration int
+	// ToolTimeout is the timeout of each call of a tool whose own tools.Tool.Timeout is zero.
+	// A call past its timeout is an unexpected failure: the client gets the generic result and
+	// OnError an error wrapping [ErrToolTimeout]. 0 means no timeout.
+	ToolTimeout time.Duration
+	// MaxOutputBacklog bounds, in bytes, the answers queued for a client that does not read
+	// them (a slow consumer). While a stdio connection's backlog is over it, the connection
+	// reads no new message (calls in flight go on, and their answers queue); it reads again
+	// once the backlog has drained to half of it. 0 means [DefaultMaxOutputBacklog]; negative
+	// means no limit.
+	MaxOutputBacklog int
+	// PageSize is the number of tools per tools/list page. 0 means 100.
+	PageSize int
+	// ProgressInterval rate-limits the progress notifications of one call: after a burst of
+	// ten, one per interval goes out and the reports in between are dropped, except one that
+	// reaches its total. 0 means 10 ms; negative means no limit.
+	ProgressInterval time.Duration
+
+	// HandlerGrace is how long closing a connection, or the server, waits for the handlers
+	// of the calls it cancelled to return; one that ignores its context is then left to
+	// finish on its own. 0 means 5 s.
+	HandlerGrace time.Duration
+	// EndOfInputGrace is how long the calls and other requests in flight on a stdio
+	// connection whose input ended (EOF) get to answer; those still running then are
+	// cancelled (they get no answer). 0 means 5 s.
+	EndOfInputGrace time.Duration
+	// OutputGrace is how long a stdio client gets to read its last answers once its
+	// connection ended; those still unwritten then are abandoned and reported as stalled
+	// output. 0 means 5 s.
+	OutputGrace time.Duration
+}

@@ -7,7 +7,7 @@ import (
 )
 
 // ErrSaturated is wrapped by the error of [Server.Ready] while the calls in flight on the
-// server have reached [Config].MaxCalls: a new call would be refused with "Server busy".
+// server have reached [Config].Limits.MaxCalls: a new call would be refused with "Server busy".
 var ErrSaturated = errors.New("toolgrain: at the limit of calls in flight")
 
 // Live reports whether the server is alive, for a liveness probe: nil when its actor tree
@@ -25,7 +25,7 @@ func (s *Server) Live(ctx context.Context) error {
 
 // Ready reports whether the server should be sent new work, for a readiness probe: nil while
 // it serves; [ErrServerClosed] once Shutdown or Close has begun; an error wrapping
-// [ErrSaturated] while the calls in flight on the server are at [Config].MaxCalls. Limits of
+// [ErrSaturated] while the calls in flight on the server are at [Config].Limits.MaxCalls. Limits of
 // one connection do not make the server unready. It only reads counters: it never blocks and
 // is cheap enough to call on every probe.
 func (s *Server) Ready() error {

@@ -114,8 +114,8 @@ func (c *InMemoryClient) Send(message []byte) error {
 	if c.isClosed() {
 		return ErrClientClosed
 	}
-	if len(message) > c.srv.cfg.MaxMessageSize {
-		tooLarge := &protocol.MessageTooLargeError{Limit: c.srv.cfg.MaxMessageSize}
+	if len(message) > c.srv.cfg.Limits.MaxMessageSize {
+		tooLarge := &protocol.MessageTooLargeError{Limit: c.srv.cfg.Limits.MaxMessageSize}
 		c.deliver(protocol.EncodeError(protocol.ID{}, protocol.ErrInvalidRequest("%s", tooLarge.Error())))
 		return nil
 	}
@@ -304,7 +304,8 @@ func (c *InMemoryClient) ListTools(ctx context.Context) ([]protocol.Tool, error)
 // Close ends the connection: the calls still in flight are cancelled (the server sends nothing
 // more for them; unlike EOF on stdio, which lets them answer first, since that client still
 // reads), and Close waits until the connection's actor has stopped, which the server's
-// HandlerGrace bounds. Messages already received stay readable with [InMemoryClient.Receive]. Calling Close again does nothing.
+// Limits.HandlerGrace bounds. Messages already received stay readable with
+// [InMemoryClient.Receive]. Calling Close again does nothing.
 func (c *InMemoryClient) Close() error {
 	c.closeOnce.Do(func() {
 		c.conn.Close()

@@ -145,7 +145,7 @@ func (s *Server) closeWriter(w *protocol.StreamWriter) {
 		_ = w.Close()
 		close(closed)
 	}()
-	grace := s.cfg.OutputGrace
+	grace := s.cfg.Limits.OutputGrace
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
 	select {
@@ -157,7 +157,7 @@ func (s *Server) closeWriter(w *protocol.StreamWriter) {
 
 func (s *Server) readLoop(in io.Reader, conn *engine.Connection, w *protocol.StreamWriter, stop <-chan struct{}, identity *Identity) error {
 	stream := stdioStream{w: w}
-	lr := protocol.NewLineReader(in, s.cfg.MaxMessageSize)
+	lr := protocol.NewLineReader(in, s.cfg.Limits.MaxMessageSize)
 	for {
 		if !s.waitForClient(w, stop) || !conn.WaitForRoom(stop) {
 			return nil
@@ -194,7 +194,7 @@ func (s *Server) readLoop(in io.Reader, conn *engine.Connection, w *protocol.Str
 // answers wait for the client, read nothing; resume once they have drained to half. It
 // reports false when stop was closed first.
 func (s *Server) waitForClient(w *protocol.StreamWriter, stop <-chan struct{}) bool {
-	high := s.cfg.MaxOutputBacklog
+	high := s.cfg.Limits.MaxOutputBacklog
 	if high < 0 || w.Pending() <= high {
 		return true
 	}

@@ -82,7 +82,7 @@ const (
 // revisions up to 2025-11-25) of the server, to be mounted at the MCP endpoint of the host's own
 // mux, for example mux.Handle("/mcp", srv.Handler()). Every call returns the same handler,
 // configured by [Config].HTTP; its sessions live until they are deleted, expire or the server
-// shuts down. A POST body larger than [Config].MaxMessageSize gets 413, and the transport's
+// shuts down. A POST body larger than [Config].Limits.MaxMessageSize gets 413, and the transport's
 // unexpected failures (a token verifier that fails, a session that cannot be opened) reach
 // [Config].OnError.
 //

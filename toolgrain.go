@@ -70,7 +70,7 @@
 //     privately through [Config].OnError, with the tool name and the request (id, method, tool
 //     name, client-supplied _meta), never the arguments;
 //   - a call over a limit on calls in flight is refused, unprocessed, with the JSON-RPC error
-//     -31000 "Server busy: ..." (see [Config].MaxCallsPerConnection);
+//     -31000 "Server busy: ..." (see [Config].Limits.MaxCallsPerConnection);
 //   - nothing at all is sent, and nothing reported, for a call after it was cancelled;
 //   - over HTTP, a missing, rejected or under-scoped bearer token gets 401 or 403 and is not
 //     reported; a token verifier that fails unexpectedly gets 503 with no detail, and OnError
@@ -173,7 +173,7 @@ const Version = "0.1.0"
 const FailedText = engine.FailedText
 
 // ErrToolTimeout is wrapped by the error [Config].OnError receives for a call that ran past its
-// timeout (tools.Tool.Timeout, or [Config].ToolTimeout), whose client got the generic
+// timeout (tools.Tool.Timeout, or [Config].Limits.ToolTimeout), whose client got the generic
 // [FailedText] result: errors.Is(err, ErrToolTimeout) tells a timeout from the handler's own
 // failures.
 var ErrToolTimeout = engine.ErrTimeout
@@ -188,6 +188,8 @@ type OnError = diagnostics.OnError
 type ToolErrorDetails = diagnostics.ToolErrorDetails
 
 // Config configures a [Server]. Only Tools is required; every other zero value is usable.
+// The settings of one concern are grouped, each group documented on its type: Limits,
+// Diagnostics, Telemetry, RequestState, HTTP and Tasks.
 type Config struct {
 	// Name and Version are reported as serverInfo. Empty means "toolgrain" and [Version].
 	Name    string
@@ -206,7 +208,6 @@ type Config struct {
 	// Tools are the tools to serve, listed in this order. Names must follow MCP's rules and be
 	// unique; schemas are compiled once, here. See package tools.
 	Tools []tools.Tool
-
 	// Middleware wraps every tool call's handler, in order: the first is the outermost. It runs
 	// after the call's arguments were validated, in both protocol eras and on every transport,
 	// for Go handlers and actor-backed tools alike, calls that run as tasks and tools added
@@ -216,38 +217,28 @@ type Config struct {
 	// tools/middleware has a per-caller rate limit and a call log. Nil means none, and costs
 	// nothing per call. A nil entry is an error from NewServer.
 	Middleware []tools.Middleware
-
-	// OnError receives unexpected failures privately, one at a time, after the response was
-	// sent (docs/errors.md). Nil logs them on Logger. A callback that only needs the
-	// error can be written as diagnostics.ErrorOnly(func(err error) {...}).
-	OnError OnError
-	// Diagnostics bounds the reports waiting for OnError and the time of one call; see
-	// [DiagnosticsConfig].
-	Diagnostics DiagnosticsConfig
-
-	// Logger is used as given. Nil means no logging (zap.NewNop()).
-	Logger *zap.Logger
-
-	// ActorSystem is the protoactor system to run on. Nil means the server makes its own and
-	// shuts it down in Close. A given system (the host's) is shared: the server's actors live
-	// under one top-level actor named "toolgrain$<n>", a name checked to be free, and Close
-	// stops exactly those actors and leaves the system and the host's actors running. Tools
-	// backed by the host's actors (tools.NewActorHandler) need the server on their system.
-	ActorSystem *actor.ActorSystem
-
-	// Cluster makes the server a member of a cluster (package cluster): new legacy sessions get
-	// ids that name this member, [Server.Handler] forwards the requests of sessions homed on
-	// other members to them and serves the ones they forward here, and list changes and
-	// resource updates reach every member's clients. Nil ActorSystem then means the cluster's
-	// system. Give every member the same RequestState.Key so that any member accepts a
-	// requestState another minted. Nil means a single server.
-	Cluster *cluster.Node
-
-	// MaxMessageSize bounds one incoming message in bytes. 0 means
-	// protocol.DefaultMaxMessageSize (4 MiB).
-	MaxMessageSize int
-	// PageSize is the number of tools per tools/list page. 0 means 100.
-	PageSize int
+	// Resources and ResourceTemplates are the resources to serve, listed in this order; see
+	// package resources. Prompts are the prompts; see package prompts. Nil means none. All
+	// three, and Tools, can also change while the server runs ([Server.AddTools] and the
+	// like).
+	Resources         []resources.Resource
+	ResourceTemplates []resources.Template
+	Prompts           []prompts.Prompt
+	// Methods are JSON-RPC methods beyond the MCP specification's ("acme/reindex"), served in
+	// both protocol eras and over every transport with the error model, cancellation and the
+	// limits on calls in flight of a tools/call; see [Method] and [TypedMethod]. A name that
+	// is a method of the specification, in one of its namespaces or without a namespace
+	// prefix, a name given twice and a Method without a handler are errors from NewServer.
+	// Nil means none.
+	Methods []Method
+	// Extensions are the extensions (SEP-2133) the server declares, by identifier
+	// ("com.example/search", a _meta key with a mandatory prefix), each with its settings, a
+	// JSON object (nil means {}): in server/discover's capabilities.extensions (MCP
+	// 2026-07-28), and in the initialize result's capabilities.experimental for the legacy
+	// revisions, whose schemas have no extensions member. A malformed identifier, settings
+	// that are not an object, and io.modelcontextprotocol/tasks (declared by Tasks) are
+	// errors from NewServer. Nil means none.
+	Extensions map[string]json.RawMessage
 
 	// HideForbiddenTools hides from each caller the tools it may not call: those whose
 	// tools.Tool.Scopes its identity lacks (for a caller without identity, every tool that has
@@ -271,109 +262,63 @@ type Config struct {
 	// included. Give every member of a cluster the same. The zero value shows everything to
 	// everyone.
 	Visibility visibility.Config
-	// HandlerGrace is how long closing a connection, or the server, waits for the handlers
-	// of the calls it cancelled to return; one that ignores its context is then left to
-	// finish on its own. 0 means 5 s.
-	HandlerGrace time.Duration
-	// EndOfInputGrace is how long the calls and other requests in flight on a stdio
-	// connection whose input ended (EOF) get to answer; those still running then are
-	// cancelled (they get no answer). 0 means 5 s.
-	EndOfInputGrace time.Duration
-	// OutputGrace is how long a stdio client gets to read its last answers once its
-	// connection ended; those still unwritten then are abandoned and reported as stalled
-	// output. 0 means 5 s.
-	OutputGrace time.Duration
 
-	// Limits; see docs/limits.md. A zero value means the default given.
+	// OnError receives unexpected failures privately, one at a time, after the response was
+	// sent (docs/errors.md). Nil logs them on Logger. A callback that only needs the
+	// error can be written as diagnostics.ErrorOnly(func(err error) {...}).
+	OnError OnError
+	// Logger is used as given. Nil means no logging (zap.NewNop()).
+	Logger *zap.Logger
 
-	// MaxCallsPerConnection bounds the tools/call requests (and those of custom methods,
-	// Methods) in flight on one connection. A call counts from its acceptance until it is
-	// answered or cancelled; one over the limit is refused, unprocessed, with the JSON-RPC
-	// error -31000 "Server busy: too many calls in flight on this connection (limit N)" and
-	// data {"scope":"connection","limit":N} (see protocol.ErrServerBusy). Pings,
-	// cancellations and every other message are still processed. 0 means 20,000; negative
-	// means no limit.
-	MaxCallsPerConnection int
-	// MaxCalls bounds the calls in flight on the whole server, over every connection; a call
-	// over it is refused with "... on the server (limit N)" and scope "server". 0 means
-	// 100,000; negative means no limit.
-	MaxCalls int
-	// ToolTimeout is the timeout of each call of a tool whose own tools.Tool.Timeout is zero.
-	// A call past its timeout is an unexpected failure: the client gets the generic result and
-	// OnError an error wrapping [ErrToolTimeout]. 0 means no timeout.
-	ToolTimeout time.Duration
-	// MaxOutputBacklog bounds, in bytes, the answers queued for a client that does not read
-	// them (a slow consumer). While a stdio connection's backlog is over it, the connection
-	// reads no new message (calls in flight go on, and their answers queue); it reads again
-	// once the backlog has drained to half of it. 0 means 16 MiB; negative means no limit.
-	MaxOutputBacklog int
-	// MaxClientDeclaration bounds, in bytes, what one initialize declares, which its
-	// connection or session keeps for its life: its capabilities as sent, and the strings of
-	// its clientInfo (name, title, version, icons). An initialize over it is refused, no session made, with -32602
-	// "Invalid params: capabilities and clientInfo take N bytes, more than the limit of L" and
-	// data {"limit":L}. 0 means 64 KiB, far beyond what real clients declare; negative means
-	// no limit.
-	MaxClientDeclaration int
-
-	// HTTP configures the Streamable HTTP transport ([Server.Handler], package streamable):
-	// session expiry, allowed origins (and their CORS) and hosts, bearer auth, the HTTP+SSE
-	// transport. The zero value is usable.
-	HTTP HTTPConfig
-
-	// Resources and ResourceTemplates are the resources to serve, listed in this order; see
-	// package resources. Prompts are the prompts; see package prompts. Nil means none. All
-	// three, and Tools, can also change while the server runs ([Server.AddTools] and the
-	// like).
-	Resources         []resources.Resource
-	ResourceTemplates []resources.Template
-	Prompts           []prompts.Prompt
+	// ActorSystem is the protoactor system to run on. Nil means the server makes its own and
+	// shuts it down in Close. A given system (the host's) is shared: the server's actors live
+	// under one top-level actor named "toolgrain$<n>", a name checked to be free, and Close
+	// stops exactly those actors and leaves the system and the host's actors running. Tools
+	// backed by the host's actors (tools.NewActorHandler) need the server on their system.
+	ActorSystem *actor.ActorSystem
+	// Cluster makes the server a member of a cluster (package cluster): new legacy sessions get
+	// ids that name this member, [Server.Handler] forwards the requests of sessions homed on
+	// other members to them and serves the ones they forward here, and list changes and
+	// resource updates reach every member's clients. Nil ActorSystem then means the cluster's
+	// system. Give every member the same RequestState.Key so that any member accepts a
+	// requestState another minted. Nil means a single server.
+	Cluster *cluster.Node
 
 	// LogLevel is the lowest level of the log messages handlers send (package client) that a
 	// client gets before it calls logging/setLevel: "debug" (everything, the meaning of ""),
 	// "info", "notice", "warning", "error", "critical", "alert" or "emergency".
 	LogLevel string
-	// ProgressInterval rate-limits the progress notifications of one call: after a burst of
-	// ten, one per interval goes out and the reports in between are dropped, except one that
-	// reaches its total. 0 means 10 ms; negative means no limit.
-	ProgressInterval time.Duration
-
-	// RequestState protects the requestState of modern multi-round-trip requests; see
-	// [RequestStateConfig].
-	RequestState RequestStateConfig
 	// CacheTTL is the ttlMs of the modern results a client may cache: server/discover, the
 	// lists and resources/read. The lists can change while the server runs (their listChanged
 	// notifications say when); 0, the default, says they may be stale at once.
 	CacheTTL time.Duration
 
+	// Limits bounds what a client can make the server hold or wait for: message sizes,
+	// calls in flight, a call's time, the answers queued for a slow client, and the grace
+	// periods of closing and of the end of input; see [LimitsConfig].
+	Limits LimitsConfig
+	// Diagnostics bounds the reports waiting for OnError and the time of one call; see
+	// [DiagnosticsConfig].
+	Diagnostics DiagnosticsConfig
 	// Telemetry receives the server's measurements and traces: a metrics.Recorder, and the
 	// host's OpenTelemetry providers; see [TelemetryConfig].
 	Telemetry TelemetryConfig
-
+	// RequestState protects the requestState of modern multi-round-trip requests; see
+	// [RequestStateConfig].
+	RequestState RequestStateConfig
+	// HTTP configures the Streamable HTTP transport ([Server.Handler], package streamable):
+	// session expiry, allowed origins (and their CORS) and hosts, bearer auth, the HTTP+SSE
+	// transport. The zero value is usable.
+	HTTP HTTPConfig
 	// Tasks configures the tasks extension (MCP 2026-07-28): its store, TTL, caps. The zero
 	// value keeps tasks in memory; see [TaskConfig].
 	Tasks TaskConfig
-
-	// Methods are JSON-RPC methods beyond the MCP specification's ("acme/reindex"), served in
-	// both protocol eras and over every transport with the error model, cancellation and the
-	// limits on calls in flight of a tools/call; see [Method] and [TypedMethod]. A name that
-	// is a method of the specification, in one of its namespaces or without a namespace
-	// prefix, a name given twice and a Method without a handler are errors from NewServer.
-	// Nil means none.
-	Methods []Method
-	// Extensions are the extensions (SEP-2133) the server declares, by identifier
-	// ("com.example/search", a _meta key with a mandatory prefix), each with its settings, a
-	// JSON object (nil means {}): in server/discover's capabilities.extensions (MCP
-	// 2026-07-28), and in the initialize result's capabilities.experimental for the legacy
-	// revisions, whose schemas have no extensions member. A malformed identifier, settings
-	// that are not an object, and io.modelcontextprotocol/tasks (declared by Tasks) are
-	// errors from NewServer. Nil means none.
-	Extensions map[string]json.RawMessage
 }
 
-// DefaultMaxOutputBacklog is the MaxOutputBacklog of a zero Config: 16 MiB.
+// DefaultMaxOutputBacklog is the [LimitsConfig].MaxOutputBacklog of a zero Config: 16 MiB.
 const DefaultMaxOutputBacklog = 16 << 20
 
-// defaultGrace is the HandlerGrace, EndOfInputGrace and OutputGrace of a zero Config.
+// defaultGrace is each grace period of a zero [LimitsConfig].
 const defaultGrace = 5 * time.Second
 
 // DefaultCallbackTimeout is the [DiagnosticsConfig].CallbackTimeout of a zero Config: 5 s.
@@ -430,13 +375,13 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	if cfg.MaxMessageSize <= 0 {
-		cfg.MaxMessageSize = protocol.DefaultMaxMessageSize
+	if cfg.Limits.MaxMessageSize <= 0 {
+		cfg.Limits.MaxMessageSize = protocol.DefaultMaxMessageSize
 	}
-	if cfg.MaxOutputBacklog == 0 {
-		cfg.MaxOutputBacklog = DefaultMaxOutputBacklog
+	if cfg.Limits.MaxOutputBacklog == 0 {
+		cfg.Limits.MaxOutputBacklog = DefaultMaxOutputBacklog
 	}
-	for _, g := range []*time.Duration{&cfg.HandlerGrace, &cfg.EndOfInputGrace, &cfg.OutputGrace} {
+	for _, g := range []*time.Duration{&cfg.Limits.HandlerGrace, &cfg.Limits.EndOfInputGrace, &cfg.Limits.OutputGrace} {
 		if *g <= 0 {
 			*g = defaultGrace
 		}
@@ -472,23 +417,23 @@ func NewServer(cfg Config) (*Server, error) {
 		OnError:            cfg.OnError,
 		Logger:             cfg.Logger,
 		Metrics:            cfg.Telemetry.Metrics,
-		PageSize:           cfg.PageSize,
+		PageSize:           cfg.Limits.PageSize,
 		HideForbiddenTools: cfg.HideForbiddenTools,
 		Visibility:         cfg.Visibility,
 		TagSync:            tagSync,
 		DiagnosticsQueue:   cfg.Diagnostics.Queue,
 		CallbackTimeout:    cfg.Diagnostics.CallbackTimeout,
-		HandlerGrace:       cfg.HandlerGrace,
-		EndOfInputGrace:    cfg.EndOfInputGrace,
+		HandlerGrace:       cfg.Limits.HandlerGrace,
+		EndOfInputGrace:    cfg.Limits.EndOfInputGrace,
 		Resources:          res,
 		Prompts:            prm,
 		LogLevel:           cfg.LogLevel,
-		ProgressInterval:   cfg.ProgressInterval,
+		ProgressInterval:   cfg.Limits.ProgressInterval,
 
-		MaxCallsPerConnection: cfg.MaxCallsPerConnection,
-		MaxCalls:              cfg.MaxCalls,
-		MaxClientDeclaration:  cfg.MaxClientDeclaration,
-		ToolTimeout:           cfg.ToolTimeout,
+		MaxCallsPerConnection: cfg.Limits.MaxCallsPerConnection,
+		MaxCalls:              cfg.Limits.MaxCalls,
+		MaxClientDeclaration:  cfg.Limits.MaxClientDeclaration,
+		ToolTimeout:           cfg.Limits.ToolTimeout,
 
 		RequestStateKey: cfg.RequestState.Key,
 		RequestStateTTL: cfg.RequestState.TTL,
@@ -512,7 +457,7 @@ func NewServer(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := httpserve.New(eng, cfg.HTTP, httpserve.Options{Logger: cfg.Logger, MaxMessageSize: cfg.MaxMessageSize,
+	h, err := httpserve.New(eng, cfg.HTTP, httpserve.Options{Logger: cfg.Logger, MaxMessageSize: cfg.Limits.MaxMessageSize,
 		NewSessionID: newSessionID})
 	if err != nil {
 		_ = eng.Shutdown(context.Background())
@@ -527,7 +472,7 @@ func NewServer(cfg Config) (*Server, error) {
 		}
 		member.SetDeliver(eng.Deliver)
 		member.SetTagSync(eng.MergeTags, eng.TagState)
-		srv.handler = member.Wrap(h, cfg.MaxMessageSize)
+		srv.handler = member.Wrap(h, cfg.Limits.MaxMessageSize)
 	}
 	return srv, nil
 }
@@ -579,7 +524,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // Close is Shutdown bounded by the HandlerGrace plus the Diagnostics.CallbackTimeout.
 func (s *Server) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.HandlerGrace+s.cfg.Diagnostics.CallbackTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Limits.HandlerGrace+s.cfg.Diagnostics.CallbackTimeout)
 	defer cancel()
 	return s.Shutdown(ctx)
 }

@@ -91,10 +91,10 @@ func TestChaos(t *testing.T) {
 	})
 	defer restore()
 	srv, err := toolgrain.NewServer(toolgrain.Config{
-		Tools:          append(demo.Tools(), chaosTools()...),
-		OnError:        diag.onError,
-		MaxMessageSize: chaosMaxLine,
-		Diagnostics:    toolgrain.DiagnosticsConfig{Queue: 1 << 20, CallbackTimeout: 15 * time.Millisecond},
+		Tools:       append(demo.Tools(), chaosTools()...),
+		OnError:     diag.onError,
+		Limits:      toolgrain.LimitsConfig{MaxMessageSize: chaosMaxLine},
+		Diagnostics: toolgrain.DiagnosticsConfig{Queue: 1 << 20, CallbackTimeout: 15 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -26,8 +26,9 @@ func initializeDeclaring(tag string, size int) string {
 }
 
 // TestClientDeclarationLimit: what an initialize declares (capabilities and clientInfo), which
-// its session keeps for its life, is bounded by Config.MaxClientDeclaration (64 KiB by default):
-// over it, the initialize is refused with -32602 naming the limit, and no session is made.
+// its session keeps for its life, is bounded by Config.Limits.MaxClientDeclaration (64 KiB by
+// default): over it, the initialize is refused with -32602 naming the limit, and no session is
+// made.
 func TestClientDeclarationLimit(t *testing.T) {
 	over := `{"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"Invalid params: capabilities and clientInfo take %d bytes, more than the limit of %d","data":{"limit":%d}}}`
 	body := initializeDeclaring("a", 70_000)
@@ -38,7 +39,7 @@ func TestClientDeclarationLimit(t *testing.T) {
 	c.Expect(body, fmt.Sprintf(over, size, 65536, 65536))
 	c.Expect(initializeDeclaring("b", 60_000), initResult)
 
-	small := startStdio(t, toolgrain.Config{Tools: demo.Tools(), MaxClientDeclaration: 100})
+	small := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Limits: toolgrain.LimitsConfig{MaxClientDeclaration: 100}})
 	small.Expect(initializeDeclaring("c", 200), fmt.Sprintf(over, len(`{"experimental":{"c":"`+strings.Repeat("x", 199)+`"}}`)+len("c-c")+1, 100, 100))
 
 	// Icons count too.

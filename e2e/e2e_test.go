@@ -160,7 +160,7 @@ func TestRequestsBeforeInitialize(t *testing.T) {
 }
 
 func TestToolsListPagination(t *testing.T) {
-	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), PageSize: 3})
+	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Limits: toolgrain.LimitsConfig{PageSize: 3}})
 	c.Initialize()
 	var names []string
 	cursor := ""
@@ -199,7 +199,7 @@ func TestToolsListPagination(t *testing.T) {
 }
 
 func TestOversizedMessage(t *testing.T) {
-	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), MaxMessageSize: 1024})
+	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Limits: toolgrain.LimitsConfig{MaxMessageSize: 1024}})
 	c.Initialize()
 	c.Expect(call("1", "echo", `{"text":"`+strings.Repeat("x", 2000)+`"}`),
 		`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: message exceeds the limit of 1024 bytes"}}`)

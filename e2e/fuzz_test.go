@@ -42,7 +42,7 @@ func FuzzRequestPath(f *testing.F) {
 	// A short EndOfInputGrace: calls still running when an input ends (a long sleep) are cancelled
 	// after 100 ms instead of 5 s, which no check here depends on.
 	srv, err := toolgrain.NewServer(toolgrain.Config{Tools: demo.Tools(), OnError: func(error, *toolgrain.ToolErrorDetails) {},
-		EndOfInputGrace: 100 * time.Millisecond})
+		Limits: toolgrain.LimitsConfig{EndOfInputGrace: 100 * time.Millisecond}})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -143,7 +143,7 @@ func TestHostileNULByte(t *testing.T) {
 // TestHostileEndlessLine: a line that does not end costs a bounded amount of memory however
 // long it runs; when it finally ends it is answered as too large and serving goes on.
 func TestHostileEndlessLine(t *testing.T) {
-	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), MaxMessageSize: 4096})
+	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Limits: toolgrain.LimitsConfig{MaxMessageSize: 4096}})
 	c.Initialize()
 	h := newHeapPeak()
 	chunk := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("e", 64<<10))

@@ -67,8 +67,8 @@ func TestServerOnHostActorSystem(t *testing.T) {
 	host := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &hostActor{cancels: cancels, calls: calls} }))
 	handlerStarted := make(chan struct{})
 	srv, err := toolgrain.NewServer(toolgrain.Config{
-		ActorSystem:  system,
-		HandlerGrace: 2 * time.Second,
+		ActorSystem: system,
+		Limits:      toolgrain.LimitsConfig{HandlerGrace: 2 * time.Second},
 		Tools: []tools.Tool{
 			{Name: "host", InputSchema: modeSchema, Handler: tools.NewActorHandler(system, host)},
 			{Name: "block", Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
@@ -214,7 +214,7 @@ func TestNoDeadLetterNoiseInTheHostLog(t *testing.T) {
 		return slog.New(logRecorder{&mu, &lines})
 	}))
 	defer system.Shutdown()
-	srv, err := toolgrain.NewServer(toolgrain.Config{ActorSystem: system, Tools: demo.Tools(), HandlerGrace: 50 * time.Millisecond,
+	srv, err := toolgrain.NewServer(toolgrain.Config{ActorSystem: system, Tools: demo.Tools(), Limits: toolgrain.LimitsConfig{HandlerGrace: 50 * time.Millisecond},
 		OnError: func(error, *toolgrain.ToolErrorDetails) {}})
 	if err != nil {
 		t.Fatal(err)

@@ -53,10 +53,10 @@ func FuzzHTTPHandler(f *testing.F) {
 	// recognised by what they run, since its pool's workers serve one input, then another.
 	before := goleak.IgnoreCurrent()
 	srv, err := toolgrain.NewServer(toolgrain.Config{
-		Tools:        demo.Tools(),
-		OnError:      func(error, *toolgrain.ToolErrorDetails) {},
-		HandlerGrace: time.Second,
-		HTTP:         toolgrain.HTTPConfig{MaxSessions: 4},
+		Tools:   demo.Tools(),
+		OnError: func(error, *toolgrain.ToolErrorDetails) {},
+		Limits:  toolgrain.LimitsConfig{HandlerGrace: time.Second},
+		HTTP:    toolgrain.HTTPConfig{MaxSessions: 4},
 	})
 	if err != nil {
 		f.Fatal(err)

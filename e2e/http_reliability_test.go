@@ -27,7 +27,7 @@ func runningSleep(t *testing.T, c *mcptest.Session, id string) *mcptest.Stream {
 }
 
 func TestHTTPCallLimits(t *testing.T) {
-	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), MaxCallsPerConnection: 2, MaxCalls: 3})
+	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), Limits: toolgrain.LimitsConfig{MaxCallsPerConnection: 2, MaxCalls: 3}})
 	a, b := e.Session(), e.Session()
 	a.Initialize()
 	b.Initialize()

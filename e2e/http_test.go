@@ -329,7 +329,7 @@ func TestHTTPOriginAndHost(t *testing.T) {
 }
 
 func TestHTTPBodyLimit(t *testing.T) {
-	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), MaxMessageSize: 1024})
+	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), Limits: toolgrain.LimitsConfig{MaxMessageSize: 1024}})
 	c := e.Session()
 	c.Initialize()
 	big := call("1", "echo", `{"text":"`+strings.Repeat("x", 2000)+`"}`)

@@ -30,7 +30,7 @@ const longSleep = `{"ms":600000}`
 // TestCallLimitPerConnection: a call over MaxCallsPerConnection is refused with the busy error,
 // pings are still answered, and an answered or cancelled call frees its place at once.
 func TestCallLimitPerConnection(t *testing.T) {
-	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), MaxCallsPerConnection: 2})
+	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Limits: toolgrain.LimitsConfig{MaxCallsPerConnection: 2}})
 	c.Initialize()
 	c.Send(call("1", "sleep", longSleep))
 	c.Expect(call("2", "echo", `{"text":"a"}`), echoResult("2", "a"))
@@ -53,7 +53,7 @@ func TestCallLimitPerConnection(t *testing.T) {
 
 // TestCallLimitPerServer: MaxCalls counts the calls of every connection.
 func TestCallLimitPerServer(t *testing.T) {
-	srv := newServer(t, toolgrain.Config{Tools: demo.Tools(), MaxCalls: 2})
+	srv := newServer(t, toolgrain.Config{Tools: demo.Tools(), Limits: toolgrain.LimitsConfig{MaxCalls: 2}})
 	a, b := attach(t, srv), attach(t, srv)
 	a.Initialize()
 	b.Initialize()
@@ -72,7 +72,7 @@ func TestCallLimitPerServer(t *testing.T) {
 // TestAnsweredCallFreesItsPlaceFirst: a call's place is given back before its answer is sent,
 // so a client that keeps exactly as many calls in flight as the limit is never refused.
 func TestAnsweredCallFreesItsPlaceFirst(t *testing.T) {
-	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), MaxCallsPerConnection: 1})
+	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Limits: toolgrain.LimitsConfig{MaxCallsPerConnection: 1}})
 	c.Initialize()
 	for i := range 300 {
 		id := fmt.Sprint(i)
@@ -102,7 +102,7 @@ func TestReaderKeepsReadingWhenSaturated(t *testing.T) {
 		}),
 	}
 	const limit = 50
-	c := startStdio(t, toolgrain.Config{Tools: append(demo.Tools(), held), MaxCallsPerConnection: limit})
+	c := startStdio(t, toolgrain.Config{Tools: append(demo.Tools(), held), Limits: toolgrain.LimitsConfig{MaxCallsPerConnection: limit}})
 	c.Initialize()
 	for i := range limit {
 		c.Send(call(fmt.Sprint(i), "held", `{}`)) // one runs, the others wait for the slot
@@ -119,8 +119,8 @@ func TestReaderKeepsReadingWhenSaturated(t *testing.T) {
 	c.ExpectPing(`"end"`)
 }
 
-// TestToolTimeoutDefault: Config.ToolTimeout applies to tools without a Timeout of their own,
-// and is an unexpected failure like a tool's own timeout.
+// TestToolTimeoutDefault: Config.Limits.ToolTimeout applies to tools without a Timeout of their
+// own, and is an unexpected failure like a tool's own timeout.
 func TestToolTimeoutDefault(t *testing.T) {
 	block := func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
 		<-ctx.Done()
@@ -132,8 +132,8 @@ func TestToolTimeoutDefault(t *testing.T) {
 			{Name: "plain", Handler: tools.HandlerFunc(block)},
 			{Name: "own", Timeout: 20 * time.Millisecond, Handler: tools.HandlerFunc(block)},
 		},
-		ToolTimeout: 60 * time.Millisecond,
-		OnError:     rec.OnError,
+		Limits:  toolgrain.LimitsConfig{ToolTimeout: 60 * time.Millisecond},
+		OnError: rec.OnError,
 	})
 	c.Initialize()
 	c.Expect(call("1", "plain", `{}`), `{"jsonrpc":"2.0","id":1,"result":`+failedResult+`}`)
@@ -166,7 +166,7 @@ func TestEnginePanicInRequestActor(t *testing.T) {
 				}),
 			}
 			rec := mcptest.NewRecorder()
-			c := startStdio(t, toolgrain.Config{Tools: append(demo.Tools(), probe), OnError: rec.OnError, MaxCallsPerConnection: 1})
+			c := startStdio(t, toolgrain.Config{Tools: append(demo.Tools(), probe), OnError: rec.OnError, Limits: toolgrain.LimitsConfig{MaxCallsPerConnection: 1}})
 			c.Initialize()
 			for i := range 3 { // with one run slot and one place, a leak of either would hang the next
 				id := fmt.Sprint(i)
@@ -222,7 +222,7 @@ func TestBrokenStdout(t *testing.T) {
 // client that does not read them, the server reads no new message; once the client has read
 // the backlog, reading resumes and nothing was lost.
 func TestSlowConsumerPausesReading(t *testing.T) {
-	srv := newServer(t, toolgrain.Config{Tools: demo.Tools(), MaxOutputBacklog: 16 << 10})
+	srv := newServer(t, toolgrain.Config{Tools: demo.Tools(), Limits: toolgrain.LimitsConfig{MaxOutputBacklog: 16 << 10}})
 	p := mcptest.NewPipes()
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeStdio(context.Background(), p.InR, p.OutW) }()
@@ -276,7 +276,7 @@ func TestSlowConsumerPausesReading(t *testing.T) {
 // not keep ServeStdio past OutputGrace; the abandoned output is reported with no details.
 func TestStalledOutputAtClose(t *testing.T) {
 	rec := mcptest.NewRecorder()
-	srv := newServer(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.OnError, OutputGrace: 50 * time.Millisecond})
+	srv := newServer(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.OnError, Limits: toolgrain.LimitsConfig{OutputGrace: 50 * time.Millisecond}})
 	p := mcptest.NewPipes()
 	done := make(chan error, 1)
 	go func() { done <- srv.ServeStdio(context.Background(), p.InR, p.OutW) }()

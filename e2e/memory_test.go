@@ -55,7 +55,7 @@ func receive(t *testing.T, c *toolgrain.InMemoryClient) string {
 
 // TestInMemoryRawMessages: Send and Receive see exactly the bytes of the stdio transport.
 func TestInMemoryRawMessages(t *testing.T) {
-	_, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools(), MaxMessageSize: 1024})
+	_, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools(), Limits: toolgrain.LimitsConfig{MaxMessageSize: 1024}})
 	tests := []struct {
 		name string
 		give string

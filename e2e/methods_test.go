@@ -248,7 +248,7 @@ func TestCustomMethodInMemory(t *testing.T) {
 func TestCustomMethodLimit(t *testing.T) {
 	env := newMethodEnv()
 	cfg := env.config()
-	cfg.MaxCallsPerConnection = 1
+	cfg.Limits.MaxCallsPerConnection = 1
 	c := startStdio(t, cfg)
 	c.Initialize()
 	c.Send(`{"jsonrpc":"2.0","id":1,"method":"acme/wait"}`)

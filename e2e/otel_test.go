@@ -549,7 +549,7 @@ func TestOTelMetrics(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
 	mem := metrics.NewMemory()
-	srv, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools(), Telemetry: toolgrain.TelemetryConfig{MeterProvider: mp, Metrics: mem}, MaxCallsPerConnection: 1})
+	srv, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools(), Telemetry: toolgrain.TelemetryConfig{MeterProvider: mp, Metrics: mem}, Limits: toolgrain.LimitsConfig{MaxCallsPerConnection: 1}})
 	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
 	if _, err := c.CallTool(ctx, "echo", map[string]any{"text": "hi"}); err != nil {

@@ -33,7 +33,7 @@ func TestResources(t *testing.T) {
 	rec := mcptest.NewRecorder()
 	cfg := fixtureConfig()
 	cfg.OnError = rec.OnError
-	cfg.PageSize = 2
+	cfg.Limits.PageSize = 2
 	cfg.Resources = append(cfg.Resources,
 		resources.Resource{URI: "test://gone", Name: "gone", Reader: resources.ReaderFunc(func(context.Context, *resources.ReadRequest) (*resources.ReadResult, error) {
 			return nil, fmt.Errorf("lookup: %w", resources.ErrNotFound)
@@ -596,7 +596,7 @@ func TestProgressIsRateLimited(t *testing.T) {
 			}
 			return tools.TextResult("done"), nil
 		})}
-	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{burst}, ProgressInterval: time.Hour})
+	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{burst}, Limits: toolgrain.LimitsConfig{ProgressInterval: time.Hour}})
 	c.Initialize()
 	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"burst","_meta":{"progressToken":"p"}}}`)
 	// A burst of ten goes, the next 989 find the bucket empty, the one that reaches the total

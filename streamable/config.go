@@ -33,7 +33,7 @@
 //     handler closes its stream's connection, without ending its call, with
 //     client.CloseStream.
 //   - A body that is not a valid JSON-RPC message gets 400 with a JSON-RPC error; one larger
-//     than the server's MaxMessageSize (toolgrain.Config) gets 413.
+//     than the server's MaxMessageSize (toolgrain.Config.Limits) gets 413.
 //   - MCP-Protocol-Version is checked after initialize: absent means 2025-03-26, an unsupported
 //     value gets 400.
 //   - A JSON-RPC batch is served in a session that negotiated 2025-03-26: one array of its

@@ -245,21 +245,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 
 	cfg := toolgrain.Config{
-		Name:           "toolgrain-demo",
-		Instructions:   "Demonstration tools: echo, greet, sleep, fail and spin.",
-		Tools:          demo.Tools(),
-		OnError:        onError,
-		Logger:         log,
-		MaxMessageSize: o.maxMessageSize,
-
-		HandlerGrace:    o.handlerGrace,
-		EndOfInputGrace: o.endOfInputGrace,
-		OutputGrace:     o.outputGrace,
-
-		MaxCallsPerConnection: o.maxCallsPerConn,
-		MaxCalls:              o.maxCalls,
-		MaxClientDeclaration:  o.maxDeclaration,
-		ToolTimeout:           o.toolTimeout,
+		Name:         "toolgrain-demo",
+		Instructions: "Demonstration tools: echo, greet, sleep, fail and spin.",
+		Tools:        demo.Tools(),
+		OnError:      onError,
+		Logger:       log,
+		Limits: toolgrain.LimitsConfig{
+			MaxMessageSize:        o.maxMessageSize,
+			MaxCallsPerConnection: o.maxCallsPerConn,
+			MaxCalls:              o.maxCalls,
+			MaxClientDeclaration:  o.maxDeclaration,
+			ToolTimeout:           o.toolTimeout,
+			HandlerGrace:          o.handlerGrace,
+			EndOfInputGrace:       o.endOfInputGrace,
+			OutputGrace:           o.outputGrace,
+		},
 
 		RequestState: toolgrain.RequestStateConfig{TTL: o.stateTTL},
 		CacheTTL:     o.cacheTTL,
