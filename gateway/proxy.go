@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/toolgrain/toolgrain/client"
 	"github.com/toolgrain/toolgrain/internal/engine"
@@ -106,7 +107,8 @@ type rounds struct {
 	Requests map[string]json.RawMessage `json:"q"`
 }
 
-// Handle forwards the call.
+// Handle forwards the call, on the handler's goroutine: for a call StartCall leaves to it (a
+// modern client's retry after an input round), and under middleware.
 func (h *toolHandler) Handle(ctx context.Context, req *tools.Request) (*tools.Result, error) {
 	args, err := h.plan.apply(req.Arguments)
 	if err != nil {
@@ -116,56 +118,132 @@ func (h *toolHandler) Handle(ctx context.Context, req *tools.Request) (*tools.Re
 	defer cancel()
 
 	var responses json.RawMessage
-	var state string
-	round := 0
+	var st rounds
 	if raw := client.State(ctx); raw != nil {
 		// A modern client's retry: the answers to the upstream's requests of the last round.
-		var st rounds
 		if err := json.Unmarshal(raw, &st); err != nil {
 			return nil, h.m.errorf(protocol.MethodToolsCall, h.name, fmt.Errorf("request state: %w", err))
 		}
 		if responses, err = askClient(ctx, &st); err != nil {
 			return nil, err
 		}
-		state, round = st.State, st.Round
 	}
+	return h.rounds(ctx, args, req.Meta, responses, st.State, st.Round)
+}
+
+// rounds calls the upstream until it answers with a result, asking the client for the input
+// it requires between the calls.
+func (h *toolHandler) rounds(ctx context.Context, args, meta, responses json.RawMessage, state string, round int) (*tools.Result, error) {
 	for {
-		params := h.params(args, responses, state)
-		raw, err := h.m.do(ctx, &upstream.Call{Method: protocol.MethodToolsCall, Params: params, Name: h.name, HeaderParams: h.headerParams(args)}, req.Meta)
+		raw, err := h.m.do(ctx, protocol.MethodToolsCall, h.params(args, responses, state), h.name, h.headerParams(args), meta)
 		if err != nil {
 			return nil, err
 		}
-		var res callResult
-		if err := decodeResult(raw, &res); err != nil {
-			return nil, h.m.errorf(protocol.MethodToolsCall, h.name, fmt.Errorf("malformed result: %w", err))
+		out, st, err := h.outcome(ctx, raw, round)
+		if st == nil {
+			return out, err
 		}
-		if res.ResultType == "input_required" {
-			// The upstream needs input from the client: asked in this request (a legacy
-			// session), or in a round of the client's own (the modern era).
-			round++
-			st := &rounds{Round: round, State: res.RequestState, Requests: res.InputRequests}
-			if blob, err := json.Marshal(st); err == nil {
-				_ = client.SetState(ctx, blob)
+		if responses, err = askClient(ctx, st); err != nil {
+			return nil, err
+		}
+		state, round = st.State, st.Round
+	}
+}
+
+// outcome reads the upstream's answer to a call: the result, or the next input round (the
+// upstream needs input from the client: asked in this request for a legacy session, in a
+// round of the client's own in the modern era).
+func (h *toolHandler) outcome(ctx context.Context, raw json.RawMessage, round int) (*tools.Result, *rounds, error) {
+	var res callResult
+	if err := decodeResult(raw, &res); err != nil {
+		return nil, nil, h.m.errorf(protocol.MethodToolsCall, h.name, fmt.Errorf("malformed result: %w", err))
+	}
+	if res.ResultType == "input_required" {
+		st := &rounds{Round: round + 1, State: res.RequestState, Requests: res.InputRequests}
+		if blob, err := json.Marshal(st); err == nil {
+			_ = client.SetState(ctx, blob)
+		}
+		return nil, st, nil
+	}
+	out := &tools.Result{Content: res.Content, IsError: res.IsError, Meta: stripMeta(res.Meta)}
+	if sc := bytes.TrimSpace(res.StructuredContent); len(sc) > 0 && !bytes.Equal(sc, []byte("null")) {
+		out.StructuredContent = res.StructuredContent
+	}
+	if h.hasOutput && !out.IsError {
+		// Checked here to name the upstream in the report; the engine's own check then passes.
+		if c, ok := h.m.g.engine().Tool(h.served); ok {
+			if _, err := c.Complete(out); err != nil {
+				return nil, nil, h.m.errorf(protocol.MethodToolsCall, h.name, err)
 			}
-			if responses, err = askClient(ctx, st); err != nil {
-				return nil, err
-			}
-			state = res.RequestState
-			continue
 		}
-		out := &tools.Result{Content: res.Content, IsError: res.IsError, Meta: stripMeta(res.Meta)}
-		if sc := bytes.TrimSpace(res.StructuredContent); len(sc) > 0 && !bytes.Equal(sc, []byte("null")) {
-			out.StructuredContent = res.StructuredContent
+	}
+	return out, nil, nil
+}
+
+// StartCall starts a call without a goroutine (engine.CallStarter): the request actor sends the
+// request itself, and the connection's reader turns the answer into the handler's outcome; the
+// request actor abandons it when its context ends. A modern client's retry after an input
+// round is left to Handle; a call that needs input rounds goes on to them on a goroutine of
+// its own.
+func (h *toolHandler) StartCall(ctx context.Context, req *tools.Request, done engine.CallDone) engine.StartedCall {
+	if client.State(ctx) != nil {
+		return nil
+	}
+	tc := &toolCall{h: h, meta: req.Meta, done: done}
+	tc.then = tc
+	args, err := h.plan.apply(req.Arguments)
+	if err != nil {
+		done.CallDone(nil, h.m.errorf(protocol.MethodToolsCall, h.name, err))
+		return tc
+	}
+	tc.args = args
+	ctx, tc.cancel = h.m.callContext(ctx)
+	// Only the mount's own timeout needs a watch of ctx: the engine tells of the rest.
+	h.m.call(ctx, &tc.proxyCall, h.m.timeout > 0, protocol.MethodToolsCall, h.params(args, nil, ""), h.name, h.headerParams(args), req.Meta)
+	return tc
+}
+
+// toolCall is one call StartCall started.
+type toolCall struct {
+	proxyCall
+	h      *toolHandler
+	args   json.RawMessage
+	meta   json.RawMessage
+	cancel context.CancelFunc
+	done   engine.CallDone
+}
+
+func (tc *toolCall) finished(raw json.RawMessage, err error) {
+	if err != nil {
+		tc.end(nil, err)
+		return
+	}
+	out, st, err := tc.h.outcome(tc.ctx, raw, 0)
+	if st == nil {
+		tc.end(out, err)
+		return
+	}
+	// Owned by the call: the engine waits for its outcome, which it delivers when the rounds
+	// end (the call's context bounds them).
+	go func() {
+		responses, err := askClient(tc.ctx, st)
+		if err != nil {
+			tc.end(nil, err)
+			return
 		}
-		if h.hasOutput && !out.IsError {
-			// Checked here to name the upstream in the report; the engine's own check then passes.
-			if c, ok := h.m.g.engine().Tool(h.served); ok {
-				if _, err := c.Complete(out); err != nil {
-					return nil, h.m.errorf(protocol.MethodToolsCall, h.name, err)
-				}
-			}
-		}
-		return out, nil
+		tc.end(tc.h.rounds(tc.ctx, tc.args, tc.meta, responses, st.State, st.Round))
+	}()
+}
+
+func (tc *toolCall) end(out *tools.Result, err error) {
+	tc.cancel()
+	tc.done.CallDone(out, err)
+}
+
+// Abandon gives the call up: the engine says that its context ended (engine.StartedCall).
+func (tc *toolCall) Abandon(cause error) {
+	if tc.m != nil {
+		tc.m.up.Abandon(&tc.Call, cause)
 	}
 }
 
@@ -219,69 +297,157 @@ func askClient(ctx context.Context, st *rounds) (json.RawMessage, error) {
 
 func roundKey(round int, key string) string { return "r" + strconv.Itoa(round) + "/" + key }
 
-// do sends one call of a caller on the mount, with the caller's _meta passed on, its progress
-// and log messages relayed, and the upstream's requests to the client served.
-func (m *mount) do(ctx context.Context, c *upstream.Call, meta json.RawMessage) (json.RawMessage, error) {
-	c.Meta, c.Progress = forwardMeta(meta)
-	peer, _ := client.PeerFrom(ctx)
-	if peer != nil {
-		c.Caps = peer.ClientCapabilities()
+// proxyCall is one call of a caller through the mount: the upstream's Call, and the caller's
+// side of it (upstream.Caller): its progress and log messages relayed to the client of the
+// call, the upstream's requests to that client served, and the outcome handed to then.
+type proxyCall struct {
+	upstream.Call
+	m       *mount
+	ctx     context.Context // the caller's, the mount's timeout included
+	spanCtx context.Context // ctx with the hop's span
+	peer    client.Peer     // the client of the call; nil for none
+	hop     *hop
+	then    finisher
+
+	mu   sync.Mutex
+	over bool        // Done was called
+	stop func() bool // ends the watch of ctx
+}
+
+// finisher receives a call's outcome, mapped to what its caller returns. It must not block.
+type finisher interface {
+	finished(raw json.RawMessage, err error)
+}
+
+// call sends p's call on the mount and returns at once, with the caller's _meta passed on;
+// its outcome goes to p.then. With watch, the call is given up when ctx ends first; without,
+// the caller gives it up itself (upstream.Abandon).
+func (m *mount) call(ctx context.Context, p *proxyCall, watch bool, method string, params json.RawMessage, name string, headers map[string]string, meta json.RawMessage) {
+	p.m, p.ctx = m, ctx
+	p.Method, p.Params, p.Name, p.HeaderParams = method, params, name, headers
+	p.Meta, p.Progress = forwardMeta(meta)
+	if peer, ok := client.PeerFrom(ctx); ok && peer != nil {
+		p.peer = peer
+		p.Caps = peer.ClientCapabilities()
 	}
-	if c.Progress {
-		c.OnProgress = func(p *protocol.ProgressParams) {
-			_ = tools.ReportProgress(ctx, p.Progress, p.Total, p.Message)
-		}
-	}
-	if peer != nil {
-		c.OnLog = func(params json.RawMessage) {
-			var p protocol.LogMessageParams
-			if json.Unmarshal(params, &p) != nil {
-				return
-			}
-			if _, ok := protocol.LogSeverity(p.Level); !ok {
-				return
-			}
-			if len(p.Data) == 0 {
-				p.Data = json.RawMessage(`null`)
-			}
-			_ = peer.Log(p.Level, p.Logger, p.Data)
-		}
-	}
-	hop, spanCtx, carrier := m.g.tel.begin(ctx, m, c)
+	var carrier map[string]string
+	p.hop, p.spanCtx, carrier = m.g.tel.begin(ctx, m, &p.Call)
 	if len(carrier) > 0 {
-		c.Meta = withTraceContext(c.Meta, carrier)
+		p.Meta = withTraceContext(p.Meta, carrier)
 	}
-	runCtx, stopRun := context.WithCancelCause(spanCtx)
-	defer stopRun(nil)
-	var serve func(*upstream.Request)
-	if peer != nil {
-		serve = func(r *upstream.Request) { m.serve(runCtx, stopRun, peer, r) }
+	if ctx.Err() != nil {
+		p.Done(nil, context.Cause(ctx))
+		return
 	}
-	raw, err := m.up.Do(runCtx, c, serve)
-	hop.end(err, err == nil && c.Method == protocol.MethodToolsCall && bytes.Contains(raw, []byte(`"isError":true`)))
-	if err == nil {
-		return raw, nil
+	m.up.Start(&p.Call, p)
+	if !watch {
+		return
 	}
-	if cause := context.Cause(runCtx); errors.Is(cause, client.ErrInputRequired) {
-		return nil, cause // the engine answered the client's round; this run is over
+	stop := context.AfterFunc(ctx, p.abandon)
+	p.mu.Lock()
+	if p.over {
+		p.mu.Unlock()
+		stop() // answered already
+		return
+	}
+	p.stop = stop
+	p.mu.Unlock()
+}
+
+func (p *proxyCall) abandon() { p.m.up.Abandon(&p.Call, context.Cause(p.ctx)) }
+
+// OnProgress relays a progress notification under the client's own token.
+func (p *proxyCall) OnProgress(pp *protocol.ProgressParams) {
+	_ = tools.ReportProgress(p.ctx, pp.Progress, pp.Total, pp.Message)
+}
+
+// OnLog relays a log message at or above the client's level.
+func (p *proxyCall) OnLog(params json.RawMessage) {
+	if p.peer == nil {
+		return
+	}
+	var lp protocol.LogMessageParams
+	if json.Unmarshal(params, &lp) != nil {
+		return
+	}
+	if _, ok := protocol.LogSeverity(lp.Level); !ok {
+		return
+	}
+	if len(lp.Data) == 0 {
+		lp.Data = json.RawMessage(`null`)
+	}
+	_ = p.peer.Log(lp.Level, lp.Logger, lp.Data)
+}
+
+// Serve answers a request of the upstream to the client of the call, on its own goroutine.
+func (p *proxyCall) Serve(r *upstream.Request) {
+	if p.peer == nil {
+		r.Answer(nil, protocol.NewError(protocol.CodeMethodNotFound, "%s refused: the client of this call cannot be asked", r.Method))
+		return
+	}
+	p.m.serve(p.spanCtx, p.peer, r)
+}
+
+// Done ends the hop and hands the outcome on: the result, or the error the caller returns.
+func (p *proxyCall) Done(raw json.RawMessage, err error) {
+	p.mu.Lock()
+	p.over = true
+	stop := p.stop
+	p.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	p.hop.end(err, err == nil && p.Method == protocol.MethodToolsCall && bytes.Contains(raw, []byte(`"isError":true`)))
+	if err != nil {
+		err = p.m.callError(p.ctx, &p.Call, err)
+	}
+	p.then.finished(raw, err)
+}
+
+// callError is the error a caller returns for a call that failed with err.
+func (m *mount) callError(ctx context.Context, c *upstream.Call, err error) error {
+	if errors.Is(err, client.ErrInputRequired) {
+		return err // the engine answered the client's round; this run is over
 	}
 	if ctx.Err() != nil {
 		if errors.Is(context.Cause(ctx), errMountTimeout) {
-			return nil, m.errorf(c.Method, c.Name, fmt.Errorf("%w after %s", engine.ErrTimeout, m.timeout))
+			return m.errorf(c.Method, c.Name, fmt.Errorf("%w after %s", engine.ErrTimeout, m.timeout))
 		}
-		return nil, context.Cause(ctx) // cancelled: the engine sends nothing
+		return context.Cause(ctx) // cancelled: the engine sends nothing
 	}
 	var werr *protocol.WireError
 	if errors.As(err, &werr) && werr.Code == protocol.CodeMissingClientCapability {
 		// A modern upstream that needs a capability the client did not declare: a modern
 		// client is told so (-32021), with what is missing.
-		return nil, capabilityError(werr)
+		return capabilityError(werr)
 	}
-	return nil, err
+	return err
 }
 
-// serve answers one request of the upstream to the client of the call, on its own goroutine.
-func (m *mount) serve(ctx context.Context, stopRun context.CancelCauseFunc, peer client.Peer, r *upstream.Request) {
+// do sends one call on the mount and waits for its outcome.
+func (m *mount) do(ctx context.Context, method string, params json.RawMessage, name string, headers map[string]string, meta json.RawMessage) (json.RawMessage, error) {
+	w := &waiter{ch: make(chan struct{})}
+	w.then = w
+	m.call(ctx, &w.proxyCall, true, method, params, name, headers, meta)
+	<-w.ch // the call's context bounds it
+	return w.raw, w.err
+}
+
+// waiter is a call that do waits for.
+type waiter struct {
+	proxyCall
+	ch  chan struct{}
+	raw json.RawMessage
+	err error
+}
+
+func (w *waiter) finished(raw json.RawMessage, err error) {
+	w.raw, w.err = raw, err
+	close(w.ch)
+}
+
+// serve answers one request of the upstream to the client of the call.
+func (m *mount) serve(ctx context.Context, peer client.Peer, r *upstream.Request) {
 	if err := client.CheckCapability(peer.ClientCapabilities(), r.Method, json.RawMessage(r.Params)); err != nil {
 		r.Answer(nil, protocol.NewError(protocol.CodeMethodNotFound, "%s refused: %v", r.Method, err))
 		return
@@ -301,7 +467,7 @@ func (m *mount) serve(ctx context.Context, stopRun context.CancelCauseFunc, peer
 	case errors.Is(err, client.ErrInputRequired):
 		// A modern client answers in a round of its own, which ends this run of the handler:
 		// the upstream's call is given up, and the client's retry makes it again.
-		stopRun(err)
+		r.GiveUp(err)
 	default:
 		var werr *protocol.WireError
 		if errors.As(err, &werr) {
@@ -431,7 +597,7 @@ func (r *resourceReader) Read(ctx context.Context, req *resources.ReadRequest) (
 	ctx, cancel := m.callContext(ctx)
 	defer cancel()
 	params, _ := json.Marshal(map[string]string{"uri": uri})
-	raw, err := m.do(ctx, &upstream.Call{Method: protocol.MethodResourcesRead, Params: params, Name: uri}, req.Meta)
+	raw, err := m.do(ctx, protocol.MethodResourcesRead, params, uri, nil, req.Meta)
 	if err != nil {
 		var werr *protocol.WireError
 		if errors.As(err, &werr) && (werr.Code == protocol.CodeResourceNotFound || werr.Code == protocol.CodeInvalidParams) {
@@ -470,7 +636,7 @@ func (p *promptHandler) Get(ctx context.Context, req *prompts.GetRequest) (*prom
 	ctx, cancel := m.callContext(ctx)
 	defer cancel()
 	params, _ := json.Marshal(map[string]any{"name": p.name, "arguments": req.Arguments})
-	raw, err := m.do(ctx, &upstream.Call{Method: protocol.MethodPromptsGet, Params: params, Name: p.name}, req.Meta)
+	raw, err := m.do(ctx, protocol.MethodPromptsGet, params, p.name, nil, req.Meta)
 	if err != nil {
 		var werr *protocol.WireError
 		if errors.As(err, &werr) && werr.Code == protocol.CodeInvalidParams {
@@ -505,7 +671,7 @@ func (m *mount) completer(ref protocol.CompleteReference, arg string) func(ctx c
 		if name == "" {
 			name = ref.URI
 		}
-		raw, err := m.do(ctx, &upstream.Call{Method: protocol.MethodCompletionComplete, Params: params, Name: name}, nil)
+		raw, err := m.do(ctx, protocol.MethodCompletionComplete, params, name, nil, nil)
 		if err != nil {
 			return nil, err
 		}

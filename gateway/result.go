@@ -16,8 +16,14 @@ func decodeResult(raw []byte, res *callResult) error {
 	if fastResult(raw, res) {
 		return nil
 	}
-	*res = callResult{}
-	return json.Unmarshal(raw, res)
+	// A result of its own for encoding/json, which keeps what it decodes into on the heap: res
+	// can stay on its caller's stack.
+	var slow callResult
+	if err := json.Unmarshal(raw, &slow); err != nil {
+		return err
+	}
+	*res = slow
+	return nil
 }
 
 // fastResult reads raw into res when every member is one it knows and every content block is a

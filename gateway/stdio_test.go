@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/gateway"
 	"github.com/toolgrain/toolgrain/protocol"
+	"github.com/toolgrain/toolgrain/tools"
 )
 
 // fake returns a mount of the fake upstream (fake_test.go) over stdio, with env added.
@@ -124,6 +126,49 @@ func TestStdioCancellationLateAnswer(t *testing.T) {
 }
 
 func callsInFlight(f *front) int { return f.gw.Status()[0].InFlight }
+
+// Under middleware a mounted tool's call runs on a handler goroutine rather than starting
+// from the request actor: the same answers, the same cancellation, the same reports.
+func TestStdioThroughMiddleware(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	mw := func(next tools.Handler) tools.Handler {
+		return tools.HandlerFunc(func(ctx context.Context, r *tools.Request) (*tools.Result, error) {
+			mu.Lock()
+			seen = append(seen, r.Tool)
+			mu.Unlock()
+			return next.Handle(ctx, r)
+		})
+	}
+	f := newFront(t, toolgrain.Config{Middleware: []tools.Middleware{mw}}, fake("fk", nil))
+	if got := text(f.call(t, "fk_echo", `{"text":"hi"}`)); got != "hi" {
+		t.Errorf("echo: %q", got)
+	}
+	if r := f.call(t, "fk_rpcerror", `{}`); !r.IsError || text(r) != toolgrain.FailedText {
+		t.Errorf("rpcerror: %+v", r)
+	}
+	if e, tool := f.reps.wait(t, 1); tool != "fk_rpcerror" || !strings.HasPrefix(e, `upstream "fk": tools/call "rpcerror": database down`) {
+		t.Errorf("report %q for %q", e, tool)
+	}
+	ctx, cancel := context.WithCancel(ctxT(t))
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.c.CallTool(ctx, "fk_slow", json.RawMessage(`{}`))
+		done <- err
+	}()
+	eventually(t, "the call in flight", func() bool { return callsInFlight(f) == 1 })
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	eventually(t, "the late answer dropped", func() bool { return f.gw.Status()[0].Late == 1 })
+	noMoreMessages(t, f.c)
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(seen, []string{"fk_echo", "fk_rpcerror", "fk_slow"}) {
+		t.Errorf("the middleware saw %v", seen)
+	}
+}
 
 // Progress and log messages of a call go to its client.
 func TestStdioProgressAndLog(t *testing.T) {

@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"maps"
+	"runtime/debug"
 	"sync"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -96,6 +98,81 @@ func (e *Engine) Template(uriTemplate string) (*resources.CompiledTemplate, bool
 // Prompt returns the prompt named name from those served now.
 func (e *Engine) Prompt(name string) (*prompts.Compiled, bool) {
 	return e.reg.prompts.Load().Lookup(name)
+}
+
+// CallStarter is a tool handler that can start a call without a goroutine of its own: a
+// mounted tool's, whose call waits for another server rather than computes. The request actor
+// calls StartCall on its own goroutine instead of running Handle on one. StartCall must not
+// block; it returns the call it started, or nil, without calling done, for a call it leaves to
+// Handle. A tool with middleware always runs Handle.
+type CallStarter interface {
+	tools.Handler
+	// StartCall starts the call; done.CallDone is then called once, from any goroutine, with
+	// what Handle would have returned.
+	StartCall(ctx context.Context, req *tools.Request, done CallDone) StartedCall
+}
+
+// CallDone receives the outcome of a call a CallStarter started.
+type CallDone interface {
+	CallDone(result *tools.Result, err error)
+}
+
+// StartedCall is a call a CallStarter started. ctx of StartCall ends as a handler's context
+// does, but with no goroutine waiting on it: the request actor calls Abandon instead, on its
+// own goroutine, when the call is cancelled, times out, is answered otherwise (an input round)
+// or its actor stops before the outcome came. Abandon must not block, and the outcome must
+// follow, with the error Handle would return (ctx's cause).
+type StartedCall interface {
+	Abandon(cause error)
+}
+
+// startCall starts the call of tool on its handler's StartCall when it has one, and returns
+// it; the outcome then reaches the request actor as a handler's does (handlerDone), after the
+// checks of tools.Compiled.Run (CallDone). A panic in StartCall is the handler's.
+func (r *requestActor) startCall(ctx actor.Context, hctx context.Context, req *tools.Request) (started StartedCall) {
+	h, ok := r.tool.Def().Handler.(CallStarter)
+	if !ok || r.tool.Wrapped() {
+		return nil
+	}
+	r.self, r.root = ctx.Self(), ctx.ActorSystem().Root
+	r.eng.handlers.Add(1) // as for a handler goroutine: Shutdown waits for the outcome
+	defer func() {
+		if v := recover(); v != nil {
+			started = panicked{}
+			r.CallDone(nil, &tools.PanicError{Tool: r.tool.Name(), Value: v, Stack: debug.Stack()})
+		}
+	}()
+	if started = h.StartCall(hctx, req, r); started == nil {
+		r.eng.handlers.Done()
+	}
+	return started
+}
+
+// CallDone takes the outcome of the started call, once, on any goroutine: it reads only what
+// does not change after startCall.
+func (r *requestActor) CallDone(res *tools.Result, err error) {
+	if !r.callDone.CompareAndSwap(false, true) {
+		return
+	}
+	defer r.eng.handlers.Done()
+	var out *protocol.CallToolResult
+	if err == nil {
+		out, err = r.tool.Complete(res)
+	}
+	r.root.Send(r.self, &handlerDone{result: out, err: err})
+}
+
+// panicked is a call whose StartCall panicked: its outcome, the panic, is on its way already.
+type panicked struct{}
+
+func (panicked) Abandon(error) {}
+
+// abandonStarted tells the started call, if any, that its context ended.
+func (r *requestActor) abandonStarted() {
+	if s := r.startedCall; s != nil {
+		r.startedCall = nil
+		s.Abandon(context.Cause(r.hctx))
+	}
 }
 
 type (

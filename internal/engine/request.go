@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -152,6 +153,12 @@ type requestActor struct {
 	// askedInput: the call was answered input_required (or with the task its handler asked
 	// for); the handler's return is expected and dropped.
 	askedInput bool
+	// startedCall is the call a CallStarter started (mount.go), until its outcome; nil
+	// otherwise. self, root and callDone are what CallDone needs, on another goroutine.
+	startedCall StartedCall
+	self        *actor.PID
+	root        *actor.RootContext
+	callDone    atomic.Bool
 
 	callMetrics    // what the call reports to the engine's metrics (metrics.go)
 	actorCallState // the call of an actor-backed tool (actortool.go)
@@ -179,6 +186,7 @@ func (r *requestActor) Receive(ctx actor.Context) {
 		if r.phase == phaseRunning && r.respondAs(msg.frame, metrics.InputRequired) {
 			r.askedInput = true
 			r.phase = phaseDraining // the answer cancelled the handler's context
+			r.abandonStarted()
 		}
 	case *slotGranted:
 		if r.phase != phaseWaiting {
@@ -195,18 +203,22 @@ func (r *requestActor) Receive(ctx actor.Context) {
 	case *actorCallAbandoned:
 		// The actor's reply came first; nothing waits for it any more.
 	case *cancelCall:
-		// The call is already silenced; only a request still waiting for a slot has to act.
+		// The call is already silenced; only a request still waiting for a slot, or a started
+		// call (which has no goroutine on the cancelled context), has to act.
 		r.settle(metrics.Cancelled)
 		if r.phase == phaseWaiting {
 			r.finish(ctx)
 		}
+		r.abandonStarted()
 	case *callTimedOut:
 		if r.phase == phaseRunning {
 			r.fail(r.timeoutError())
 			r.phase = phaseDraining
 			r.stopHdlr()
+			r.abandonStarted()
 		}
 	case *handlerDone:
+		r.startedCall = nil
 		r.rec().endHandler(msg.err)
 		switch {
 		case r.phase == phaseRunning:
@@ -226,6 +238,7 @@ func (r *requestActor) Receive(ctx actor.Context) {
 			r.stopHdlr()
 		}
 		r.call.Release()
+		r.abandonStarted()
 		r.settleAtStop()
 		// Stopped without finishing: the engine failed in this actor. Give back what it held.
 		r.slot.release()
@@ -294,9 +307,6 @@ func (r *requestActor) run(ctx actor.Context) {
 // runGo starts the handler goroutine.
 func (r *requestActor) runGo(ctx actor.Context) {
 	r.phase = phaseRunning
-	if r.task == nil && r.slot != nil {
-		r.slot.handlerRuns.Store(true)
-	}
 	// Without a timeout the handler gets the call's own context, which the answer, a
 	// cancellation and the actor's stop (call.Release) all cancel: a child context would cost
 	// allocations on every call and cancel nothing more.
@@ -320,7 +330,16 @@ func (r *requestActor) runGo(ctx actor.Context) {
 	}
 	// The handler's context is cancelled on client cancellation, connection close, timeout and
 	// shutdown.
-	r.eng.runHandler(ctx, r.tool, hctx, &tools.Request{Tool: r.tool.Name(), Arguments: r.args, Meta: r.meta, Identity: r.identity})
+	req := &tools.Request{Tool: r.tool.Name(), Arguments: r.args, Meta: r.meta, Identity: r.identity}
+	if r.task == nil {
+		if r.startedCall = r.startCall(ctx, hctx, req); r.startedCall != nil {
+			return // a mounted tool's call, on its way without a goroutine (mount.go)
+		}
+		if r.slot != nil {
+			r.slot.handlerRuns.Store(true)
+		}
+	}
+	r.eng.runHandler(ctx, r.tool, hctx, req)
 }
 
 // runHandler runs tool's handler on a pool worker that belongs to the actor of ctx, which gets

@@ -22,7 +22,7 @@ var (
 )
 
 // Call is one request of a caller (a mounted tool's handler, a resource reader, a prompt) to
-// the upstream. The caller fills the exported fields and gives it to [Upstream.Do]; it must
+// the upstream. The caller fills the exported fields and gives it to [Upstream.Start]; it must
 // not change it afterwards.
 type Call struct {
 	// Method and Params are the request. Params is a JSON object without _meta, or nil.
@@ -37,38 +37,50 @@ type Call struct {
 	// HeaderParams are the values of the Mcp-Param-{Name} headers of a modern HTTP tools/call,
 	// by Name, encoded; nil for none.
 	HeaderParams map[string]string
-	// Progress asks the upstream for progress notifications, which go to OnProgress.
+	// Progress asks the upstream for progress notifications, which go to Caller.OnProgress.
 	Progress bool
 	// Caps are the capabilities of the caller's client, declared to a modern upstream for
 	// this request (sampling, elicitation, roots); nil declares none.
 	Caps *protocol.ClientCapabilities
 	// LogLevel is the level of log messages to ask a modern upstream for; "" asks for none.
 	LogLevel string
-	// OnProgress and OnLog receive the call's progress notifications and log messages
-	// (notifications/message params). They run on the upstream's actor and must not block.
-	// Nil drops them.
-	OnProgress func(p *protocol.ProgressParams)
-	OnLog      func(params json.RawMessage)
 
-	events chan callEvent // the answer (once), and the upstream's requests to the client
-	asked  atomic.Bool    // the upstream made requests to the client of the call
-	serves bool           // the caller serves the upstream's requests to the client
-	done   atomic.Bool    // set by Do when it stops waiting
-	id     protocol.ID    // actor: the id on the wire, once sent
-	gen    uint64         // actor: the connection it was sent on
+	caller Caller
+	ended  atomic.Bool // given up, or its outcome is known: what comes for it later is late
+	asked  atomic.Bool // the upstream made requests to the client of the call
+	id     protocol.ID // actor: the id on the wire, once sent
+	gen    uint64      // actor: the connection it was sent on
+	out    Outgoing    // the request, as sent
+
+	mu       sync.Mutex
+	serving  int  // Serve goroutines running
+	finished bool // the outcome is known; it is delivered once serving is 0
+	result   json.RawMessage
+	err      error
 }
 
-// callEvent is what a caller's Do receives: the answer (req nil), or a request of the upstream
-// to the client.
-type callEvent struct {
-	result json.RawMessage
-	err    error
-	req    *Request
+// Caller is the side of a call that waits for it: it receives the call's progress and log
+// messages, serves the upstream's requests to the client of the call, and gets the outcome.
+type Caller interface {
+	// OnProgress receives the call's progress notifications (when Call.Progress asked for
+	// them) and OnLog its log messages (notifications/message params). They run on the
+	// connection's reader and must not block.
+	OnProgress(p *protocol.ProgressParams)
+	OnLog(params json.RawMessage)
+	// Serve answers a request of the upstream to the client of the call, with
+	// [Request.Answer]. It runs on a goroutine of its own, and the call's outcome waits for it
+	// to return, which the request's context bounds.
+	Serve(r *Request)
+	// Done receives the outcome, once: the result; the upstream's JSON-RPC error as a
+	// *protocol.WireError, or ErrDown, ErrConnectionLost, ErrClosed, each wrapped in an
+	// *Error; or the cause given to [Upstream.Abandon], as it is. It runs on the connection's
+	// reader, the actor, or the goroutine of Abandon or of the last Serve, and must not block.
+	Done(result json.RawMessage, err error)
 }
 
-// callEvents is the room of a call's channel: its answer and a few requests to the client at
-// once; more are refused.
-const callEvents = 8
+// maxServing bounds the upstream's requests to the client of one call at once; more are
+// refused.
+const maxServing = 7
 
 // Request is a request of the upstream to the client of a call (sampling, elicitation,
 // roots), to be answered with [Request.Answer].
@@ -97,45 +109,30 @@ func (r *Request) Answer(result json.RawMessage, err error) {
 	})
 }
 
-// Do sends c to the upstream and waits for its answer, serving the upstream's requests to the
-// client of the call with serve (each on a goroutine of its own) until then. It returns the
-// result, the upstream's JSON-RPC error as a *protocol.WireError, or another error: ErrDown,
-// ErrConnectionLost, ErrClosed, or ctx's cause. When ctx ends first, the call is given up: the
-// upstream is told (notifications/cancelled, or its stream closed) and nothing it sends for
-// the call afterwards is delivered. serve may be nil: the upstream's requests are then refused.
-func (u *Upstream) Do(ctx context.Context, c *Call, serve func(r *Request)) (json.RawMessage, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, context.Cause(ctx)
-	}
-	c.events = make(chan callEvent, callEvents)
-	c.serves = serve != nil
+// GiveUp gives up the call the request belongs to, as [Upstream.Abandon] does: the client
+// answers it otherwise (a modern client, in an input round of its own).
+func (r *Request) GiveUp(cause error) { r.up.Abandon(r.call, cause) }
+
+// Start sends c to the upstream, or queues it until the connection is up or has a free slot,
+// and returns at once; to receives what the call brings, and its outcome, once. Start never
+// blocks: over stdio the request is written on the caller's goroutine when the pipe takes it.
+func (u *Upstream) Start(c *Call, to Caller) {
+	c.caller = to
 	if !u.trySend(c) {
 		u.send(c) // the actor sends it, or queues it
 	}
-	var served sync.WaitGroup
-	defer served.Wait()
-	for {
-		select {
-		case e := <-c.events:
-			if e.req == nil {
-				c.done.Store(true)
-				return e.result, e.err
-			}
-			req := e.req
-			served.Add(1)
-			// Owned by Do: it ends when serve returns, which the request's context bounds;
-			// Do waits for it before returning.
-			go func() {
-				defer served.Done()
-				defer req.stop()
-				serve(req)
-			}()
-		case <-ctx.Done():
-			c.done.Store(true)
-			u.send(&abandonCall{call: c, cause: context.Cause(ctx)})
-			return nil, context.Cause(ctx)
-		}
+}
+
+// Abandon gives up c: the upstream is told (notifications/cancelled, or its stream closed),
+// nothing it sends for the call afterwards is delivered, and the outcome is cause (once the
+// upstream's requests to the client of the call have ended). It does nothing once the outcome
+// is known.
+func (u *Upstream) Abandon(c *Call, cause error) {
+	if c.ended.Swap(true) {
+		return
 	}
+	u.send(&abandonCall{call: c, cause: cause})
+	c.deliver(nil, cause)
 }
 
 // abandonCall: caller → actor. The caller stopped waiting for the call.
@@ -152,32 +149,71 @@ type answerRequest struct {
 	err    error
 }
 
-// finish delivers the call's outcome. It is called once: by whoever takes the call out of the
-// table of calls in flight, or out of the queue. It never blocks: the channel keeps a place for
-// the answer (requests beyond callEvents-1 are refused, see offer).
+// finish delivers the call's outcome unless it is known already: it is called by whoever takes
+// the call out of the table of calls in flight, or out of the queue. It never blocks.
 func (c *Call) finish(result json.RawMessage, err error) {
-	select {
-	case c.events <- callEvent{result: result, err: err}:
-	default:
+	if c.ended.Swap(true) {
+		return
 	}
+	c.deliver(result, err)
 }
 
-// offer hands the caller a request of the upstream, unless the channel is nearly full (the
-// answer's place is kept); it reports whether it did.
-func (c *Call) offer(r *Request) bool {
-	if len(c.events) >= callEvents-1 {
-		return false
+// deliver hands the outcome to the caller, now or, while Serve goroutines run, when the last
+// one returns. ended is set.
+func (c *Call) deliver(result json.RawMessage, err error) {
+	c.mu.Lock()
+	if c.finished {
+		c.mu.Unlock()
+		return
 	}
-	select {
-	case c.events <- callEvent{req: r}:
-		return true
-	default:
-		return false
+	c.finished = true
+	if c.serving > 0 {
+		c.result, c.err = result, err
+		c.mu.Unlock()
+		return
 	}
+	c.mu.Unlock()
+	c.caller.Done(result, err)
 }
 
-// over reports whether the caller stopped waiting.
-func (c *Call) over() bool { return c.done.Load() }
+// serve runs the caller's Serve for r on a goroutine of its own, counted in wg, unless the call
+// is over or serves too many requests already; it reports whether it did.
+func (c *Call) serve(r *Request, wg *sync.WaitGroup) bool {
+	c.mu.Lock()
+	if c.finished || c.ended.Load() || c.serving >= maxServing {
+		c.mu.Unlock()
+		return false
+	}
+	c.serving++
+	c.mu.Unlock()
+	wg.Add(1)
+	// Owned by the call: its outcome waits for it; it ends when Serve returns, which the
+	// request's context bounds (it ends with the call).
+	go func() {
+		defer wg.Done()
+		defer c.served()
+		defer r.stop()
+		c.caller.Serve(r)
+	}()
+	return true
+}
+
+// served counts a Serve goroutine's end, and delivers the outcome held for it.
+func (c *Call) served() {
+	c.mu.Lock()
+	c.serving--
+	if c.serving > 0 || !c.finished {
+		c.mu.Unlock()
+		return
+	}
+	result, err := c.result, c.err
+	c.result, c.err = nil, nil
+	c.mu.Unlock()
+	c.caller.Done(result, err)
+}
+
+// over reports whether the call was given up or its outcome is known.
+func (c *Call) over() bool { return c.ended.Load() }
 
 // Error wraps the failure of a call with the upstream's name, for the operator.
 type Error struct {

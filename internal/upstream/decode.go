@@ -7,72 +7,86 @@ import (
 	"github.com/toolgrain/toolgrain/protocol"
 )
 
-// decodeLine decodes one message read from a stdio upstream. The answer to a request, nearly
-// every line under load, is read by a scanner of its own: the line is checked as encoding/json
-// would check it (validJSON, in one pass without its state machine's call per byte), then its
-// members are read; anything else, and an answer with an error or with members the scanner
-// does not take, goes to protocol.Decode.
+// decodeLine decodes one message read from a stdio upstream: an answer the upstream's scanner
+// reads (scanResult), else by protocol.Decode.
 func decodeLine(line []byte) (*protocol.Message, *protocol.WireError) {
-	if m := decodeResult(line); m != nil {
-		return m, nil
+	if key, result, ok := scanResult(line); ok {
+		if id, err := protocol.ParseID(key); err == nil {
+			return &protocol.Message{ID: id, Result: bytes.Clone(result)}, nil
+		}
 	}
 	return protocol.Decode(line)
 }
 
-// decodeResult reads {"jsonrpc":"2.0","id":ID,"result":{...}}, its members in any order, and
-// returns nil for anything else (the caller then decodes it the general way).
-func decodeResult(line []byte) *protocol.Message {
+// scanResult reads the answer to a request, nearly every line a stdio upstream writes under
+// load: {"jsonrpc":"2.0","id":ID,"result":{...}}, its members in any order, ID a plain integer.
+// The line is checked as encoding/json would check it (validJSON, in one pass without its state
+// machine's call per byte), and as UTF-8; then its members are read. It returns the id's text,
+// which is its key, and the result, both slices of line; false for anything else (an error, a
+// request, a notification, a string id, a member it does not take), which protocol.Decode
+// reads.
+func scanResult(line []byte) (key, result []byte, ok bool) {
 	if !validJSON(line) || !utf8.Valid(line) {
-		return nil
+		return nil, nil, false
 	}
 	i := skipWS(line, 0)
 	if line[i] != '{' {
-		return nil
+		return nil, nil, false
 	}
-	var id, result []byte
 	jsonrpc := false
 	i = skipWS(line, i+1)
 	for line[i] != '}' {
 		// line is valid JSON: a member's name, a colon and a value come next.
 		ks := i
 		i = skipString(line, i)
-		key := line[ks:i]
+		name := line[ks:i]
 		i = skipWS(line, skipWS(line, i)+1)
 		vs := i
 		i = skipValue(line, i)
 		val := line[vs:i]
-		switch string(key) {
+		switch string(name) {
 		case `"jsonrpc"`:
 			if jsonrpc || string(val) != `"2.0"` {
-				return nil
+				return nil, nil, false
 			}
 			jsonrpc = true
 		case `"id"`:
-			if id != nil {
-				return nil
+			if key != nil || !plainInt(val) {
+				return nil, nil, false
 			}
-			id = val
+			key = val
 		case `"result"`:
 			if result != nil || val[0] != '{' {
-				return nil
+				return nil, nil, false
 			}
 			result = val
 		default:
-			return nil // error, method, params, an escaped name, an unknown member
+			return nil, nil, false // error, method, params, an escaped name, an unknown member
 		}
 		i = skipWS(line, i)
 		if line[i] == ',' {
 			i = skipWS(line, i+1)
 		}
 	}
-	if !jsonrpc || id == nil || result == nil {
-		return nil
+	return key, result, jsonrpc && key != nil && result != nil
+}
+
+// plainInt reports whether b, a JSON number, is an integer in its canonical text: 0, or digits
+// without a leading zero, with a sign, and not -0, at most 18 digits (an int64).
+func plainInt(b []byte) bool {
+	d := b
+	if len(d) > 0 && d[0] == '-' {
+		d = d[1:]
 	}
-	mid, err := protocol.ParseID(id)
-	if err != nil {
-		return nil
+	if len(d) == 0 || len(d) > 18 || (d[0] == '0' && len(b) > 1) {
+		return false
 	}
-	return &protocol.Message{ID: mid, Result: bytes.Clone(result)}
+	for _, c := range d {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // The walk of valid JSON, after validJSON.

@@ -74,7 +74,9 @@ func TestDecodeLine(t *testing.T) {
 		fast bool // read by the answer's own scanner
 	}{
 		{`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"x"}]}}`, true},
-		{` { "result" : {} , "id" : "a" , "jsonrpc" : "2.0" } `, true},
+		{` { "result" : {} , "id" : 9 , "jsonrpc" : "2.0" } `, true},
+		{`{"jsonrpc":"2.0","id":0,"result":{}}`, true},
+		{`{"jsonrpc":"2.0","id":"a","result":{}}`, false},
 		{`{"jsonrpc":"2.0","id":-3,"result":{"a":[1,{"b":"}"}]}}`, true},
 		{`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"no"}}`, false},
 		{`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`, false},
@@ -84,12 +86,17 @@ func TestDecodeLine(t *testing.T) {
 		{`{"jsonrpc":"1.0","id":1,"result":{}}`, false},
 		{`{"jsonrpc":"2.0","id":1,"result":[]}`, false},
 		{`{"jsonrpc":"2.0","id":1.5,"result":{}}`, false},
+		{`{"jsonrpc":"2.0","id":-0,"result":{}}`, false},
+		{`{"jsonrpc":"2.0","id":007,"result":{}}`, false},
+		{`{"jsonrpc":"2.0","id":"s","result":{}}`, false},
+		{`{"jsonrpc":"2.0","id":1e3,"result":{}}`, false},
 		{`{"jsonrpc":"2.0","id":1,"result":{}`, false},
 		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":\"\xff\"}}", false},
 		{`[{"jsonrpc":"2.0","id":1,"result":{}}]`, false},
 	} {
 		line := []byte(c.line)
-		if fast := decodeResult(line) != nil; fast != c.fast {
+		key, _, fast := scanResult(line)
+		if fast != c.fast {
 			t.Errorf("%s: read by the answer's scanner: %v, want %v", c.line, fast, c.fast)
 		}
 		got, gerr := decodeLine(line)
@@ -104,13 +111,16 @@ func TestDecodeLine(t *testing.T) {
 		if got == nil {
 			continue
 		}
+		if fast && string(key) != want.ID.Key() {
+			t.Errorf("%s: key %s, the id's %s", c.line, key, want.ID.Key())
+		}
 		if got.ID != want.ID || got.Method != want.Method || !bytes.Equal(got.Result, want.Result) || !bytes.Equal(got.Params, want.Params) || (got.Error == nil) != (want.Error == nil) {
 			t.Errorf("%s:\n got %+v\nwant %+v", c.line, got, want)
 		}
 	}
 	// The message owns its bytes: the reader's buffer is reused.
 	line := []byte(`{"jsonrpc":"2.0","id":1,"result":{"a":1}}`)
-	m := decodeResult(line)
+	m, _ := decodeLine(line)
 	copy(line, bytes.Repeat([]byte("x"), len(line)))
 	if string(m.Result) != `{"a":1}` {
 		t.Errorf("result %s after the line's buffer changed", m.Result)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"syscall"
 )
 
 // The framing of a stdio upstream's pipes with small buffers: a gateway may hold many
@@ -68,59 +69,165 @@ func (r *lineReader) next() ([]byte, error) {
 	}
 }
 
-// lineWriter writes frames, one per line, from a goroutine of its own that runs while there is
-// something to write: Send never blocks, and an idle connection holds no goroutine for it.
+// lineWriter writes frames, one per line, without ever blocking its caller: a frame is written
+// at once on the caller's goroutine by a write that does not wait (the pipe is non-blocking), and
+// the frames that come while one is being written go out after it in one write. Only when the
+// pipe is full does a goroutine of its own take over what is left, waiting for room, until it has
+// written everything; an idle connection holds no goroutine for it.
 type lineWriter struct {
-	w  *bufio.Writer
-	wg *sync.WaitGroup
+	f   io.Writer       // the pipe, for the writes that wait (the goroutine's)
+	raw syscall.RawConn // the pipe's descriptor, for the writes that do not; nil: every write goes through the goroutine
+	wg  *sync.WaitGroup
+
+	// The write in progress on the descriptor (tryWrite): only its writer touches them.
+	writeFn func(fd uintptr) bool // w.writeFd, bound once
+	data    []byte
+	written int
+	werr    error
 
 	mu      sync.Mutex
-	queue   [][]byte
-	running bool // the goroutine is writing
+	pending []byte // frames queued behind the write in progress, each with its line's end
+	spare   []byte // a buffer written before, for the next pending
+	running bool   // a write is in progress: a caller's, or the goroutine's
 	closing bool
 	failed  bool
 	done    chan struct{} // closed once closing and nothing is being written
 }
 
-// newLineWriter returns a writer to w; its goroutines are counted in wg.
+// maxSpare bounds each of the two buffers kept for the next frames (the one being written,
+// the one filling): under load the frames of a dozen calls queue behind a write, and a busy
+// upstream would otherwise allocate them again for each write. An upstream that was never busy
+// keeps none.
+const maxSpare = 4 * pipeBuffer
+
+// newLineWriter returns a writer to w; its goroutines are counted in wg. When w is a file with a
+// descriptor the runtime polls (a pipe), frames are written without waiting.
 func newLineWriter(w io.Writer, wg *sync.WaitGroup) *lineWriter {
-	return &lineWriter{w: bufio.NewWriterSize(w, pipeBuffer), wg: wg, done: make(chan struct{})}
+	lw := &lineWriter{f: w, wg: wg, done: make(chan struct{})}
+	if sc, ok := w.(syscall.Conn); ok {
+		if raw, err := sc.SyscallConn(); err == nil {
+			lw.raw = raw
+			lw.writeFn = lw.writeFd
+		}
+	}
+	return lw
 }
 
-func (w *lineWriter) send(frame []byte) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closing || w.failed {
-		return
-	}
-	w.queue = append(w.queue, frame)
-	if !w.running {
-		w.running = true
-		w.wg.Add(1)
-		// Owned by the writer: it ends when the queue is empty.
-		go w.run()
-	}
-}
-
-// write writes frame on the caller's goroutine when nothing else is being written, which spares
-// the writer's goroutine a wake-up; otherwise it queues frame as send does. It blocks while the
-// pipe is full: callers that must not block (an actor) use send.
+// write writes frame and a line's end. It never blocks: it writes what the pipe takes now and
+// leaves the rest, and the frames queued meanwhile, to the writer's goroutine. frame is the
+// writer's once given (its spare capacity may take the line's end).
 func (w *lineWriter) write(frame []byte) {
 	w.mu.Lock()
 	if w.closing || w.failed {
 		w.mu.Unlock()
 		return
 	}
-	if w.running || len(w.queue) > 0 {
+	if w.running || w.raw == nil {
+		if w.pending == nil {
+			w.pending, w.spare = w.spare, nil
+		}
+		w.pending = append(w.pending, frame...)
+		w.pending = append(w.pending, '\n')
+		w.start()
 		w.mu.Unlock()
-		w.send(frame)
 		return
 	}
 	w.running = true
-	w.queue = append(w.queue, frame)
-	w.wg.Add(1)
 	w.mu.Unlock()
-	w.run() // writes frame, and whatever was queued meanwhile, then stops
+	data, owned := append(frame, '\n'), false
+	for {
+		n, err := w.tryWrite(data)
+		if err != nil {
+			w.mu.Lock()
+			w.fail()
+			w.mu.Unlock()
+			return
+		}
+		w.mu.Lock()
+		if n < len(data) {
+			// The pipe is full: the goroutine writes the rest, then what was queued, as room
+			// comes.
+			rest := make([]byte, 0, len(data)-n+len(w.pending))
+			rest = append(append(rest, data[n:]...), w.pending...)
+			w.pending = rest
+			w.running = false
+			w.start()
+			w.mu.Unlock()
+			return
+		}
+		if owned && cap(data) <= maxSpare {
+			w.spare = data[:0]
+		}
+		if len(w.pending) == 0 {
+			w.idle()
+			w.mu.Unlock()
+			return
+		}
+		data, owned = w.pending, true
+		w.pending, w.spare = w.spare, nil
+		w.mu.Unlock()
+	}
+}
+
+// tryWrite writes as much of data as the pipe takes without waiting. Only the writer in
+// progress calls it.
+func (w *lineWriter) tryWrite(data []byte) (int, error) {
+	w.data, w.written, w.werr = data, 0, nil
+	err := w.raw.Write(w.writeFn) // a func bound once: no closure per write
+	n, werr := w.written, w.werr
+	w.data, w.werr = nil, nil
+	if err == nil {
+		err = werr
+	}
+	return n, err
+}
+
+// writeFd writes w.data from w.written on the pipe's descriptor until it is written or the
+// pipe is full; RawConn.Write calls it.
+func (w *lineWriter) writeFd(fd uintptr) bool {
+	for w.written < len(w.data) {
+		n, err := syscall.Write(int(fd), w.data[w.written:])
+		if n > 0 {
+			w.written += n
+		}
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN:
+			return true // full: the goroutine waits for room
+		case err != nil:
+			w.werr = err
+			return true
+		}
+	}
+	return true
+}
+
+// start starts the writer's goroutine for what is pending, unless a write is in progress. w.mu
+// is held.
+func (w *lineWriter) start() {
+	if w.running || len(w.pending) == 0 {
+		return
+	}
+	w.running = true
+	w.wg.Add(1)
+	// Owned by the writer: it ends when nothing is pending, or a write fails.
+	go w.run()
+}
+
+// idle ends a write in progress. w.mu is held.
+func (w *lineWriter) idle() {
+	w.running = false
+	if w.closing {
+		close(w.done)
+	}
+}
+
+// fail drops everything after a failed write: the connection is over. w.mu is held.
+func (w *lineWriter) fail() {
+	w.failed = true
+	w.pending, w.spare = nil, nil
+	w.idle()
 }
 
 // close drops what is still queued once written, and closes done when the writer is idle.
@@ -136,42 +243,29 @@ func (w *lineWriter) close() {
 	}
 }
 
+// run writes what is pending, waiting for room in the pipe, until nothing is.
 func (w *lineWriter) run() {
 	defer w.wg.Done()
-	var batch [][]byte
 	for {
 		w.mu.Lock()
-		if len(w.queue) == 0 || w.failed {
-			w.running = false
-			if w.closing {
-				close(w.done)
-			}
+		if len(w.pending) == 0 || w.failed {
+			w.idle()
 			w.mu.Unlock()
 			return
 		}
-		batch, w.queue = w.queue, batch[:0]
+		data := w.pending
+		w.pending, w.spare = w.spare, nil
 		w.mu.Unlock()
-		err := error(nil)
-		for _, f := range batch {
-			if _, err = w.w.Write(f); err == nil {
-				err = w.w.WriteByte('\n')
-			}
-			if err != nil {
-				break
-			}
-		}
-		if err == nil {
-			err = w.w.Flush()
-		}
+		_, err := w.f.Write(data)
+		w.mu.Lock()
 		if err != nil {
-			w.mu.Lock()
-			w.failed = true
-			w.queue = nil
+			w.fail()
 			w.mu.Unlock()
+			return
 		}
-		clear(batch)
-		if cap(batch) > 1024 {
-			batch = nil
+		if cap(data) <= maxSpare {
+			w.spare = data[:0]
 		}
+		w.mu.Unlock()
 	}
 }

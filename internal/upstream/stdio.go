@@ -159,6 +159,9 @@ func (c *stdioConn) read(r io.Reader, max int) {
 		if err != nil {
 			return
 		}
+		if key, result, ok := scanResult(line); ok && c.h.Result(key, result) {
+			continue
+		}
 		m, werr := decodeLine(line)
 		if werr != nil || m == nil {
 			continue // not a message: ignored, as a client ignores noise
@@ -167,8 +170,7 @@ func (c *stdioConn) read(r io.Reader, max int) {
 	}
 }
 
-func (c *stdioConn) Send(out *Outgoing)    { c.w.send(out.Frame) }
-func (c *stdioConn) Write(out *Outgoing)   { c.w.write(out.Frame) }
+func (c *stdioConn) Send(out *Outgoing)    { c.w.write(out.Frame) }
 func (c *stdioConn) PID() int              { return c.cmd.Process.Pid }
 func (c *stdioConn) EndStream(protocol.ID) {}
 func (c *stdioConn) SetSession(string)     {}

@@ -6,8 +6,9 @@
 // log messages and the upstream's requests to the client of the call, its cancellation, and
 // its answer, of which nothing reaches the caller after the call was given up.
 //
-// Nothing in this package blocks an actor: transports write from goroutines of their own and
-// hand what they read to the actor as messages, and callers wait on channels.
+// Nothing in this package blocks an actor: transports write without waiting (a stdio pipe at
+// once when it has room, HTTP from goroutines of their own) and hand what they read to the
+// actor as messages or straight to the caller of a call, whose Caller gets the outcome.
 package upstream
 
 import (
@@ -42,7 +43,7 @@ type Outgoing struct {
 
 // Conn is one open connection to an upstream server. Its methods never block.
 type Conn interface {
-	// Send queues a message.
+	// Send writes a message, or queues it for a goroutine of the connection's; it never waits.
 	Send(out *Outgoing)
 	// EndStream closes the stream that carries the answer to the request id, where the
 	// transport gives each request a stream of its own (Streamable HTTP): the modern era's
@@ -62,6 +63,11 @@ type Handler interface {
 	// stream carried it, when the transport knows it (an HTTP POST's stream, a request to a
 	// server in the same process); zero otherwise.
 	Message(m *protocol.Message, related protocol.ID)
+	// Result hands over the result of the request whose id key is key (an integer's JSON
+	// text), read from a buffer the transport reuses, when that request is a caller's call in
+	// flight, and reports whether it did; otherwise the transport decodes the message and
+	// gives it to Message. It spares a stdio connection's reader the message's decoding.
+	Result(key, result []byte) bool
 	// Closed says that the connection ended, and why.
 	Closed(err error)
 }

@@ -302,8 +302,8 @@ func (u *Upstream) progress(gen uint64, m *protocol.Message) {
 		u.stats.Late.Add(1)
 		return
 	}
-	if c.OnProgress != nil {
-		c.OnProgress(&p)
+	if c.Progress {
+		c.caller.OnProgress(&p)
 	}
 }
 
@@ -318,39 +318,77 @@ func (u *Upstream) logMessage(gen uint64, m *protocol.Message, related protocol.
 		}
 		return
 	}
-	if c.OnLog != nil {
-		c.OnLog(m.Params)
-	}
+	c.caller.OnLog(m.Params)
 }
 
 // answered hands the answer m to the caller of the call it answers, when that call is in
 // flight on connection gen, and reports whether it did; anything else goes to the actor.
 func (u *Upstream) answered(gen uint64, m *protocol.Message) bool {
-	key := m.ID.Key()
-	u.t.mu.Lock()
-	c, ok := u.t.active[key]
-	if !ok || c.gen != gen {
-		u.t.mu.Unlock()
+	c := u.take(gen, m.ID.Key())
+	if c == nil {
 		return false
 	}
-	delete(u.t.active, key)
+	if m.Error != nil {
+		u.deliver(c, nil, u.fail(c, m.Error))
+	} else {
+		u.deliver(c, m.Result, nil)
+	}
+	return true
+}
+
+// Result hands the result read under key to the caller of the call it answers, in a copy of
+// its own (see Handler.Result).
+func (h handler) Result(key, result []byte) bool {
+	c := h.u.takeBytes(h.gen, key)
+	if c == nil {
+		return false
+	}
+	h.u.deliver(c, bytes.Clone(result), nil)
+	return true
+}
+
+// take takes the call whose id key is key out of the table of calls in flight, when it is in
+// flight on connection gen; nil otherwise.
+func (u *Upstream) take(gen uint64, key string) *Call {
+	u.t.mu.Lock()
+	return u.taken(gen, u.t.active[key])
+}
+
+// takeBytes is take with the key in a byte slice, which the lookup does not copy.
+func (u *Upstream) takeBytes(gen uint64, key []byte) *Call {
+	u.t.mu.Lock()
+	return u.taken(gen, u.t.active[string(key)])
+}
+
+// taken removes c, found under u.t.mu, from the table if it is in flight on connection gen,
+// and unlocks.
+func (u *Upstream) taken(gen uint64, c *Call) *Call {
+	if c == nil || c.gen != gen {
+		u.t.mu.Unlock()
+		return nil
+	}
+	delete(u.t.active, c.id.Key())
 	u.stats.InFlight.Store(int64(len(u.t.active)))
 	queued := u.t.queued > 0
 	u.t.mu.Unlock()
-	if c.asked.Load() {
-		u.send(&callOver{call: c}) // its requests to the client end with it
-	}
 	if queued {
 		u.send(&slotFree{})
 	}
+	return c
+}
+
+// deliver hands the outcome of c, taken out of the table, to its caller.
+func (u *Upstream) deliver(c *Call, result json.RawMessage, err error) {
 	if c.over() {
 		u.stats.Late.Add(1)
-	} else if m.Error != nil {
-		c.finish(nil, u.fail(c, m.Error))
 	} else {
-		c.finish(m.Result, nil)
+		c.finish(result, err)
 	}
-	return true
+	// After finish: a request to the client that the actor hands to the caller from now on
+	// finds the call over, and one handed over before it set asked before.
+	if c.asked.Load() {
+		u.send(&callOver{call: c}) // its requests to the client end with it
+	}
 }
 
 // trySend sends c on the connection without the actor, when it is up, has a free slot and no
@@ -361,6 +399,10 @@ func (u *Upstream) trySend(c *Call) bool {
 		u.t.mu.Unlock()
 		return false
 	}
+	if c.over() {
+		u.t.mu.Unlock()
+		return true // given up before it was sent: Abandon delivered the outcome
+	}
 	conn, modern, version := u.t.conn, u.t.modern, u.t.version
 	c.id = protocol.NewIntID(u.ids.Add(1))
 	c.gen = u.t.gen
@@ -370,12 +412,8 @@ func (u *Upstream) trySend(c *Call) bool {
 	u.t.mu.Unlock()
 	frame := u.requestFrame(c.id, c.Method, c.Params, c.Meta, c.Progress, c.Caps, c.LogLevel, modern)
 	u.stats.Calls.Add(1)
-	out := &Outgoing{Frame: frame, ID: c.id, Method: c.Method, Name: c.Name, Modern: modern, Version: version, Params: c.HeaderParams}
-	if w, ok := conn.(interface{ Write(*Outgoing) }); ok {
-		w.Write(out) // on the caller's goroutine, which may block
-	} else {
-		conn.Send(out)
-	}
+	c.out = Outgoing{Frame: frame, ID: c.id, Method: c.Method, Name: c.Name, Modern: modern, Version: version, Params: c.HeaderParams}
+	conn.Send(&c.out) // over stdio, written now on this goroutine when the pipe takes it
 	return true
 }
 
@@ -843,7 +881,8 @@ func (a *upstreamActor) sendCall(c *Call) {
 	a.u.stats.InFlight.Store(int64(len(a.u.t.active)))
 	a.u.t.mu.Unlock()
 	a.u.stats.Calls.Add(1)
-	a.conn.Send(&Outgoing{Frame: frame, ID: c.id, Method: c.Method, Name: c.Name, Modern: a.modern, Version: a.version, Params: c.HeaderParams})
+	c.out = Outgoing{Frame: frame, ID: c.id, Method: c.Method, Name: c.Name, Modern: a.modern, Version: a.version, Params: c.HeaderParams}
+	a.conn.Send(&c.out)
 }
 
 // request sends one of the actor's own requests.
@@ -877,7 +916,7 @@ func (a *upstreamActor) notify(method string, params any) {
 // nothing is checked again; a line break in them (a client's arguments over HTTP may hold one)
 // is taken out, as a message on a stdio pipe is one line.
 func (u *Upstream) requestFrame(id protocol.ID, method string, params, meta json.RawMessage, progress bool, caps *protocol.ClientCapabilities, level string, modern bool) []byte {
-	const envelope = len(`{"jsonrpc":"2.0","id":,"method":"","params":}`)
+	const envelope = len(`{"jsonrpc":"2.0","id":,"method":"","params":}`) + 1 // and the line's end a stdio pipe adds
 	size := envelope + len(id.String()) + len(method) + len(params) + len(meta)
 	var capsJSON []byte
 	if progress || len(meta) > 0 {
@@ -1172,17 +1211,20 @@ func (a *upstreamActor) upstreamRequest(m *protocol.Message, related protocol.ID
 	case c.over():
 		a.u.stats.Late.Add(1)
 		return
-	case !c.serves:
-		refuse(protocol.NewError(protocol.CodeMethodNotFound, "%s refused: the client of this call cannot be asked", m.Method))
-		return
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	r := &Request{Method: m.Method, Params: m.Params, up: a.u, call: c, id: m.ID, ctx: ctx, stop: stop}
-	if c.offer(r) {
-		a.requests[m.ID.Key()] = r
-		c.asked.Store(true)
-	} else {
+	// Set before the request is served: the reader, once it has the answer, reads it to end
+	// the call's requests (see answered).
+	c.asked.Store(true)
+	a.requests[m.ID.Key()] = r
+	if !c.serve(r, &a.u.wg) {
+		delete(a.requests, m.ID.Key())
 		stop()
+		if c.over() {
+			a.u.stats.Late.Add(1)
+			return
+		}
 		refuse(protocol.NewError(protocol.CodeInternalError, "%s refused: too many requests to the client at once", m.Method))
 	}
 }
