@@ -123,7 +123,10 @@
 //   - [Embedding]: the host's actor system, mounting, the in-memory client, logging and metrics
 //   - [Streamable HTTP] and [Authentication]
 //   - [Tasks], [Running a cluster], [Observability], [Limits and reliability]
+//   - [Serving other MCP servers] (the gateway), [Visibility] (tags, rules and toolsets) and
+//     [Security]
 //   - [The server binary], with every flag, and [Benchmarking with mcpbench]
+//   - [Internals]: one tools/call from the transports to the answer and to OnError
 //
 // The README is where to start: https://github.com/toolgrain/toolgrain#readme.
 //
@@ -139,6 +142,10 @@
 // [Limits and reliability]: https://github.com/toolgrain/toolgrain/blob/main/docs/limits.md
 // [The server binary]: https://github.com/toolgrain/toolgrain/blob/main/docs/server.md
 // [Benchmarking with mcpbench]: https://github.com/toolgrain/toolgrain/blob/main/docs/mcpbench.md
+// [Serving other MCP servers]: https://github.com/toolgrain/toolgrain/blob/main/docs/gateway.md
+// [Visibility]: https://github.com/toolgrain/toolgrain/blob/main/docs/visibility.md
+// [Security]: https://github.com/toolgrain/toolgrain/blob/main/docs/security.md
+// [Internals]: https://github.com/toolgrain/toolgrain/blob/main/docs/internals.md
 package toolgrain
 
 import (
