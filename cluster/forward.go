@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"io"
+	"mime"
 	"net/http"
 	"strconv"
 	"sync"
@@ -52,7 +53,7 @@ func (n *Node) wrap(local http.Handler, maxBody int) http.Handler {
 						case forwarded:
 							return
 						case homeGone:
-							n.markDead(home) // it went away before answering
+							n.markDead(home) // it went away before its answer came whole
 						}
 					}
 					unavailable(w)
@@ -142,8 +143,11 @@ const (
 	homeSilent                       // the home did not acknowledge the request within ackWait
 )
 
-// forward sends the request to its home and writes the home's answer as it comes. When it
-// returns homeGone or homeSilent it has written nothing, and r.Body is what was read of it.
+// forward sends the request to its home and writes the home's answer: an event stream as it
+// comes, any other answer (a JSON body, a 202) whole once its end has come, so that a
+// connection that breaks before then leaves the client nothing cut to read but a refusal to act
+// on. When it returns homeGone or homeSilent it has written nothing, and r.Body is what was
+// read of it.
 func (n *Node) forward(w http.ResponseWriter, r *http.Request, home string, maxBody int) forwardOutcome {
 	body, err := io.ReadAll(io.LimitReader(r.Body, int64(maxBody)+1))
 	if err != nil {
@@ -185,6 +189,10 @@ func (n *Node) forward(w http.ResponseWriter, r *http.Request, home string, maxB
 
 	rc := http.NewResponseController(w)
 	headed, acked, start := false, false, time.Now()
+	// held is the head of an answer that is not an event stream, written with its body (kept
+	// in whole) at its end. It is nil for an event stream, and before the head.
+	var held *wire.Envelope
+	var whole []byte
 	ack := time.NewTimer(ackWait)
 	defer ack.Stop()
 	for {
@@ -208,7 +216,7 @@ func (n *Node) forward(w http.ResponseWriter, r *http.Request, home string, maxB
 			switch {
 			case f == nil: // the home or its request actor terminated
 				spanError(span, "home gone")
-				if !headed {
+				if !headed || held != nil {
 					r.Body = io.NopCloser(bytes.NewReader(body))
 					return homeGone
 				}
@@ -221,13 +229,15 @@ func (n *Node) forward(w http.ResponseWriter, r *http.Request, home string, maxB
 				n.stats.headNanos.Add(int64(d))
 				tel.headed(d)
 				setStatus(span, int(f.Status))
-				hd := w.Header()
-				for _, h := range f.Headers {
-					hd[h.Name] = h.Values
+				if !eventStream(f) {
+					held = f
+					continue
 				}
-				w.WriteHeader(int(f.Status))
+				writeHead(w, f)
 			case f.Kind == wire.Kind_KIND_BODY && !headed:
 				// The home's receipt (a BODY before the HEAD): it has the request.
+			case f.Kind == wire.Kind_KIND_BODY && held != nil:
+				whole = append(whole, f.Body...)
 			case f.Kind == wire.Kind_KIND_BODY:
 				if len(f.Body) > 0 {
 					if _, err := w.Write(f.Body); err != nil {
@@ -238,10 +248,34 @@ func (n *Node) forward(w http.ResponseWriter, r *http.Request, home string, maxB
 					return forwarded
 				}
 			case f.Kind == wire.Kind_KIND_END:
+				if held != nil {
+					writeHead(w, held)
+					_, _ = w.Write(whole)
+				}
 				return forwarded
 			}
 		}
 	}
+}
+
+// eventStream reports whether the home's answer whose HEAD is head is an event stream.
+func eventStream(head *wire.Envelope) bool {
+	for _, h := range head.Headers {
+		if http.CanonicalHeaderKey(h.Name) == "Content-Type" && len(h.Values) > 0 {
+			mt, _, _ := mime.ParseMediaType(h.Values[0])
+			return mt == protocol.MediaTypeEventStream
+		}
+	}
+	return false
+}
+
+// writeHead writes the status and headers of the home's answer.
+func writeHead(w http.ResponseWriter, head *wire.Envelope) {
+	hd := w.Header()
+	for _, h := range head.Headers {
+		hd[h.Name] = h.Values
+	}
+	w.WriteHeader(int(head.Status))
 }
 
 // streamActor is the edge side of a forwarded request: it sends the request to the home's

@@ -63,9 +63,10 @@ const BusyTaskHome = "task-home"
 // to one member of a cluster for a task that lives on another, which is still a member but
 // cannot be reached at the moment (a passing fault, a restart under way), or which the member
 // has not learnt of yet (it joined a moment ago): the task's status is not known to be
-// anything, and the request is to be sent again. It was not answered: the home
-// did not get it or, when the connection broke while it was being forwarded, did not answer it
-// (tasks/get reads, and a second tasks/cancel changes nothing). Its message is
+// anything, and the request is to be sent again. No answer to it reached the client: the home
+// did not get it or, when the connection broke while it was being forwarded, its answer did not
+// come whole (tasks/get reads, and a second tasks/cancel changes nothing; a tasks/update may
+// have been applied). Its message is
 //
 //	Server busy: the cluster member holding this task cannot be reached now
 //

@@ -220,10 +220,13 @@ func TestClusterTaskHomeRestarted(t *testing.T) {
 	c.restart(home)
 	// A member that saw the home's connection break takes it for unreachable for up to 5 s
 	// (deadHold), and protoactor-go reports the end of the earlier process's connection up to
-	// about 500 ms after the new one has joined, which starts those 5 s again: meanwhile the
-	// member refuses the home's tasks' requests with 503 and Retry-After, as ones to send again,
-	// and a client retries them (here every 100 ms, for at most 15 s after the restart). What it
-	// must never do is answer with a status the task does not have.
+	// 2 s after it last failed to dial it, which can be after the new one has joined: that
+	// ends the new connection too, with any request forwarded over it then, and starts those
+	// 5 s again. Meanwhile the member refuses the home's tasks' requests with 503 and
+	// Retry-After, as ones to send again (a request whose answer was on its way included: the
+	// answer is dropped whole, never cut), and a client retries them (here every 100 ms, for
+	// at most 15 s after the restart: 2 s, 5 s and some). What it must never do is answer with
+	// a status the task does not have, or a broken body.
 	rejoined := time.Now()
 	// get goes through call, so it retries too.
 	call = func(base string, id int, method, name, params string) (string, taskCall) {
