@@ -243,7 +243,8 @@ func (c *InMemoryClient) forget(id protocol.ID) {
 }
 
 // Initialize performs the MCP handshake of the legacy era: an initialize request for
-// [protocol.LatestLegacyVersion], then notifications/initialized, which opens a session. It returns the server's initialize result.
+// [protocol.LatestLegacyVersion], then notifications/initialized, which opens a session. It
+// returns the server's initialize result.
 func (c *InMemoryClient) Initialize(ctx context.Context) (*protocol.InitializeResult, error) {
 	raw, err := c.Call(ctx, protocol.MethodInitialize, protocol.InitializeParams{
 		ProtocolVersion: protocol.LatestLegacyVersion,

@@ -82,9 +82,9 @@ const (
 // revisions up to 2025-11-25) of the server, to be mounted at the MCP endpoint of the host's own
 // mux, for example mux.Handle("/mcp", srv.Handler()). Every call returns the same handler,
 // configured by [Config].HTTP; its sessions live until they are deleted, expire or the server
-// shuts down. A POST body larger than [Config].Limits.MaxMessageSize gets 413, and the transport's
-// unexpected failures (a token verifier that fails, a session that cannot be opened) reach
-// [Config].OnError.
+// shuts down. A POST body larger than [Config].Limits.MaxMessageSize gets 413, and the
+// transport's unexpected failures (a token verifier that fails, a session that cannot be opened)
+// reach [Config].OnError.
 //
 // The HTTP contract (POST, GET and DELETE on one endpoint, sessions and their ids, JSON and
 // resumable SSE answers, the standalone stream, statuses, Host and Origin checks, CORS, bearer

@@ -98,12 +98,13 @@
 //     metrics); package metrics/prom turns them into Prometheus collectors for the host's own
 //     registry. No default registry, no default HTTP mux.
 //   - OpenTelemetry: the TracerProvider, MeterProvider and Propagator of [Config].Telemetry
-//     are the host's (the API only; nil records nothing and costs nothing). Every request gets a SERVER span named
-//     and attributed by the MCP semantic conventions, parented on the trace context of its
-//     params._meta and linked to the transport's span; the handler's context carries it. The
-//     mcp.server.operation.duration and mcp.server.session.duration histograms and the
-//     engine's toolgrain.* load metrics go to the MeterProvider. Arguments, results and the
-//     text of unexpected failures stay out of spans unless the operator opts in.
+//     are the host's (the API only; nil records nothing and costs nothing). Every request gets
+//     a SERVER span named and attributed by the MCP semantic conventions, parented on the
+//     trace context of its params._meta and linked to the transport's span; the handler's
+//     context carries it. The mcp.server.operation.duration and mcp.server.session.duration
+//     histograms and the engine's toolgrain.* load metrics go to the MeterProvider.
+//     Arguments, results and the text of unexpected failures stay out of spans unless the
+//     operator opts in.
 //   - Health: [Server.Live] and [Server.Ready] are functions for the host's probes.
 //   - Tests: [Server.ConnectInMemory] gives the host's tests a real MCP connection with no I/O.
 //

@@ -284,9 +284,9 @@ func TestClusterLocalMembersEndWithTheirParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	// A member told of its parent's end (SIGTERM) stops within its graces (--handler-grace, --output-grace); 60 s
-	// covers a loaded machine. An orphan whose new parent has not reaped it yet is a zombie:
-	// it has ended.
+	// A member told of its parent's end (SIGTERM) stops within its graces (--handler-grace,
+	// --output-grace); 60 s covers a loaded machine. An orphan whose new parent has not reaped
+	// it yet is a zombie: it has ended.
 	for _, pid := range pids {
 		for deadline := time.Now().Add(60 * time.Second); running(pid); time.Sleep(50 * time.Millisecond) {
 			if time.Now().After(deadline) {
