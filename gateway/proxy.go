@@ -28,6 +28,7 @@ type toolHandler struct {
 	plan      *argPlan
 	hasOutput bool
 	head      []byte            // {"name":"<name>","arguments":
+	nameOnly  json.RawMessage   // {"name":"<name>"}
 	headers   map[string]string // the arguments its input schema annotates with x-mcp-header, to their header's Name
 }
 
@@ -35,8 +36,9 @@ func newToolHandler(m *mount, name, served string, plan *argPlan, hasOutput bool
 	head := []byte(`{"name":`)
 	q, _ := json.Marshal(name)
 	head = append(head, q...)
+	nameOnly := append(append([]byte(nil), head...), '}')
 	head = append(head, `,"arguments":`...)
-	return &toolHandler{m: m, name: name, served: served, plan: plan, hasOutput: hasOutput, head: head, headers: headers}
+	return &toolHandler{m: m, name: name, served: served, plan: plan, hasOutput: hasOutput, head: head, nameOnly: nameOnly, headers: headers}
 }
 
 // headerParams returns the Mcp-Param-{Name} values of args (MCP 2026-07-28 over HTTP): the
@@ -165,9 +167,11 @@ func (h *toolHandler) outcome(ctx context.Context, raw json.RawMessage, round in
 		}
 		return nil, st, nil
 	}
-	out := &tools.Result{Content: res.Content, IsError: res.IsError, Meta: stripMeta(res.Meta)}
+	// raw may be in the reader's buffer: what the result keeps of it is copied (the scanner
+	// copies the text).
+	out := &tools.Result{Content: res.Content, IsError: res.IsError, Meta: clone(stripMeta(res.Meta))}
 	if sc := bytes.TrimSpace(res.StructuredContent); len(sc) > 0 && !bytes.Equal(sc, []byte("null")) {
-		out.StructuredContent = res.StructuredContent
+		out.StructuredContent = json.RawMessage(bytes.Clone(res.StructuredContent))
 	}
 	if h.hasOutput && !out.IsError {
 		// Checked here to name the upstream in the report; the engine's own check then passes.
@@ -199,7 +203,11 @@ func (h *toolHandler) StartCall(ctx context.Context, req *tools.Request, done en
 	tc.args = args
 	ctx, tc.cancel = h.m.callContext(ctx)
 	// Only the mount's own timeout needs a watch of ctx: the engine tells of the rest.
-	h.m.call(ctx, &tc.proxyCall, h.m.timeout > 0, protocol.MethodToolsCall, h.params(args, nil, ""), h.name, h.headerParams(args), req.Meta)
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	tc.Args = args // after params {"name":...}: no copy of them
+	h.m.call(ctx, &tc.proxyCall, h.m.timeout > 0, protocol.MethodToolsCall, h.nameOnly, h.name, h.headerParams(args), req.Meta)
 	return tc
 }
 
@@ -245,6 +253,14 @@ func (tc *toolCall) Abandon(cause error) {
 	if tc.m != nil {
 		tc.m.up.Abandon(&tc.Call, cause)
 	}
+}
+
+// clone copies raw, keeping nil.
+func clone(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	return bytes.Clone(raw)
 }
 
 // params encodes the params of the call to the upstream.
@@ -442,7 +458,7 @@ type waiter struct {
 }
 
 func (w *waiter) finished(raw json.RawMessage, err error) {
-	w.raw, w.err = raw, err
+	w.raw, w.err = bytes.Clone(raw), err // raw may be in the reader's buffer
 	close(w.ch)
 }
 

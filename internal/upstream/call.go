@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,6 +29,9 @@ type Call struct {
 	// Method and Params are the request. Params is a JSON object without _meta, or nil.
 	Method string
 	Params json.RawMessage
+	// Args, when given, is params.arguments (of tools/call), sent after the members of Params:
+	// a tool's call need not copy the arguments into params of its own.
+	Args json.RawMessage
 	// Meta is the caller's _meta to pass on (a JSON object), or nil. Its progressToken and
 	// the members of the modern envelope are replaced.
 	Meta json.RawMessage
@@ -51,6 +55,8 @@ type Call struct {
 	id     protocol.ID // actor: the id on the wire, once sent
 	gen    uint64      // actor: the connection it was sent on
 	out    Outgoing    // the request, as sent
+	up     *Upstream   // the upstream it was sent to, and in which era: what encodes it
+	modern bool
 
 	mu       sync.Mutex
 	serving  int  // Serve goroutines running
@@ -75,6 +81,8 @@ type Caller interface {
 	// *protocol.WireError, or ErrDown, ErrConnectionLost, ErrClosed, each wrapped in an
 	// *Error; or the cause given to [Upstream.Abandon], as it is. It runs on the connection's
 	// reader, the actor, or the goroutine of Abandon or of the last Serve, and must not block.
+	// The result is valid only until Done returns (it may be in the reader's buffer): what
+	// Done keeps of it, it copies.
 	Done(result json.RawMessage, err error)
 }
 
@@ -168,7 +176,7 @@ func (c *Call) deliver(result json.RawMessage, err error) {
 	}
 	c.finished = true
 	if c.serving > 0 {
-		c.result, c.err = result, err
+		c.result, c.err = bytes.Clone(result), err // the reader's buffer moves on
 		c.mu.Unlock()
 		return
 	}

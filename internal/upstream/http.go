@@ -235,7 +235,7 @@ func (c *httpConn) Send(out *Outgoing) {
 
 // post sends one message and reads its answer.
 func (c *httpConn) post(ctx context.Context, out *Outgoing) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.t.URL, bytes.NewReader(out.Frame))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.t.URL, bytes.NewReader(out.Bytes()))
 	if err != nil {
 		return err
 	}
@@ -477,7 +477,7 @@ func (c *httpConn) postSSE(out *Outgoing) {
 		defer c.wg.Done()
 		ctx, cancel := context.WithTimeout(c.life, 30*time.Second)
 		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(out.Frame))
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(out.Bytes()))
 		if err != nil {
 			return
 		}

@@ -68,7 +68,7 @@ func (s memStream) Send(frame []byte) {
 func (memStream) Close() {}
 
 func (c *memConn) Send(out *Outgoing) {
-	m, werr := protocol.Decode(out.Frame)
+	m, werr := protocol.Decode(out.Bytes())
 	if werr != nil || m == nil {
 		return
 	}

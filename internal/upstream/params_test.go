@@ -45,7 +45,7 @@ func TestRequestFrame(t *testing.T) {
 		if c.want != "" {
 			want = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":` + c.want + `}`
 		}
-		frame := u.requestFrame(id, "tools/call", params, meta, c.progress, c.caps, c.level, c.modern)
+		frame := u.requestFrame(id, "tools/call", params, nil, meta, c.progress, c.caps, c.level, c.modern)
 		if cap(frame) == len(frame) {
 			t.Errorf("%s: no room for the line's end (len %d)", c.name, len(frame))
 		}

@@ -88,16 +88,17 @@ type lineWriter struct {
 	mu      sync.Mutex
 	pending []byte // frames queued behind the write in progress, each with its line's end
 	spare   []byte // a buffer written before, for the next pending
+	scratch []byte // a buffer written before, for the next frame written at once
 	running bool   // a write is in progress: a caller's, or the goroutine's
 	closing bool
 	failed  bool
 	done    chan struct{} // closed once closing and nothing is being written
 }
 
-// maxSpare bounds each of the two buffers kept for the next frames (the one being written,
-// the one filling): under load the frames of a dozen calls queue behind a write, and a busy
-// upstream would otherwise allocate them again for each write. An upstream that was never busy
-// keeps none.
+// maxSpare bounds each buffer kept for the next frames (at most three: one for a frame written
+// at once, two for the frames that queue behind a write and the write of them): under load the
+// frames of a dozen calls queue behind a write, and a busy upstream would otherwise allocate
+// them again for each write. An upstream that was never busy keeps one of a frame's size.
 const maxSpare = 4 * pipeBuffer
 
 // newLineWriter returns a writer to w; its goroutines are counted in wg. When w is a file with a
@@ -113,10 +114,10 @@ func newLineWriter(w io.Writer, wg *sync.WaitGroup) *lineWriter {
 	return lw
 }
 
-// write writes frame and a line's end. It never blocks: it writes what the pipe takes now and
-// leaves the rest, and the frames queued meanwhile, to the writer's goroutine. frame is the
-// writer's once given (its spare capacity may take the line's end).
-func (w *lineWriter) write(frame []byte) {
+// write writes out and a line's end. It never blocks: it writes what the pipe takes now and
+// leaves the rest, and the frames queued meanwhile, to the writer's goroutine. A caller's
+// request is encoded straight into the writer's buffer.
+func (w *lineWriter) write(out *Outgoing) {
 	w.mu.Lock()
 	if w.closing || w.failed {
 		w.mu.Unlock()
@@ -126,15 +127,16 @@ func (w *lineWriter) write(frame []byte) {
 		if w.pending == nil {
 			w.pending, w.spare = w.spare, nil
 		}
-		w.pending = append(w.pending, frame...)
-		w.pending = append(w.pending, '\n')
+		w.pending = append(out.AppendTo(w.pending), '\n')
 		w.start()
 		w.mu.Unlock()
 		return
 	}
 	w.running = true
+	data := w.scratch
+	w.scratch = nil
 	w.mu.Unlock()
-	data, owned := append(frame, '\n'), false
+	data = append(out.AppendTo(data[:0]), '\n')
 	for {
 		n, err := w.tryWrite(data)
 		if err != nil {
@@ -155,17 +157,26 @@ func (w *lineWriter) write(frame []byte) {
 			w.mu.Unlock()
 			return
 		}
-		if owned && cap(data) <= maxSpare {
-			w.spare = data[:0]
-		}
+		w.keep(data)
 		if len(w.pending) == 0 {
 			w.idle()
 			w.mu.Unlock()
 			return
 		}
-		data, owned = w.pending, true
+		data = w.pending
 		w.pending, w.spare = w.spare, nil
 		w.mu.Unlock()
+	}
+}
+
+// keep keeps a buffer written, for the next frames. w.mu is held.
+func (w *lineWriter) keep(data []byte) {
+	switch {
+	case cap(data) > maxSpare:
+	case w.scratch == nil:
+		w.scratch = data[:0]
+	case w.spare == nil:
+		w.spare = data[:0]
 	}
 }
 
@@ -226,7 +237,7 @@ func (w *lineWriter) idle() {
 // fail drops everything after a failed write: the connection is over. w.mu is held.
 func (w *lineWriter) fail() {
 	w.failed = true
-	w.pending, w.spare = nil, nil
+	w.pending, w.spare, w.scratch = nil, nil, nil
 	w.idle()
 }
 
@@ -263,9 +274,7 @@ func (w *lineWriter) run() {
 			w.mu.Unlock()
 			return
 		}
-		if cap(data) <= maxSpare {
-			w.spare = data[:0]
-		}
+		w.keep(data)
 		w.mu.Unlock()
 	}
 }

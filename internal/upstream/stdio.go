@@ -170,7 +170,7 @@ func (c *stdioConn) read(r io.Reader, max int) {
 	}
 }
 
-func (c *stdioConn) Send(out *Outgoing)    { c.w.write(out.Frame) }
+func (c *stdioConn) Send(out *Outgoing)    { c.w.write(out) }
 func (c *stdioConn) PID() int              { return c.cmd.Process.Pid }
 func (c *stdioConn) EndStream(protocol.ID) {}
 func (c *stdioConn) SetSession(string)     {}

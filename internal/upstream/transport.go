@@ -20,8 +20,10 @@ import (
 
 // Outgoing is one message for the upstream.
 type Outgoing struct {
-	// Frame is the encoded JSON-RPC message.
+	// Frame is the encoded JSON-RPC message; nil for a caller's request, which enc encodes where
+	// the transport needs it (see Bytes, AppendTo).
 	Frame []byte
+	enc   interface{ appendFrame(b []byte) []byte }
 	// ID is the id of a request, or of the request a response answers; zero for a
 	// notification.
 	ID protocol.ID
@@ -39,6 +41,23 @@ type Outgoing struct {
 	// Params are the Mcp-Param-{Name} headers of a modern HTTP tools/call, by Name: the
 	// arguments its tool's input schema annotates with x-mcp-header.
 	Params map[string]string
+}
+
+// Bytes returns the encoded message.
+func (o *Outgoing) Bytes() []byte {
+	if o.Frame == nil && o.enc != nil {
+		o.Frame = o.enc.appendFrame(nil)
+	}
+	return o.Frame
+}
+
+// AppendTo appends the encoded message to b: a stdio connection encodes a caller's request
+// straight into its own buffer.
+func (o *Outgoing) AppendTo(b []byte) []byte {
+	if o.Frame == nil && o.enc != nil {
+		return o.enc.appendFrame(b)
+	}
+	return append(b, o.Frame...)
 }
 
 // Conn is one open connection to an upstream server. Its methods never block.
@@ -64,9 +83,10 @@ type Handler interface {
 	// server in the same process); zero otherwise.
 	Message(m *protocol.Message, related protocol.ID)
 	// Result hands over the result of the request whose id key is key (an integer's JSON
-	// text), read from a buffer the transport reuses, when that request is a caller's call in
-	// flight, and reports whether it did; otherwise the transport decodes the message and
-	// gives it to Message. It spares a stdio connection's reader the message's decoding.
+	// text), read from a buffer the transport reuses once Result returns, when that request
+	// is a caller's call in flight, and reports whether it did; otherwise the transport
+	// decodes the message and gives it to Message. It spares a stdio connection's reader the
+	// message's decoding and copy.
 	Result(key, result []byte) bool
 	// Closed says that the connection ended, and why.
 	Closed(err error)

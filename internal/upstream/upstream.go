@@ -336,14 +336,14 @@ func (u *Upstream) answered(gen uint64, m *protocol.Message) bool {
 	return true
 }
 
-// Result hands the result read under key to the caller of the call it answers, in a copy of
-// its own (see Handler.Result).
+// Result hands the result read under key to the caller of the call it answers (see
+// Handler.Result): Caller.Done copies what it keeps of it.
 func (h handler) Result(key, result []byte) bool {
 	c := h.u.takeBytes(h.gen, key)
 	if c == nil {
 		return false
 	}
-	h.u.deliver(c, bytes.Clone(result), nil)
+	h.u.deliver(c, result, nil)
 	return true
 }
 
@@ -410,9 +410,9 @@ func (u *Upstream) trySend(c *Call) bool {
 	u.t.active[key] = c
 	u.stats.InFlight.Store(int64(len(u.t.active)))
 	u.t.mu.Unlock()
-	frame := u.requestFrame(c.id, c.Method, c.Params, c.Meta, c.Progress, c.Caps, c.LogLevel, modern)
 	u.stats.Calls.Add(1)
-	c.out = Outgoing{Frame: frame, ID: c.id, Method: c.Method, Name: c.Name, Modern: modern, Version: version, Params: c.HeaderParams}
+	c.up, c.modern = u, modern
+	c.out = Outgoing{enc: c, ID: c.id, Method: c.Method, Name: c.Name, Modern: modern, Version: version, Params: c.HeaderParams}
 	conn.Send(&c.out) // over stdio, written now on this goroutine when the pipe takes it
 	return true
 }
@@ -875,20 +875,20 @@ func (a *upstreamActor) drain() {
 func (a *upstreamActor) sendCall(c *Call) {
 	c.id = protocol.NewIntID(a.u.ids.Add(1))
 	c.gen = a.gen
-	frame := a.u.requestFrame(c.id, c.Method, c.Params, c.Meta, c.Progress, c.Caps, c.LogLevel, a.modern)
+	c.up, c.modern = a.u, a.modern
 	a.u.t.mu.Lock()
 	a.u.t.active[c.id.Key()] = c
 	a.u.stats.InFlight.Store(int64(len(a.u.t.active)))
 	a.u.t.mu.Unlock()
 	a.u.stats.Calls.Add(1)
-	c.out = Outgoing{Frame: frame, ID: c.id, Method: c.Method, Name: c.Name, Modern: a.modern, Version: a.version, Params: c.HeaderParams}
+	c.out = Outgoing{enc: c, ID: c.id, Method: c.Method, Name: c.Name, Modern: a.modern, Version: a.version, Params: c.HeaderParams}
 	a.conn.Send(&c.out)
 }
 
 // request sends one of the actor's own requests.
 func (a *upstreamActor) request(method string, params json.RawMessage, modern bool, done func(json.RawMessage, *protocol.WireError)) protocol.ID {
 	id := protocol.NewIntID(a.u.ids.Add(1))
-	frame := a.u.requestFrame(id, method, params, nil, false, nil, "", modern)
+	frame := a.u.requestFrame(id, method, params, nil, nil, false, nil, "", modern)
 	a.pending[id.Key()] = &pending{internal: done}
 	a.conn.Send(&Outgoing{Frame: frame, ID: id, Method: method, Modern: modern, Version: a.versionFor(modern)})
 	return id
@@ -909,43 +909,60 @@ func (a *upstreamActor) notify(method string, params any) {
 	a.conn.Send(&Outgoing{Frame: frame, Method: method, Modern: a.modern, Version: a.version})
 }
 
-// requestFrame encodes a request in one pass: the envelope, the caller's params members, and
-// _meta with the progress token, the caller's _meta members and, in the modern era, the
-// envelope of the era. params and meta are JSON objects the gateway encoded itself (from what
-// the engine validated, or by encoding/json), and method one of the protocol's names, so
-// nothing is checked again; a line break in them (a client's arguments over HTTP may hold one)
-// is taken out, as a message on a stdio pipe is one line.
-func (u *Upstream) requestFrame(id protocol.ID, method string, params, meta json.RawMessage, progress bool, caps *protocol.ClientCapabilities, level string, modern bool) []byte {
-	const envelope = len(`{"jsonrpc":"2.0","id":,"method":"","params":}`) + 1 // and the line's end a stdio pipe adds
-	size := envelope + len(id.String()) + len(method) + len(params) + len(meta)
-	var capsJSON []byte
+// requestFrame encodes a request in one allocation; see appendRequest.
+func (u *Upstream) requestFrame(id protocol.ID, method string, params, args, meta json.RawMessage, progress bool, caps *protocol.ClientCapabilities, level string, modern bool) []byte {
+	const envelope = len(`{"jsonrpc":"2.0","id":,"method":"","params":{,"arguments":}}`) + 1 // and the line's end a stdio pipe adds
+	size := envelope + len(id.String()) + len(method) + len(params) + len(args) + len(meta)
 	if progress || len(meta) > 0 {
 		size += len(`,"_meta":{"progressToken":}`) + len(id.String()) + 1
 	}
 	if modern {
-		capsJSON = u.capsJSON(caps)
 		size += len(`,"_meta":{}`) + 3*len(`,"":`) + len(protocol.MetaProtocolVersion) + len(protocol.LatestModernVersion) + 2 +
-			len(protocol.MetaClientCapabilities) + len(capsJSON) + len(protocol.MetaClientInfo) + len(u.info)
+			len(protocol.MetaClientCapabilities) + len(u.capsJSON(caps)) + len(protocol.MetaClientInfo) + len(u.info)
 		if level != "" {
 			size += len(`,"":""`) + len(protocol.MetaLogLevel) + len(level) + 8
 		}
 	}
-	b := make([]byte, 0, size)
+	return u.appendRequest(make([]byte, 0, size), id, method, params, args, meta, progress, caps, level, modern)
+}
+
+// appendRequest appends a request, encoded in one pass: the envelope, the caller's params
+// members (and args as params.arguments, when given), and _meta with the progress token, the
+// caller's _meta members and, in the modern era, the envelope of the era. params, args and meta
+// are JSON the gateway encoded itself (from what the engine validated, or by encoding/json),
+// and method one of the protocol's names, so nothing is checked again; a line break in them (a
+// client's arguments over HTTP may hold one) is taken out, as a message on a stdio pipe is one
+// line.
+func (u *Upstream) appendRequest(b []byte, id protocol.ID, method string, params, args, meta json.RawMessage, progress bool, caps *protocol.ClientCapabilities, level string, modern bool) []byte {
+	params, args, meta = oneLine(params), oneLine(args), oneLine(meta)
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, id.String()...)
 	b = append(b, `,"method":"`...)
 	b = append(b, method...)
 	b = append(b, '"')
-	if !progress && !modern && len(meta) == 0 {
+	bare := !progress && !modern && len(meta) == 0
+	if bare && len(args) == 0 {
 		if len(params) > 0 {
 			b = append(b, `,"params":`...)
 			b = append(b, params...)
 		}
-		return oneLine(append(b, '}'))
+		return append(b, '}')
 	}
 	b = append(b, `,"params":{`...)
-	if body := trimObject(params); len(body) > 0 {
-		b = append(b, body...)
+	body := trimObject(params)
+	b = append(b, body...)
+	if len(args) > 0 {
+		if len(body) > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `"arguments":`...)
+		b = append(b, args...)
+		body = args
+	}
+	if bare {
+		return append(b, "}}"...)
+	}
+	if len(body) > 0 {
 		b = append(b, ',')
 	}
 	b = append(b, `"_meta":{`...)
@@ -967,7 +984,7 @@ func (u *Upstream) requestFrame(id protocol.ID, method string, params, meta json
 		b = append(b, protocol.LatestModernVersion...)
 		b = append(b, '"')
 		b = appendName(b, sep, protocol.MetaClientCapabilities)
-		b = append(b, capsJSON...)
+		b = append(b, u.capsJSON(caps)...)
 		b = appendName(b, sep, protocol.MetaClientInfo)
 		b = append(b, u.info...)
 		if level != "" {
@@ -976,7 +993,12 @@ func (u *Upstream) requestFrame(id protocol.ID, method string, params, meta json
 			b = append(b, lv...)
 		}
 	}
-	return oneLine(append(b, "}}}"...))
+	return append(b, "}}}"...)
+}
+
+// appendFrame appends the call's request, as sent on its connection (see Outgoing).
+func (c *Call) appendFrame(b []byte) []byte {
+	return c.up.appendRequest(b, c.id, c.Method, c.Params, c.Args, c.Meta, c.Progress, c.Caps, c.LogLevel, c.modern)
 }
 
 // appendName appends the name of an object's member and its colon, after a comma when sep
@@ -990,15 +1012,15 @@ func appendName(b []byte, sep bool, name string) []byte {
 	return append(b, `":`...)
 }
 
-// oneLine takes the line breaks out of frame, valid JSON, where there are any: in valid JSON a
+// oneLine takes the line breaks out of raw, valid JSON, where there are any: in valid JSON a
 // line break can only be white space (one in a string is escaped).
-func oneLine(frame []byte) []byte {
-	if bytes.IndexByte(frame, '\n') < 0 && bytes.IndexByte(frame, '\r') < 0 {
-		return frame
+func oneLine(raw []byte) []byte {
+	if bytes.IndexByte(raw, '\n') < 0 && bytes.IndexByte(raw, '\r') < 0 {
+		return raw
 	}
 	var buf bytes.Buffer
-	if json.Compact(&buf, frame) != nil {
-		return frame
+	if json.Compact(&buf, raw) != nil {
+		return raw
 	}
 	return buf.Bytes()
 }
