@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolgrain/toolgrain/internal/engine"
 	"github.com/toolgrain/toolgrain/internal/httpserve"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/streamable"
 	"github.com/toolgrain/toolgrain/tools"
@@ -139,19 +140,19 @@ func (s *streamServer) session(uri string) string {
 }
 
 // getStream opens the standalone GET stream of session sid on a connection of its own.
-func (s *streamServer) getStream(sid string, tinyWindow bool) (*rawClient, *bufio.Reader) {
+func (s *streamServer) getStream(sid string, tinyWindow bool) (*rawClient, *mcptest.EventReader) {
 	s.t.Helper()
 	c := s.dial(tinyWindow)
 	resp := c.do(s, http.MethodGet, "", map[string]string{"Accept": protocol.MediaTypeEventStream, protocol.HeaderSessionID: sid})
 	if resp.StatusCode != http.StatusOK {
 		s.t.Fatalf("GET: %d", resp.StatusCode)
 	}
-	return c, bufio.NewReader(resp.Body)
+	return c, mcptest.NewEventReader(resp.Body)
 }
 
 // listenStream opens a subscriptions/listen stream for tool list changes and updates of uri,
 // and reads its acknowledgement.
-func (s *streamServer) listenStream(uri string) (*rawClient, *bufio.Reader) {
+func (s *streamServer) listenStream(uri string) (*rawClient, *mcptest.EventReader) {
 	s.t.Helper()
 	c := s.dial(false)
 	body := `{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"resourceSubscriptions":["` + uri +
@@ -160,37 +161,19 @@ func (s *streamServer) listenStream(uri string) (*rawClient, *bufio.Reader) {
 	if resp.StatusCode != http.StatusOK {
 		s.t.Fatalf("listen: %d", resp.StatusCode)
 	}
-	br := bufio.NewReader(resp.Body)
-	if ev := nextData(s.t, br); !strings.Contains(ev, "notifications/subscriptions/acknowledged") {
+	br := mcptest.NewEventReader(resp.Body)
+	if ev := br.RequireData(s.t); !strings.Contains(ev, "notifications/subscriptions/acknowledged") {
 		s.t.Fatalf("first event: %s", ev)
 	}
 	return c, br
 }
 
-// nextData returns the data of the next SSE event with data, skipping comments.
-func nextData(t *testing.T, br *bufio.Reader) string {
-	t.Helper()
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatalf("stream ended: %v", err)
-		}
-		if d, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "data: "); ok {
-			return d
-		}
-	}
-}
-
-// waitStats waits until the handler's stream counters satisfy cond.
-func (s *streamServer) waitStats(what string, within time.Duration, cond func(httpserve.StreamStats) bool) time.Duration {
+// waitStats waits until the handler's stream counters satisfy cond, and returns how long that
+// took.
+func (s *streamServer) waitStats(what string, cond func(httpserve.StreamStats) bool) time.Duration {
 	s.t.Helper()
 	start := time.Now()
-	for !cond(s.h.StreamStats()) {
-		if time.Since(start) > within {
-			s.t.Fatalf("%s: not within %v (stats %+v)", what, within, s.h.StreamStats())
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	mcptest.Eventually(s.t, what, func() bool { return cond(s.h.StreamStats()) })
 	return time.Since(start)
 }
 
@@ -201,17 +184,17 @@ func TestDetachedStreamsCarryEverything(t *testing.T) {
 	sid := s.session("demo://a")
 	_, get := s.getStream(sid, false)
 	_, listen := s.listenStream("demo://a")
-	s.waitStats("both streams detached", 10*time.Second, func(st httpserve.StreamStats) bool { return st.Open == 2 })
+	s.waitStats("both streams detached", func(st httpserve.StreamStats) bool { return st.Open == 2 })
 	for i := range 5 {
 		s.eng.ResourceUpdated("demo://a")
-		for _, br := range []*bufio.Reader{get, listen} {
-			if ev := nextData(t, br); !strings.Contains(ev, `"notifications/resources/updated"`) || !strings.Contains(ev, `"uri":"demo://a"`) {
+		for _, br := range []*mcptest.EventReader{get, listen} {
+			if ev := br.RequireData(t); !strings.Contains(ev, `"notifications/resources/updated"`) || !strings.Contains(ev, `"uri":"demo://a"`) {
 				t.Fatalf("update %d: %s", i, ev)
 			}
 		}
 	}
 	// Idle, each stream gets comments.
-	for _, br := range []*bufio.Reader{get, listen} {
+	for _, br := range []*mcptest.EventReader{get, listen} {
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			line, err := br.ReadString('\n')
@@ -240,15 +223,15 @@ func TestVanishedClientDropped(t *testing.T) {
 	_ = gone
 	other := s.session("demo://a")
 	_, live := s.getStream(other, false)
-	s.waitStats("streams detached", 10*time.Second, func(st httpserve.StreamStats) bool { return st.Open == 2 })
+	s.waitStats("streams detached", func(st httpserve.StreamStats) bool { return st.Open == 2 })
 	// A few KiB close the silent client's window: what follows waits unsent.
 	for range 60 {
 		s.eng.ResourceUpdated("demo://a")
 	}
 	for range 60 {
-		nextData(t, live)
+		live.RequireData(t)
 	}
-	took := s.waitStats("the silent client dropped", 20*time.Second, func(st httpserve.StreamStats) bool { return st.Gone == 1 && st.Open == 1 })
+	took := s.waitStats("the silent client dropped", func(st httpserve.StreamStats) bool { return st.Gone == 1 && st.Open == 1 })
 	t.Logf("dropped %v after its window closed (keep-alive %v)", took.Round(time.Millisecond), keepAlive)
 	// The session's GET stream is free again.
 	c := s.dial(false)
@@ -257,7 +240,7 @@ func TestVanishedClientDropped(t *testing.T) {
 		t.Fatalf("GET after the drop: %d", resp.StatusCode)
 	}
 	s.eng.ResourceUpdated("demo://a")
-	if ev := nextData(t, live); !strings.Contains(ev, "resources/updated") {
+	if ev := live.RequireData(t); !strings.Contains(ev, "resources/updated") {
 		t.Fatalf("the other client after the drop: %s", ev)
 	}
 }
@@ -272,12 +255,12 @@ func TestSlowReaderCutOff(t *testing.T) {
 	fastSID := s.session("demo://a")
 	_, fast := s.getStream(fastSID, false)
 	_, listen := s.listenStream("demo://a")
-	s.waitStats("streams detached", 10*time.Second, func(st httpserve.StreamStats) bool { return st.Open == 3 })
+	s.waitStats("streams detached", func(st httpserve.StreamStats) bool { return st.Open == 3 })
 
 	const burst = 3000 // ~150 B each: more than the bound, the socket's buffers and the window
 	start := time.Now()
 	var wg sync.WaitGroup
-	for _, br := range []*bufio.Reader{fast, listen} {
+	for _, br := range []*mcptest.EventReader{fast, listen} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -298,7 +281,7 @@ func TestSlowReaderCutOff(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("%d updates reached the reading clients in %v", burst, time.Since(start).Round(time.Millisecond))
-	s.waitStats("the slow reader cut off", 10*time.Second, func(st httpserve.StreamStats) bool { return st.CutOff == 1 && st.Open == 2 })
+	s.waitStats("the slow reader cut off", func(st httpserve.StreamStats) bool { return st.CutOff == 1 && st.Open == 2 })
 	// The slow client finds its stream closed once it reads: what was sent, then the end.
 	_ = slow.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	_, err := io.Copy(io.Discard, slow.br)
@@ -327,14 +310,14 @@ func TestShutdownEndsDetachedStreams(t *testing.T) {
 	defer hs.Close()
 	s := &streamServer{t: t, eng: eng, h: h, url: hs.URL}
 	const n = 200 // of each kind
-	var gets, listens []*bufio.Reader
+	var gets, listens []*mcptest.EventReader
 	for range n {
 		_, br := s.getStream(s.session("demo://a"), false)
 		gets = append(gets, br)
 		_, br = s.listenStream("demo://a")
 		listens = append(listens, br)
 	}
-	s.waitStats("streams detached", 10*time.Second, func(st httpserve.StreamStats) bool { return st.Open == 2*n })
+	s.waitStats("streams detached", func(st httpserve.StreamStats) bool { return st.Open == 2*n })
 
 	const grace = 5 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
@@ -427,11 +410,11 @@ func TestDetachedStreamOnWrappedConn(t *testing.T) {
 	})
 	s := &streamServer{t: t, eng: eng, h: h, url: hs.URL}
 	c, listen := s.listenStream("demo://a")
-	s.waitStats("detached", 10*time.Second, func(st httpserve.StreamStats) bool { return st.Open == 1 })
+	s.waitStats("detached", func(st httpserve.StreamStats) bool { return st.Open == 1 })
 	eng.ResourceUpdated("demo://a")
-	if ev := nextData(t, listen); !strings.Contains(ev, "resources/updated") {
+	if ev := listen.RequireData(t); !strings.Contains(ev, "resources/updated") {
 		t.Fatalf("update: %s", ev)
 	}
 	_ = c.conn.Close()
-	s.waitStats("the client's leaving seen", 10*time.Second, func(st httpserve.StreamStats) bool { return st.Open == 0 && st.Gone == 1 })
+	s.waitStats("the client's leaving seen", func(st httpserve.StreamStats) bool { return st.Open == 0 && st.Gone == 1 })
 }

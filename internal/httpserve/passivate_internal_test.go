@@ -1,7 +1,6 @@
 package httpserve
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/toolgrain/toolgrain/internal/engine"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/streamable"
 	"github.com/toolgrain/toolgrain/tools"
@@ -103,17 +103,6 @@ func (h *Handler) session(sid string) *legacySession {
 	return h.sessions[sid]
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10 s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // TestSessionPassivates: a session with no request in progress lets its connection actor go
 // after PassivateAfter, also while its GET stream is open; list changes and resource updates
 // still reach that stream; the next request is served as if nothing happened, and the session
@@ -131,7 +120,7 @@ func TestSessionPassivates(t *testing.T) {
 		t.Fatalf("subscribe: %s", body)
 	}
 	s := h.session(sid)
-	waitFor(t, "passive after the last request", s.conn.Passive)
+	mcptest.Eventually(t, "passive after the last request", s.conn.Passive)
 
 	// The GET stream opens on a passive session; the session passivates again with it open.
 	req, _ := http.NewRequest(http.MethodGet, hs.URL, nil)
@@ -142,28 +131,10 @@ func TestSessionPassivates(t *testing.T) {
 		t.Fatalf("GET: %v %v", resp, err)
 	}
 	defer resp.Body.Close()
-	waitFor(t, "passive with the GET stream open", s.conn.Passive)
-	lines := make(chan string, 16)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				lines <- d
-			}
-		}
-	}()
+	mcptest.Eventually(t, "passive with the GET stream open", s.conn.Passive)
+	lines := mcptest.ReadData(resp.Body)
 	eng.ResourceUpdated("demo://a")
-	next := func() string {
-		select {
-		case l := <-lines:
-			return l
-		case <-time.After(10 * time.Second):
-			t.Fatal("no event on the GET stream")
-			return ""
-		}
-	}
-	if got := next(); got != `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"demo://a"}}` {
+	if got := mcptest.Await(t, "the update on the GET stream", lines); got != `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"demo://a"}}` {
 		t.Errorf("update: %s", got)
 	}
 	if !s.conn.Passive() {
@@ -174,7 +145,7 @@ func TestSessionPassivates(t *testing.T) {
 	if _, _, body := post(t, hs.URL, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`); !strings.Contains(body, `"text":"hi"`) {
 		t.Fatalf("call after passivation: %s", body)
 	}
-	waitFor(t, "passive again", s.conn.Passive)
+	mcptest.Eventually(t, "passive again", s.conn.Passive)
 	if _, _, body := post(t, hs.URL, sid, `{"jsonrpc":"2.0","id":3,"method":"resources/unsubscribe","params":{"uri":"demo://a"}}`); !strings.Contains(body, `"result":{}`) {
 		t.Fatalf("unsubscribe: %s", body)
 	}
@@ -185,7 +156,7 @@ func TestSessionPassivates(t *testing.T) {
 	select {
 	case l := <-lines:
 		t.Errorf("an update after unsubscribe: %s", l)
-	case <-time.After(100 * time.Millisecond):
+	case <-time.After(100 * time.Millisecond): // room for an update that must not come
 	}
 }
 
@@ -211,29 +182,27 @@ func TestPassiveSessionKeepsItsGuarantees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	br := bufio.NewReader(resp.Body)
+	events := mcptest.NewEventReader(resp.Body)
 	var lastID string
 	for lastID == "" || !strings.Contains(lastID, "-1") {
-		line, err := br.ReadString('\n')
+		ev, err := events.Next()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if id, ok := strings.CutPrefix(strings.TrimSpace(line), "id: "); ok {
-			lastID = id // the priming event's, then the progress event's
-		}
+		lastID = ev.ID // the priming event's, then the progress event's
 	}
 	resp.Body.Close()
-	waitFor(t, "the client's leaving seen", func() bool {
+	mcptest.Eventually(t, "the client's leaving seen", func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.requests() == 0
 	})
 	release <- struct{}{} // the call answers while no client reads its stream
-	waitFor(t, "passive with the answer kept for resumption", s.conn.Passive)
+	mcptest.Eventually(t, "passive with the answer kept for resumption", s.conn.Passive)
 
 	// Another session fills the limit; a third is refused though both are passive.
 	_, sid2, _ := post(t, hs.URL, "", initializeBody)
-	waitFor(t, "the second session passive", h.session(sid2).conn.Passive)
+	mcptest.Eventually(t, "the second session passive", h.session(sid2).conn.Passive)
 	if status, _, body := post(t, hs.URL, "", initializeBody); status != http.StatusServiceUnavailable {
 		t.Fatalf("a third session over a limit of 2: %d %s", status, body)
 	}
@@ -255,7 +224,7 @@ func TestPassiveSessionKeepsItsGuarantees(t *testing.T) {
 
 	// Idle, both expire on time, passive as they are.
 	start := time.Now()
-	waitFor(t, "the passive sessions expired", func() bool { return h.Sessions() == 0 })
+	mcptest.Eventually(t, "the passive sessions expired", func() bool { return h.Sessions() == 0 })
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("expired after %v, want about 1.5 s", d)
 	}

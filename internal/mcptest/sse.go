@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io"
 	"strings"
+	"testing"
 )
 
 // Event is one server-sent event. A priming event (an id and a retry, sent before anything
@@ -60,6 +61,13 @@ func (r *EventReader) Next() (Event, error) {
 	}
 }
 
+// ReadString reads the stream's bytes up to and including delim, as bufio.Reader's does, for a
+// test that looks at the framing itself (comments, keep-alives) between events.
+func (r *EventReader) ReadString(delim byte) (string, error) { return r.br.ReadString(delim) }
+
+// Read reads the stream's bytes that no event was parsed from yet.
+func (r *EventReader) Read(p []byte) (int, error) { return r.br.Read(p) }
+
 // NextData returns the data of the next event that carries a message, skipping priming
 // events, and io.EOF at the end of the stream.
 func (r *EventReader) NextData() (string, error) {
@@ -72,6 +80,17 @@ func (r *EventReader) NextData() (string, error) {
 			return ev.Data, nil
 		}
 	}
+}
+
+// RequireData is NextData for a stream that must go on: it fails t if the stream ends first.
+// It reads without a bound of its own; the stream's connection or the test binary bounds it.
+func (r *EventReader) RequireData(t testing.TB) string {
+	t.Helper()
+	data, err := r.NextData()
+	if err != nil {
+		t.Fatalf("the stream ended: %v", err)
+	}
+	return data
 }
 
 // Each calls fn with the data of every message event left in the stream, and returns the error
