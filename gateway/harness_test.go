@@ -181,17 +181,3 @@ func waitTools(t *testing.T, c *toolgrain.InMemoryClient, ok func([]string) bool
 		nextNotification(t, c, protocol.MethodToolsListChanged)
 	}
 }
-
-// eventually polls cond every millisecond until it holds. It is for state that changes without
-// an event a test can wait on (a counter of another server); the 20 s bound only ends a stuck
-// test on a loaded machine, where the state changes in milliseconds.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/gateway"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/metrics"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/tools"
@@ -95,7 +96,7 @@ func TestHTTPUpstreams(t *testing.T) {
 			if err := <-done; !errors.Is(err, context.Canceled) {
 				t.Fatal(err)
 			}
-			eventually(t, "the upstream's call cancelled", func() bool { return rec.Snapshot().Cancellations() == 1 })
+			mcptest.Eventually(t, "the upstream's call cancelled", func() bool { return rec.Snapshot().Cancellations() == 1 })
 			if got := text(f.call(t, "web_echo", `{"text":"after"}`)); got != "after" {
 				t.Errorf("echo after: %q", got)
 			}

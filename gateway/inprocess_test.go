@@ -11,6 +11,7 @@ import (
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/gateway"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/metrics"
 	"github.com/toolgrain/toolgrain/prompts"
 	"github.com/toolgrain/toolgrain/protocol"
@@ -202,7 +203,7 @@ func TestInProcessCancellation(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled call: %v", err)
 	}
-	eventually(t, "the upstream's call cancelled", func() bool { return rec.Snapshot().Cancellations() == 1 })
+	mcptest.Eventually(t, "the upstream's call cancelled", func() bool { return rec.Snapshot().Cancellations() == 1 })
 	// The connection still works, and the next answer is the next call's.
 	if got := text(f.call(t, "up_echo", `{"text":"after"}`)); got != "after" {
 		t.Errorf("echo after: %q", got)

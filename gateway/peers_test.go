@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/gateway"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/protocol"
 )
 
@@ -119,7 +120,7 @@ func TestStdioGoPeers(t *testing.T) {
 				}
 			}
 			if p.late {
-				eventually(t, "the late answers dropped", func() bool { return f.gw.Status()[0].Late == 10 })
+				mcptest.Eventually(t, "the late answers dropped", func() bool { return f.gw.Status()[0].Late == 10 })
 			}
 			if got := text(f.call(t, "up_echo", `{"text":"after"}`)); got != "after" {
 				t.Errorf("echo after: %q", got)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgrain/toolgrain"
 	"github.com/toolgrain/toolgrain/gateway"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 	"github.com/toolgrain/toolgrain/protocol"
 	"github.com/toolgrain/toolgrain/tools"
 )
@@ -72,7 +73,7 @@ func TestStdioErrorModel(t *testing.T) {
 		t.Errorf("timeout report: %q", e)
 	}
 	// The slow call, cancelled at its timeout, answered anyway: dropped.
-	eventually(t, "the late answer dropped", func() bool { return f.gw.Status()[0].Late == 1 })
+	mcptest.Eventually(t, "the late answer dropped", func() bool { return f.gw.Status()[0].Late == 1 })
 	if got := text(f.call(t, "fk_echo", `{"text":"still"}`)); got != "still" {
 		t.Errorf("echo after: %q", got)
 	}
@@ -109,12 +110,12 @@ func TestStdioCancellationLateAnswer(t *testing.T) {
 			done <- err
 		}()
 		// The gateway forwards the call at once; cancel it once it is in flight there.
-		eventually(t, "the call in flight", func() bool { return callsInFlight(f) == 1 })
+		mcptest.Eventually(t, "the call in flight", func() bool { return callsInFlight(f) == 1 })
 		cancel()
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Fatal(err)
 		}
-		eventually(t, "the late answer dropped", func() bool { return f.gw.Status()[0].Late == uint64(i+1) })
+		mcptest.Eventually(t, "the late answer dropped", func() bool { return f.gw.Status()[0].Late == uint64(i+1) })
 	}
 	if got := text(f.call(t, "fk_echo", `{"text":"x"}`)); got != "x" {
 		t.Errorf("echo: %q", got)
@@ -156,12 +157,12 @@ func TestStdioThroughMiddleware(t *testing.T) {
 		_, err := f.c.CallTool(ctx, "fk_slow", json.RawMessage(`{}`))
 		done <- err
 	}()
-	eventually(t, "the call in flight", func() bool { return callsInFlight(f) == 1 })
+	mcptest.Eventually(t, "the call in flight", func() bool { return callsInFlight(f) == 1 })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
 	}
-	eventually(t, "the late answer dropped", func() bool { return f.gw.Status()[0].Late == 1 })
+	mcptest.Eventually(t, "the late answer dropped", func() bool { return f.gw.Status()[0].Late == 1 })
 	noMoreMessages(t, f.c)
 	mu.Lock()
 	defer mu.Unlock()
@@ -222,7 +223,7 @@ func TestStdioUpstreamKilledMidCall(t *testing.T) {
 		res, _ := f.c.CallTool(ctx, "fk_slow", json.RawMessage(`{}`))
 		done <- res
 	}()
-	eventually(t, "the call in flight", func() bool { return callsInFlight(f) == 1 })
+	mcptest.Eventually(t, "the call in flight", func() bool { return callsInFlight(f) == 1 })
 	if err := syscall.Kill(second, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -270,7 +271,7 @@ func TestStdioDownAtStart(t *testing.T) {
 	if _, err := c.Initialize(ctx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "both mounts down", func() bool {
+	mcptest.Eventually(t, "both mounts down", func() bool {
 		st := gw.Status()
 		return st[0].State == "down" && st[1].State == "down"
 	})
@@ -286,7 +287,7 @@ func TestStdioDownAtStart(t *testing.T) {
 	}
 	waitTools(t, c, func(names []string) bool { return slices.Contains(names, "late_echo") })
 	// Its tools are served before its resources and prompts are listed, which Ready waits for.
-	eventually(t, "late listed", func() bool { return gw.Status()[0].Listed })
+	mcptest.Eventually(t, "late listed", func() bool { return gw.Status()[0].Listed })
 	if err := gw.Ready(); !errors.As(err, &nr) || len(nr.Mounts) != 1 || nr.Mounts[0].Name != "missing" {
 		t.Errorf("ready once one is up: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolgrain/toolgrain/bench/client"
 	"github.com/toolgrain/toolgrain/bench/internal/fakemcp"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 )
 
 // transports are the ways a test can reach a fake server.
@@ -78,15 +79,6 @@ func initialize(tb testing.TB, c *client.Client) {
 	}
 }
 
-// eventually waits, without a deadline of its own, until cond holds; the
-// test binary's timeout bounds it.
-func eventually(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	for !cond() {
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestHandshake(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
@@ -101,7 +93,7 @@ func TestHandshake(t *testing.T) {
 			}
 			// Over a pipe, a write returns once the server's reader has the
 			// bytes, maybe before it has handled them.
-			eventually(t, "the server handled both messages", func() bool { return len(srv.Received()) >= 2 })
+			mcptest.Eventually(t, "the server handled both messages", func() bool { return len(srv.Received()) >= 2 })
 			got := srv.Received()
 			if len(got) != 2 {
 				t.Fatalf("server received %d messages, want initialize and initialized", len(got))
@@ -199,7 +191,7 @@ func startSleep(t *testing.T, c *client.Client, srv *fakemcp.Server) *client.Cal
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the server received the call", func() bool {
+	mcptest.Eventually(t, "the server received the call", func() bool {
 		for _, r := range srv.Received() {
 			if string(r.ID) == fmt.Sprint(call.ID) {
 				return true
@@ -223,7 +215,7 @@ func TestLateResponseCounted(t *testing.T) {
 			if _, err := call.Result(); !errors.Is(err, client.ErrCancelled) {
 				t.Errorf("cancelled call ended with %v, want ErrCancelled", err)
 			}
-			eventually(t, "the late response is counted", func() bool { return c.Stats().Late == 1 })
+			mcptest.Eventually(t, "the late response is counted", func() bool { return c.Stats().Late == 1 })
 			st := c.Stats()
 			if st.LateOK != 0 || st.Unknown != 0 {
 				t.Errorf("stats = %+v, want one late error response and nothing else", st)
@@ -250,7 +242,7 @@ func TestSilentCancellation(t *testing.T) {
 			}
 			if strings.HasPrefix(tr.name, "http") {
 				// The fake ends the POST's stream without a response.
-				eventually(t, "the stream closes quietly", func() bool { return c.Stats().QuietCloses == 1 })
+				mcptest.Eventually(t, "the stream closes quietly", func() bool { return c.Stats().QuietCloses == 1 })
 			} else {
 				// Over stdio the fake reads in order: once a later ping is
 				// answered, a late response would have arrived before it.
@@ -284,12 +276,12 @@ func TestCancelMany(t *testing.T) {
 			if err := c.Flush(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "the server has every call", func() bool { return len(srv.Received()) >= 2+len(calls) })
+			mcptest.Eventually(t, "the server has every call", func() bool { return len(srv.Received()) >= 2+len(calls) })
 			n, err := c.CancelMany(context.Background(), calls, "test", 8)
 			if err != nil || n != len(calls) {
 				t.Fatalf("CancelMany = %d, %v; want %d, nil", n, err, len(calls))
 			}
-			eventually(t, "every late response is counted", func() bool { return c.Stats().Late == int64(len(calls)) })
+			mcptest.Eventually(t, "every late response is counted", func() bool { return c.Stats().Late == int64(len(calls)) })
 		})
 	}
 }
@@ -433,5 +425,5 @@ func TestHeldStreamIsReleased(t *testing.T) {
 	if _, err := c.CallTool(context.Background(), "echo", map[string]any{"text": "x"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the client lets the held stream go", func() bool { return srv.Released() >= 1 })
+	mcptest.Eventually(t, "the client lets the held stream go", func() bool { return srv.Released() >= 1 })
 }

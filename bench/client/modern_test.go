@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolgrain/toolgrain/bench/client"
 	"github.com/toolgrain/toolgrain/bench/internal/fakemcp"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 )
 
 // envelope is the _meta every modern request must carry.
@@ -175,7 +176,7 @@ func TestModernCancel(t *testing.T) {
 				if err := c.Flush(context.Background()); err != nil {
 					t.Fatal(err)
 				}
-				eventually(t, "the server has every call", func() bool { return len(srv.Received()) >= 2+len(calls) })
+				mcptest.Eventually(t, "the server has every call", func() bool { return len(srv.Received()) >= 2+len(calls) })
 				if sent, err := c.Cancel(context.Background(), call, "test"); err != nil || !sent {
 					t.Fatalf("Cancel = %v, %v", sent, err)
 				}
@@ -201,7 +202,7 @@ func TestModernCancel(t *testing.T) {
 					if n := cancels(); n != 0 {
 						t.Errorf("%d notifications/cancelled over modern HTTP, want none", n)
 					}
-					eventually(t, "the server saw every stream close", func() bool { return srv.Disconnects() == int(total) })
+					mcptest.Eventually(t, "the server saw every stream close", func() bool { return srv.Disconnects() == int(total) })
 					st := c.Stats()
 					if st.ClosedByClient != total || st.Late != 0 || st.Open != 0 || st.QuietCloses != 0 {
 						t.Errorf("stats = %+v, want %d streams closed by the client and nothing else", st, total)
@@ -210,9 +211,9 @@ func TestModernCancel(t *testing.T) {
 				}
 				// Over a pipe, the fake may handle a line after the write
 				// returned.
-				eventually(t, "the server has every cancellation", func() bool { return cancels() == int(total) })
+				mcptest.Eventually(t, "the server has every cancellation", func() bool { return cancels() == int(total) })
 				if answer {
-					eventually(t, "every late response is counted", func() bool { return c.Stats().Late == total })
+					mcptest.Eventually(t, "every late response is counted", func() bool { return c.Stats().Late == total })
 				} else if _, err := c.Call(context.Background(), c.PingMethod(), nil); err != nil || c.Stats().Open != total {
 					t.Errorf("Open = %d, %v; want %d cancelled calls never answered", c.Stats().Open, err, total)
 				}

@@ -15,6 +15,7 @@ import (
 	"github.com/toolgrain/toolgrain/bench/client"
 	"github.com/toolgrain/toolgrain/bench/scenario"
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 )
 
 // engineTarget serves this engine's demonstration tools and touch over httptest.
@@ -88,9 +89,9 @@ func TestClients(t *testing.T) {
 				}
 			}
 			// An HTTP+SSE session ends when the server sees its stream's connection close,
-			// which it learns on its own time: polled, for at most 10 s.
-			for deadline := time.Now().Add(10 * time.Second); kind == scenario.KindSSE && srv.Sessions() != 0 && time.Now().Before(deadline); {
-				time.Sleep(5 * time.Millisecond)
+			// which it learns on its own time: polled.
+			if kind == scenario.KindSSE {
+				mcptest.Eventually(t, "the HTTP+SSE sessions' end", func() bool { return srv.Sessions() == 0 })
 			}
 			if n := srv.Sessions(); n != 0 {
 				t.Errorf("%d sessions left after the run", n)
