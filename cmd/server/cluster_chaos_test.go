@@ -413,20 +413,20 @@ func (d *chaosDriver) progressed(id, q string, ms int) {
 	want := d.result(q, `"content":[{"type":"text","text":"slept"}]`)
 	progress, last, results := 0, -1.0, 0
 	for ev := range events {
-		if ev.data == "" {
+		if ev.Data == "" {
 			continue // a priming event
 		}
-		d.r.checkWire(id, ev.data)
-		if p, ok := d.progress(id, q, ev.data, last); ok {
+		d.r.checkWire(id, ev.Data)
+		if p, ok := d.progress(id, q, ev.Data, last); ok {
 			if results > 0 {
-				d.r.violate("call %s (member %s): progress after the result: %.300s", id, backend, ev.data)
+				d.r.violate("call %s (member %s): progress after the result: %.300s", id, backend, ev.Data)
 			}
 			progress, last = progress+1, p
 			continue
 		}
 		results++
-		if ev.data != want || results > 1 {
-			d.r.violate("call %s (member %s): got %.300s (answer %d), want %s once", id, backend, ev.data, results, want)
+		if ev.Data != want || results > 1 {
+			d.r.violate("call %s (member %s): got %.300s (answer %d), want %s once", id, backend, ev.Data, results, want)
 		}
 	}
 	if results != 1 || progress == 0 {
@@ -453,13 +453,13 @@ func (d *chaosDriver) cancelled(id, q string) {
 			d.r.violate("call %s (member %s): the stream ended before the first progress", id, backend)
 			return
 		}
-		if ev.data == "" {
+		if ev.Data == "" {
 			continue
 		}
-		d.r.checkWire(id, ev.data)
-		p, ok := d.progress(id, q, ev.data, last)
+		d.r.checkWire(id, ev.Data)
+		p, ok := d.progress(id, q, ev.Data, last)
 		if !ok {
-			d.r.violate("call %s (member %s): %.300s before any progress", id, backend, ev.data)
+			d.r.violate("call %s (member %s): %.300s before any progress", id, backend, ev.Data)
 			return
 		}
 		last, started = p, true
@@ -467,10 +467,10 @@ func (d *chaosDriver) cancelled(id, q string) {
 	if d.session == "" {
 		stop() // closing the stream cancels a modern request
 		for ev := range events {
-			if ev.data != "" {
-				d.r.checkWire(id, ev.data)
-				if _, ok := d.progress(id, q, ev.data, -1); !ok {
-					d.r.violate("call %s (member %s): the cancelled call sent %.300s", id, backend, ev.data)
+			if ev.Data != "" {
+				d.r.checkWire(id, ev.Data)
+				if _, ok := d.progress(id, q, ev.Data, -1); !ok {
+					d.r.violate("call %s (member %s): the cancelled call sent %.300s", id, backend, ev.Data)
 				}
 			}
 		}
@@ -492,12 +492,12 @@ func (d *chaosDriver) cancelled(id, q string) {
 				d.r.count(func(r *chaosRun) { r.counts.cancelled++ })
 				return
 			}
-			if ev.data == "" {
+			if ev.Data == "" {
 				continue
 			}
-			d.r.checkWire(id, ev.data)
-			if _, ok := d.progress(id, q, ev.data, -1); !ok {
-				d.r.violate("call %s (member %s): the cancelled call sent %.300s", id, backend, ev.data)
+			d.r.checkWire(id, ev.Data)
+			if _, ok := d.progress(id, q, ev.Data, -1); !ok {
+				d.r.violate("call %s (member %s): the cancelled call sent %.300s", id, backend, ev.Data)
 			}
 		case <-bound:
 			d.r.violate("call %s (member %s): its stream still open %v after the cancellation", id, backend, clusterChaosCancelEnd)

@@ -16,7 +16,7 @@ func TestClusterSSE(t *testing.T) {
 	c := startCluster(t, 3)
 	events, backend, stop := c.stream(c.proxy.URL, request{method: http.MethodGet})
 	defer stop()
-	endpoint := nextData(t, events, 10*time.Second).data
+	endpoint := nextData(t, events, 10*time.Second).Data
 	sid, ok := strings.CutPrefix(endpoint, "/mcp?sessionId=")
 	if !ok {
 		t.Fatalf("endpoint event %q, want /mcp?sessionId=...", endpoint)
@@ -36,7 +36,7 @@ func TestClusterSSE(t *testing.T) {
 		}
 	}
 	post(c.members[0], initializeBody)
-	if got := nextData(t, events, 10*time.Second).data; !strings.Contains(got, `"id":1,"result":{"protocolVersion":`) {
+	if got := nextData(t, events, 10*time.Second).Data; !strings.Contains(got, `"id":1,"result":{"protocolVersion":`) {
 		t.Fatalf("initialize answered %s", got)
 	}
 	post(c.members[1], `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -44,7 +44,7 @@ func TestClusterSSE(t *testing.T) {
 		id := strconv.Itoa(10 + m.i)
 		post(m, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"echo","arguments":{"text":"via member"}}}`)
 		want := `{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"via member"}]}}`
-		if got := nextData(t, events, 10*time.Second).data; got != want {
+		if got := nextData(t, events, 10*time.Second).Data; got != want {
 			t.Errorf("member %d: got %s, want %s", m.i, got, want)
 		}
 	}

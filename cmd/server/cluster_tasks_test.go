@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 )
 
 // TestClusterTasks runs three members with tasks on behind the round-robin proxy. A task made on
@@ -302,16 +304,17 @@ func grepLines(log string, subs ...string) string {
 	return strings.Join(out, "\n")
 }
 
-// lastData returns the JSON of an answer: the body itself, or the last data line of an SSE one.
+// lastData returns the JSON of an answer: the body itself, or the last message of an SSE one.
 func lastData(body string) string {
 	if !strings.HasPrefix(body, "event:") && !strings.HasPrefix(body, "data:") && !strings.HasPrefix(body, "id:") {
 		return body
 	}
-	last := ""
-	for _, line := range strings.Split(body, "\n") {
-		if d, ok := strings.CutPrefix(line, "data:"); ok {
-			last = strings.TrimSpace(d)
+	last, events := "", mcptest.NewEventReader(strings.NewReader(body))
+	for {
+		data, err := events.NextData()
+		if err != nil {
+			return last
 		}
+		last = data
 	}
-	return last
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/aes"
@@ -26,6 +25,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 )
 
 // Multi-process tests of a cluster: members are processes of the real server binary (built by
@@ -476,44 +477,32 @@ func sealedHome(addr string) string {
 	return base64.RawURLEncoding.EncodeToString(aead.Seal(nonce, nonce, padded, []byte("toolgrain cluster session home v1")))
 }
 
-// event is one SSE event.
 // event is one SSE event; end, set on the last value sent before the channel closes and on no
 // other, says how the stream ended ("EOF" or the read error).
-type event struct{ id, data, end string }
+type event struct {
+	mcptest.Event
+	end string
+}
 
-// events reads SSE events from body until it ends, sending each to out, then an event that
+// readEvents reads SSE events from body until it ends, sending each to out, then an event that
 // says how it ended; it closes out.
 func readEvents(body io.Reader, out chan<- event) {
 	defer close(out)
-	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 1<<16), 1<<20)
-	var ev event
-	seen := false
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if seen {
-				out <- ev
+	r := mcptest.NewEventReader(body)
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			end := "EOF"
+			if err != io.EOF {
+				end = err.Error()
 			}
-			ev, seen = event{}, false
-		case strings.HasPrefix(line, "id: "):
-			ev.id, seen = line[4:], true
-		case strings.HasPrefix(line, "data: "):
-			ev.data, seen = ev.data+line[6:], true
-		case strings.HasPrefix(line, "data:"):
-			seen = true
-		default:
-			seen = true
+			select {
+			case out <- event{end: end}:
+			default: // a reader that stopped reading wants no more
+			}
+			return
 		}
-	}
-	end := "EOF"
-	if err := sc.Err(); err != nil {
-		end = err.Error()
-	}
-	select {
-	case out <- event{end: end}:
-	default: // a reader that stopped reading wants no more
+		out <- event{Event: ev}
 	}
 }
 
@@ -564,7 +553,7 @@ func next(t *testing.T, events <-chan event, d time.Duration) event {
 func nextData(t *testing.T, events <-chan event, d time.Duration) event {
 	t.Helper()
 	for {
-		if ev := next(t, events, d); ev.data != "" {
+		if ev := next(t, events, d); ev.Data != "" {
 			return ev
 		}
 	}
@@ -596,15 +585,15 @@ func TestClusterLegacySessionOnEveryNode(t *testing.T) {
 		progress := 0
 		for {
 			ev := nextData(t, events, 10*time.Second)
-			if ev.id == "" {
-				t.Fatalf("event without id: %q", ev.data)
+			if ev.ID == "" {
+				t.Fatalf("event without id: %q", ev.Data)
 			}
-			if strings.HasPrefix(ev.data, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tok","progress":`) {
+			if strings.HasPrefix(ev.Data, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"tok","progress":`) {
 				progress++
 				continue
 			}
-			if want := `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"slept"}]}}`; ev.data != want {
-				t.Fatalf("got %s, want %s", ev.data, want)
+			if want := `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"slept"}]}}`; ev.Data != want {
+				t.Fatalf("got %s, want %s", ev.Data, want)
 			}
 			break
 		}
@@ -620,8 +609,8 @@ func TestClusterLegacySessionOnEveryNode(t *testing.T) {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
 		}
-		if err := json.Unmarshal([]byte(ev.data), &req); err != nil || req.Method != "elicitation/create" {
-			t.Fatalf("want elicitation/create, got %s", ev.data)
+		if err := json.Unmarshal([]byte(ev.Data), &req); err != nil || req.Method != "elicitation/create" {
+			t.Fatalf("want elicitation/create, got %s", ev.Data)
 		}
 		answer := `{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"action":"accept","content":{"username":"ada","email":"ada@example.com"}}}`
 		b2 := c.expect(p, request{session: sid, body: answer}, 202, "")
@@ -629,7 +618,7 @@ func TestClusterLegacySessionOnEveryNode(t *testing.T) {
 			t.Fatalf("the answer landed on member %s, as the call did", b)
 		}
 		used[b], used[b2] = true, true
-		got := nextData(t, events, 10*time.Second).data
+		got := nextData(t, events, 10*time.Second).Data
 		if want := `{"jsonrpc":"2.0","id":4,"result":{"content":[{"type":"text","text":"User response: action=accept, content={\"username\":\"ada\",\"email\":\"ada@example.com\"}"}]}}`; got != want {
 			t.Fatalf("got %s, want %s", got, want)
 		}
@@ -639,8 +628,8 @@ func TestClusterLegacySessionOnEveryNode(t *testing.T) {
 		events, b, _ := c.stream(p, request{session: sid, body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"test_reconnection","arguments":{}}}`})
 		last := ""
 		for ev := range events { // the tool closes the stream mid-call
-			if ev.id != "" {
-				last = ev.id
+			if ev.ID != "" {
+				last = ev.ID
 			}
 		}
 		if last == "" {
@@ -651,7 +640,7 @@ func TestClusterLegacySessionOnEveryNode(t *testing.T) {
 			t.Fatalf("the resuming GET landed on member %s, as the call did", b)
 		}
 		used[b], used[b2] = true, true
-		got := nextData(t, resumed, 10*time.Second).data
+		got := nextData(t, resumed, 10*time.Second).Data
 		if want := `{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"Reconnection test completed successfully. If you received this result, the client properly handled the stream resumption."}]}}`; got != want && !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":5,"result":`) {
 			t.Fatalf("got %s, want %s", got, want)
 		}
@@ -732,7 +721,7 @@ func TestClusterLegacySessionOnEveryNode(t *testing.T) {
 		const env = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 		for i, m := range c.members {
 			ev, _, _ := c.stream(m.base, request{modern: "subscriptions/listen", body: `{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + env + `}}`})
-			ack := nextData(t, ev, 10*time.Second).data
+			ack := nextData(t, ev, 10*time.Second).Data
 			if !strings.Contains(ack, "notifications/subscriptions/acknowledged") {
 				t.Fatalf("listen on member %d: want the acknowledgement first, got %s", i, ack)
 			}
@@ -744,7 +733,7 @@ func TestClusterLegacySessionOnEveryNode(t *testing.T) {
 		c.expect(c.members[2].base, request{session: sid, body: `{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"test_trigger_tool_change","arguments":{}}}`},
 			200, `{"jsonrpc":"2.0","id":10,"result":{"content":[{"type":"text","text":"tool list changed"}]}}`)
 		for _, s := range streams {
-			got := nextData(t, s.events, 5*time.Second).data
+			got := nextData(t, s.events, 5*time.Second).Data
 			if !strings.Contains(got, s.want) {
 				t.Fatalf("%s: got %s, want %s", s.name, got, s.want)
 			}

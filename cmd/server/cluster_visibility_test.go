@@ -147,10 +147,10 @@ func notifiedMethod(t *testing.T, events <-chan event, deadline time.Time) strin
 			switch {
 			case !ok || ev.end != "":
 				t.Fatalf("stream ended: %s", ev.end)
-			case ev.data != "":
-				_, rest, found := strings.Cut(ev.data, `"method":"`)
+			case ev.Data != "":
+				_, rest, found := strings.Cut(ev.Data, `"method":"`)
 				if !found {
-					t.Fatalf("not a notification: %s", ev.data)
+					t.Fatalf("not a notification: %s", ev.Data)
 				}
 				method, _, _ := strings.Cut(rest, `"`)
 				return method

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 )
 
 // rawConn is one HTTP/1.1 connection to the server, spoken by hand.
@@ -71,19 +73,6 @@ const listenBody = `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","par
 
 var listenHeaders = map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"}
 
-// nextEvent returns the data of the next SSE event, skipping comments.
-func nextEvent(br *bufio.Reader) (string, error) {
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			return "", err
-		}
-		if d, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "data: "); ok {
-			return d, nil
-		}
-	}
-}
-
 // TestOutOfFileDescriptors runs the server with a limit of 64 open files and opens
 // subscriptions/listen streams, one connection each, until the server has no descriptor left:
 // then a new connection is refused at once, the server says so in its log, and every client
@@ -108,15 +97,15 @@ func TestOutOfFileDescriptors(t *testing.T) {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	session := map[string]string{"Mcp-Session-Id": resp.Header.Get("Mcp-Session-Id"), "MCP-Protocol-Version": "2025-11-25"}
 
-	var streams []*bufio.Reader
+	var streams []*mcptest.EventReader
 	var conns []*rawConn
 	for len(streams) < 200 {
 		c, resp, err := listen(t, addr)
 		if err != nil {
 			break // refused: no descriptor for it
 		}
-		br := bufio.NewReader(resp.Body)
-		if ev, err := nextEvent(br); err != nil || !strings.Contains(ev, "acknowledged") {
+		br := mcptest.NewEventReader(resp.Body)
+		if ev, err := br.NextData(); err != nil || !strings.Contains(ev, "acknowledged") {
 			t.Fatalf("stream %d: %q %v", len(streams), ev, err)
 		}
 		streams, conns = append(streams, br), append(conns, c)
@@ -159,7 +148,7 @@ func TestOutOfFileDescriptors(t *testing.T) {
 	}
 	for i, br := range streams {
 		_ = conns[i].conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-		ev, err := nextEvent(br)
+		ev, err := br.NextData()
 		if err != nil || !strings.Contains(ev, "notifications/tools/list_changed") {
 			t.Fatalf("stream %d: %q %v", i, ev, err)
 		}

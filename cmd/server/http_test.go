@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 )
 
 // httpBinary is the built server running with --transport http on a free loopback port.
@@ -223,13 +224,13 @@ func TestBinaryOverHTTP(t *testing.T) {
 	// A call in flight when SIGTERM arrives is cancelled: its stream ends with no response.
 	inflight := b.send("good-token", sid, `{"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"name":"sleep","arguments":{"ms":600000},"_meta":{"progressToken":"long"}}}`)
 	defer inflight.Body.Close()
-	stream := bufio.NewReader(inflight.Body)
+	stream := mcptest.NewEventReader(inflight.Body)
 	for {
-		line, err := stream.ReadString('\n')
+		data, err := stream.NextData()
 		if err != nil {
 			t.Fatalf("the call did not start: %v", err)
 		}
-		if strings.Contains(line, "notifications/progress") {
+		if strings.Contains(data, "notifications/progress") {
 			break
 		}
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -17,11 +16,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/toolgrain/toolgrain/internal/demo"
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 )
 
 // longTests reports whether the long forms of the soak tests run: TOOLGRAIN_LONG=1, which
@@ -119,30 +118,24 @@ func TestBinaryOverStdio(t *testing.T) {
 	bin := buildServer(t)
 	diag := filepath.Join(t.TempDir(), "diag.jsonl")
 	cmd := exec.Command(bin, "--diagnostics-file", diag, "--log-level", "warn")
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(stdout)
+	stderr := new(syncBuffer) // written by exec's copier while a failing test may read it
+	cmd.Stderr = stderr
+	t.Cleanup(func() { // registered first, so it runs after the process has exited
+		if t.Failed() {
+			t.Logf("stderr: %s", stderr.String())
+		}
+	})
+	c := mcptest.Command(t, cmd)
 	exchange := func(req string) string {
 		t.Helper()
-		if _, err := io.WriteString(stdin, req+"\n"); err != nil {
-			t.Fatal(err)
-		}
-		line, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatalf("read: %v (stderr: %s)", err, stderr.String())
-		}
-		return strings.TrimSuffix(line, "\n")
+		c.Send(req)
+		return c.Recv()
 	}
 	got := exchange(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	if !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"logging":{},"completions":{}},"serverInfo":{"name":"toolgrain-demo"`) {
 		t.Fatalf("initialize: %s", got)
 	}
-	_, _ = io.WriteString(stdin, `{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n")
+	c.Send(mcptest.Initialized)
 
 	failed := `{"content":[{"type":"text","text":"Tool execution failed"}],"isError":true}`
 	tests := []struct{ give, want string }{
@@ -163,18 +156,9 @@ func TestBinaryOverStdio(t *testing.T) {
 			t.Errorf("%s\n got: %s\nwant: %s", tt.give, got, want)
 		}
 	}
-	_ = stdin.Close() // EOF: the server must exit 0
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit: %v\nstderr: %s", err, stderr.String())
-		}
-	case <-time.After(20 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-		t.Fatal("server did not exit after EOF")
+	_ = c.CloseInput() // EOF: the server must exit 0
+	if rest, err := c.Drain(); err != nil || len(rest) != 0 {
+		t.Fatalf("exit: %v, after %q", err, rest)
 	}
 	if strings.Contains(stderr.String(), `"level":"info"`) {
 		t.Errorf("info lines logged at --log-level warn: %s", stderr.String())
@@ -239,26 +223,7 @@ func TestFlags(t *testing.T) {
 // tools, resources and prompts answer next to the demonstration tools.
 func TestFixturesOverStdio(t *testing.T) {
 	t.Parallel()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		err := run(context.Background(), []string{"--fixtures", "conformance", "--log-level", "error"}, inR, outW, io.Discard)
-		_ = outW.Close()
-		done <- err
-	}()
-	r := bufio.NewReader(outR)
-	exchange := func(req string) string {
-		t.Helper()
-		if _, err := io.WriteString(inW, req+"\n"); err != nil {
-			t.Fatal(err)
-		}
-		line, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.TrimSuffix(line, "\n")
-	}
+	exchange, stop := serveInProcess(t, "--fixtures", "conformance", "--log-level", "error")
 	exchange(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	tests := []struct{ give, want string }{
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_simple_text"}}`,
@@ -275,45 +240,30 @@ func TestFixturesOverStdio(t *testing.T) {
 			t.Errorf("%s\n got: %s\nwant: %s", tt.give, got, tt.want)
 		}
 	}
-	_ = inW.Close()
-	if _, err := io.Copy(io.Discard, outR); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
 }
 
 // serveInProcess runs the command in process over pipes with args and returns a function that
 // sends one line and reads one, and one that ends the input and waits for run to return.
 func serveInProcess(t *testing.T, args ...string) (exchange func(string) string, stop func()) {
 	t.Helper()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		err := run(context.Background(), args, inR, outW, io.Discard)
-		_ = outW.Close()
-		done <- err
-	}()
-	r := bufio.NewReader(outR)
+	c := mcptest.Pipe(t, func(ctx context.Context, in io.Reader, out io.Writer) error {
+		if err := run(ctx, args, in, out, io.Discard); err != nil {
+			return fmt.Errorf("run: %w", err)
+		}
+		return nil
+	})
 	exchange = func(req string) string {
 		t.Helper()
-		if _, err := io.WriteString(inW, req+"\n"); err != nil {
-			t.Fatal(err)
-		}
-		line, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.TrimSuffix(line, "\n")
+		c.Send(req)
+		return c.Recv()
 	}
 	stop = func() {
-		_ = inW.Close()
-		if err := <-done; err != nil {
-			t.Errorf("run: %v", err)
+		t.Helper()
+		_ = c.CloseInput()
+		if _, err := c.Drain(); err != nil {
+			t.Error(err)
 		}
-		_, _ = io.Copy(io.Discard, outR)
 	}
 	return exchange, stop
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolgrain/toolgrain/internal/mcptest"
 )
 
 // httpAnswerText is the whole of an HTTP answer but its Date: the status, every header, the body.
@@ -187,17 +188,10 @@ func TestBinaryTagsAtRunTime(t *testing.T) {
 		}
 	}
 	// The stream's first message: the priming event carries no data.
-	sc, told := bufio.NewScanner(get.Body), false
-	for !told && sc.Scan() {
-		if line := sc.Text(); strings.HasPrefix(line, "data: {") {
-			if !strings.Contains(line, `"method":"notifications/tools/list_changed"`) {
-				t.Errorf("the GET stream: %s", line)
-			}
-			told = true
-		}
-	}
-	if !told {
-		t.Errorf("the GET stream was not told: %v", sc.Err())
+	if data, err := mcptest.NewEventReader(get.Body).NextData(); err != nil {
+		t.Errorf("the GET stream was not told: %v", err)
+	} else if !strings.Contains(data, `"method":"notifications/tools/list_changed"`) {
+		t.Errorf("the GET stream: %s", data)
 	}
 	if names := list(); !slices.Contains(names, "fail") {
 		t.Errorf("with beta enabled: %v", names)
