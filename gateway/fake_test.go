@@ -20,8 +20,10 @@ import (
 // a secret); badout and goodout (output schema {n: integer}; badout breaks it); slow (answers
 // only once cancelled: a late answer, as go-sdk gives); crash (the process exits mid-call);
 // progress (two progress notifications, then the answer); log (a log message, then the answer);
-// elicit (asks the client, answers with what it said). With FAKE_META_TAGS set, echo, public and
-// goodout declare tags in their _meta, some of them bad.
+// elicit, ask_url (a URL elicitation), sample and roots (ask the client, answer with what it said; with
+// FAKE_ASKED set, each answer the upstream gets is also appended to that file, one line, method
+// then answer, even when its call is over). With FAKE_META_TAGS set, echo, public and goodout
+// declare tags in their _meta, some of them bad.
 
 const fakeSecret = "SECRET-upstream-detail"
 
@@ -75,7 +77,14 @@ func runFake() {
 		answers[`"`+id+`"`] = ch
 		cmu.Unlock()
 		write(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-		return <-ch
+		ans := <-ch
+		if f := os.Getenv("FAKE_ASKED"); f != "" {
+			if fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+				fmt.Fprintf(fh, "%s %s\n", method, ans)
+				fh.Close()
+			}
+		}
+		return ans
 	}
 	schema := map[string]any{"type": "object"}
 	outSchema := map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}}, "required": []string{"n"}}
@@ -90,6 +99,9 @@ func runFake() {
 		map[string]any{"name": "progress", "description": "progress", "inputSchema": schema},
 		map[string]any{"name": "log", "description": "logs", "inputSchema": schema},
 		map[string]any{"name": "elicit", "description": "asks the user", "inputSchema": schema},
+		map[string]any{"name": "ask_url", "description": "sends the user to a URL", "inputSchema": schema},
+		map[string]any{"name": "sample", "description": "asks the client's model", "inputSchema": schema},
+		map[string]any{"name": "roots", "description": "lists the client's roots", "inputSchema": schema},
 	}
 	if os.Getenv("FAKE_META_TAGS") != "" {
 		// Tags declared in _meta: echo's good and bad ones, public's member not an array,
@@ -143,6 +155,14 @@ func runFake() {
 		case "elicit":
 			ans := ask("elicitation/create", map[string]any{"message": "Your name?", "requestedSchema": map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
 			result(m.ID, textResult(string(ans)))
+		case "ask_url":
+			ans := ask("elicitation/create", map[string]any{"mode": "url", "message": "Sign in", "url": "https://example.com/login", "elicitationId": "e1"})
+			result(m.ID, textResult(string(ans)))
+		case "sample":
+			ans := ask("sampling/createMessage", map[string]any{"messages": []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": "hi"}}}, "maxTokens": 10})
+			result(m.ID, textResult(string(ans)))
+		case "roots":
+			result(m.ID, textResult(string(ask("roots/list", map[string]any{}))))
 		default:
 			failWith(m.ID, -32602, "unknown tool "+p.Name)
 		}

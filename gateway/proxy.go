@@ -398,7 +398,7 @@ func (p *proxyCall) OnLog(params json.RawMessage) {
 // Serve answers a request of the upstream to the client of the call, on its own goroutine.
 func (p *proxyCall) Serve(r *upstream.Request) {
 	if p.peer == nil {
-		r.Answer(nil, protocol.NewError(protocol.CodeMethodNotFound, "%s refused: the client of this call cannot be asked", r.Method))
+		r.Answer(nil, protocol.NewError(protocol.CodeMethodNotFound, "%s refused: the call has no client to ask", r.Method))
 		return
 	}
 	p.m.serve(p.spanCtx, p.peer, r)
@@ -462,10 +462,13 @@ func (w *waiter) finished(raw json.RawMessage, err error) {
 	close(w.ch)
 }
 
-// serve answers one request of the upstream to the client of the call.
+// serve answers one request of the upstream to the client of the call: with the client's
+// answer, its own error as it gave it, or an error that says why the client cannot be asked.
+// When the request ends first (the call is over, or the upstream withdrew it), the upstream's
+// actor answers it, or not, as it ends it.
 func (m *mount) serve(ctx context.Context, peer client.Peer, r *upstream.Request) {
 	if err := client.CheckCapability(peer.ClientCapabilities(), r.Method, json.RawMessage(r.Params)); err != nil {
-		r.Answer(nil, protocol.NewError(protocol.CodeMethodNotFound, "%s refused: %v", r.Method, err))
+		r.Answer(nil, refusal(r.Method, err))
 		return
 	}
 	rctx, cancel := context.WithCancel(ctx)
@@ -477,6 +480,7 @@ func (m *mount) serve(ctx context.Context, peer client.Peer, r *upstream.Request
 		params = json.RawMessage(r.Params)
 	}
 	res, err := peer.Request(rctx, r.Method, params)
+	var werr *protocol.WireError
 	switch {
 	case err == nil:
 		r.Answer(res, nil)
@@ -484,14 +488,28 @@ func (m *mount) serve(ctx context.Context, peer client.Peer, r *upstream.Request
 		// A modern client answers in a round of its own, which ends this run of the handler:
 		// the upstream's call is given up, and the client's retry makes it again.
 		r.GiveUp(err)
+	case errors.As(err, &werr):
+		r.Answer(nil, werr) // the client's own answer
+	case rctx.Err() != nil:
+		// The call or the request ended: the upstream's actor says so, when it must.
 	default:
-		var werr *protocol.WireError
-		if errors.As(err, &werr) {
-			r.Answer(nil, werr)
-			return
-		}
-		r.Answer(nil, protocol.NewError(protocol.CodeInternalError, "%s failed: the client did not answer", r.Method))
+		r.Answer(nil, refusal(r.Method, err))
 	}
+}
+
+// refusal is the error the upstream gets for its request to the client, method, that the
+// gateway could not pass on because of err.
+func refusal(method string, err error) *protocol.WireError {
+	var capErr *client.CapabilityError
+	switch {
+	case errors.As(err, &capErr):
+		return protocol.NewError(protocol.CodeMethodNotFound, "%s refused: the client of this call did not declare the capability %s", method, capErr.Missing)
+	case errors.Is(err, client.ErrNoStream):
+		return protocol.NewError(protocol.CodeMethodNotFound, "%s refused: the client of this call cannot be asked: its transport carries no requests to it", method)
+	case errors.Is(err, client.ErrUnsupported):
+		return protocol.NewError(protocol.CodeMethodNotFound, "%s refused: the client of this call cannot take it: %v", method, err)
+	}
+	return protocol.NewError(protocol.CodeInternalError, "%s failed: the client did not answer", method)
 }
 
 // capabilityError turns a modern upstream's -32021 into the error a handler returns for a

@@ -59,8 +59,9 @@ type Call struct {
 	modern bool
 
 	mu       sync.Mutex
-	serving  int  // Serve goroutines running
-	finished bool // the outcome is known; it is delivered once serving is 0
+	serving  int   // Serve goroutines running
+	finished bool  // the outcome is known; it is delivered once serving is 0
+	cause    error // why the caller gave it up (Abandon)
 	result   json.RawMessage
 	err      error
 }
@@ -136,9 +137,14 @@ func (u *Upstream) Start(c *Call, to Caller) {
 // upstream's requests to the client of the call have ended). It does nothing once the outcome
 // is known.
 func (u *Upstream) Abandon(c *Call, cause error) {
-	if c.ended.Swap(true) {
+	c.mu.Lock()
+	if c.ended.Load() {
+		c.mu.Unlock()
 		return
 	}
+	c.cause = cause
+	c.ended.Store(true)
+	c.mu.Unlock()
 	u.send(&abandonCall{call: c, cause: cause})
 	c.deliver(nil, cause)
 }
@@ -222,6 +228,17 @@ func (c *Call) served() {
 
 // over reports whether the call was given up or its outcome is known.
 func (c *Call) over() bool { return c.ended.Load() }
+
+// why says why the call, which is over, ended, for the upstream.
+func (c *Call) why() string {
+	c.mu.Lock()
+	cause := c.cause
+	c.mu.Unlock()
+	if cause == nil {
+		return "the upstream answered it"
+	}
+	return ended(cause)
+}
 
 // Error wraps the failure of a call with the upstream's name, for the operator.
 type Error struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
+	"github.com/toolgrain/toolgrain/client"
 	"github.com/toolgrain/toolgrain/protocol"
 )
 
@@ -502,20 +503,46 @@ func (a *upstreamActor) Receive(ctx actor.Context) {
 	case *timerFired:
 		a.timerFired(m)
 	case *callOver:
-		a.endRequests(m.call)
+		a.endRequests(m.call, "the upstream answered it")
 	case *slotFree:
 		a.drain()
 	}
 }
 
 // endRequests ends the upstream's requests to the client of call c, which is over.
-func (a *upstreamActor) endRequests(c *Call) {
+// endRequests ends the upstream's requests to the client of call c, which is over, and answers
+// each with an error that says so and why.
+func (a *upstreamActor) endRequests(c *Call, why string) {
 	for rk, r := range a.requests {
 		if r.call == c {
 			delete(a.requests, rk)
 			r.stop()
+			a.refuseOver(r.id, r.Method, why)
 		}
 	}
+}
+
+// refuseOver answers the upstream's request id, for method, with the error of a request whose
+// call is over.
+func (a *upstreamActor) refuseOver(id protocol.ID, method, why string) {
+	if a.conn == nil {
+		return
+	}
+	werr := protocol.NewError(protocol.CodeInvalidRequest, "%s refused: the call it belongs to is over: %s", method, why)
+	a.conn.Send(&Outgoing{Frame: protocol.EncodeError(id, werr), ID: id, Response: true, Modern: a.modern, Version: a.version})
+}
+
+// ended says why a call given up ended, for the upstream.
+func ended(cause error) string {
+	switch {
+	case cause == nil:
+		return "it ended"
+	case errors.Is(cause, context.DeadlineExceeded):
+		return "it timed out"
+	case errors.Is(cause, client.ErrInputRequired):
+		return "its client answers in an input round of its own, which makes the call again"
+	}
+	return cause.Error()
 }
 
 // open starts opening a connection, off the actor.
@@ -1080,6 +1107,7 @@ func (a *upstreamActor) abandon(m *abandonCall) {
 		a.u.stats.InFlight.Store(int64(len(a.u.t.active)))
 	}
 	a.u.t.mu.Unlock()
+	why := ended(m.cause)
 	if !active {
 		for i, q := range a.queue {
 			if q == c {
@@ -1087,10 +1115,10 @@ func (a *upstreamActor) abandon(m *abandonCall) {
 				break
 			}
 		}
-		a.endRequests(c)
+		a.endRequests(c, why)
 		return
 	}
-	a.endRequests(c)
+	a.endRequests(c, why)
 	if a.conn != nil && c.gen == a.gen {
 		if !(a.modern && a.u.cfg.Transport.Kind() == "http") {
 			// Over HTTP the modern era cancels by closing the stream alone.
@@ -1232,6 +1260,7 @@ func (a *upstreamActor) upstreamRequest(m *protocol.Message, related protocol.ID
 		return
 	case c.over():
 		a.u.stats.Late.Add(1)
+		a.refuseOver(m.ID, m.Method, c.why())
 		return
 	}
 	ctx, stop := context.WithCancel(context.Background())
@@ -1245,6 +1274,7 @@ func (a *upstreamActor) upstreamRequest(m *protocol.Message, related protocol.ID
 		stop()
 		if c.over() {
 			a.u.stats.Late.Add(1)
+			a.refuseOver(m.ID, m.Method, c.why())
 			return
 		}
 		refuse(protocol.NewError(protocol.CodeInternalError, "%s refused: too many requests to the client at once", m.Method))
