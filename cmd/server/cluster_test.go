@@ -186,9 +186,89 @@ func startClusterSpec(t testing.TB, n int, spec clusterSpec) *testCluster {
 		FlushInterval: -1,
 		ErrorLog:      nil,
 	}
-	c.proxy = httptest.NewServer(proxy)
+	c.proxy = httptest.NewServer(fullDuplex(proxy))
 	t.Cleanup(c.proxy.Close)
 	return c
+}
+
+// fullDuplex serves h with its request's body readable after its answer has begun, as the
+// proxy needs: it streams a client's body to the member while the member's answer comes back.
+// Otherwise net/http's server drains and closes a request's body when the head of its answer
+// is written, and the proxy's transport, which reads the body once more after its declared
+// length to see that it ends, fails its write to the member if that read comes after the close,
+// and closes the connection to the member with the answer on it: under load, a member answered
+// within that window and the client's stream ended with "unexpected EOF".
+func fullDuplex(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// TestProxyStreamsBothWays: the test clusters' proxy passes the head and first event of a
+// member's answer to the client while the request's body is still on its way, and the rest of
+// the body to the member after that, as a load balancer does. The client sends its body only
+// once the head has come: a proxy that drains the body when the head is written (net/http's
+// default) never passes the head. Waits: 10 s for each step, of an exchange on loopback that
+// takes milliseconds; a bound that only stops a hung test.
+func TestProxyStreamsBothWays(t *testing.T) {
+	t.Parallel()
+	// The member: its head and first event at once, then the body it was sent.
+	member := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: head\n\n")
+		w.(http.Flusher).Flush()
+		body, err := io.ReadAll(r.Body)
+		_, _ = fmt.Fprintf(w, "data: %s %v\n\n", body, err)
+	}))
+	defer member.Close()
+	u, _ := url.Parse(member.URL)
+	proxy := httptest.NewServer(fullDuplex(&httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(u) }, FlushInterval: -1}))
+	defer proxy.Close()
+	client := &http.Client{}
+	defer client.CloseIdleConnections()
+
+	const body = "the body"
+	pr, pw := io.Pipe()
+	defer pw.Close() // ends a request still waiting for its body when the test fails
+	req, _ := http.NewRequest(http.MethodPost, proxy.URL+"/mcp", pr)
+	req.ContentLength = int64(len(body))
+	type answer struct {
+		resp *http.Response
+		err  error
+	}
+	answered := make(chan answer, 1)
+	// Owned by this test: it ends when the proxy answers, or when the deferred Close ends the body.
+	go func() {
+		resp, err := client.Do(req)
+		answered <- answer{resp, err}
+	}()
+	var resp *http.Response
+	select {
+	case a := <-answered:
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		resp = a.resp
+	case <-time.After(10 * time.Second):
+		t.Fatal("no head from the proxy within 10 s while the request's body was still to come")
+	}
+	defer resp.Body.Close()
+	events := make(chan event, 4)
+	done := make(chan struct{})
+	// Owned by this test: it ends with the answer's body, which the deferred Close ends too.
+	go func() { defer close(done); readEvents(resp.Body, events) }()
+	defer func() { resp.Body.Close(); <-done }()
+	if ev := next(t, events, 10*time.Second); ev.Data != "head" {
+		t.Fatalf("first event %q, want head", ev.Data)
+	}
+	if _, err := io.WriteString(pw, body); err != nil {
+		t.Fatal(err)
+	}
+	if ev := next(t, events, 10*time.Second); ev.Data != body+" <nil>" {
+		t.Fatalf("second event %q, want the body the member read: %s <nil>", ev.Data, body)
+	}
 }
 
 // launch starts member m's process from m.argv, its output going to m.log; m.exited closes when
