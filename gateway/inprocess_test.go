@@ -227,3 +227,51 @@ func TestInProcessToolSet(t *testing.T) {
 		t.Errorf("an empty source: %v", err)
 	}
 }
+
+// The resource links and embedded resources of a mounted tool's result, and of a mounted
+// prompt's messages, carry the URIs the gateway serves them under, and the client reads them
+// through it; a link to what the mount does not serve keeps its URI.
+func TestMountedResourceLinks(t *testing.T) {
+	links := []protocol.Content{
+		{Type: protocol.ContentResourceLink, URI: "data://users", Name: "users"},
+		{Type: protocol.ContentResource, Resource: &protocol.ResourceContents{URI: "file:///logs/monday", MimeType: "text/plain", Text: "log of monday"}},
+		{Type: protocol.ContentResourceLink, URI: "https://example.com/doc", Name: "elsewhere"},
+		{Type: protocol.ContentResourceLink, URI: "data://unlisted", Name: "unlisted"},
+	}
+	in := innerWith(t, nil)
+	if err := in.AddTools(tools.Tool{Name: "links", Description: "links", Handler: tools.HandlerFunc(
+		func(context.Context, *tools.Request) (*tools.Result, error) {
+			return &tools.Result{Content: slices.Clone(links)}, nil
+		})}); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.AddPrompts(prompts.Prompt{Name: "cite", Description: "cites a resource", Handler: prompts.HandlerFunc(
+		func(context.Context, *prompts.GetRequest) (*prompts.GetResult, error) {
+			return &prompts.GetResult{Messages: []protocol.PromptMessage{{Role: "user", Content: links[0]}}}, nil
+		})}); err != nil {
+		t.Fatal(err)
+	}
+	f := newFront(t, toolgrain.Config{}, gateway.Mount{Name: "inner", Source: gateway.InProcess{Server: in}})
+	ctx := ctxT(t)
+	waitTools(t, f.c, func(names []string) bool { return slices.Contains(names, "inner_links") })
+
+	raw, err := f.c.Call(ctx, protocol.MethodToolsCall, map[string]any{"name": "inner_links", "arguments": map[string]any{}})
+	want := `{"content":[{"type":"resource_link","uri":"data://inner/users","name":"users"},` +
+		`{"type":"resource","resource":{"uri":"file://inner//logs/monday","mimeType":"text/plain","text":"log of monday"}},` +
+		`{"type":"resource_link","uri":"https://example.com/doc","name":"elsewhere"},` +
+		`{"type":"resource_link","uri":"data://unlisted","name":"unlisted"}]}`
+	if err != nil || string(raw) != want {
+		t.Errorf("tools/call:\n got %s %v\nwant %s", raw, err, want)
+	}
+	// What the links name is read through the gateway.
+	for _, c := range []struct{ uri, text string }{{"data://inner/users", "ada, grace"}, {"file://inner//logs/monday", "log of monday"}} {
+		raw, err := f.c.Call(ctx, protocol.MethodResourcesRead, map[string]string{"uri": c.uri})
+		if err != nil || !strings.Contains(string(raw), `"text":"`+c.text+`"`) {
+			t.Errorf("read %s: %s %v", c.uri, raw, err)
+		}
+	}
+	raw, err = f.c.Call(ctx, protocol.MethodPromptsGet, map[string]any{"name": "inner_cite"})
+	if err != nil || !strings.Contains(string(raw), `"uri":"data://inner/users"`) {
+		t.Errorf("prompts/get: %s %v", raw, err)
+	}
+}

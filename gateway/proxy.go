@@ -173,6 +173,7 @@ func (h *toolHandler) outcome(ctx context.Context, raw json.RawMessage, round in
 	if sc := bytes.TrimSpace(res.StructuredContent); len(sc) > 0 && !bytes.Equal(sc, []byte("null")) {
 		out.StructuredContent = json.RawMessage(bytes.Clone(res.StructuredContent))
 	}
+	h.m.mountLinks(out.Content)
 	if h.hasOutput && !out.IsError {
 		// Checked here to name the upstream in the report; the engine's own check then passes.
 		if c, ok := h.m.g.engine().Tool(h.served); ok {
@@ -253,6 +254,44 @@ func (tc *toolCall) Abandon(cause error) {
 	if tc.m != nil {
 		tc.m.up.Abandon(&tc.Call, cause)
 	}
+}
+
+// mountLinks gives the resource links and embedded resources of a result the URIs the mount
+// serves them under, so that the client can read them through the gateway: each one whose
+// mounted URI is one of the mount's resources or matches one of its templates. Others (a web
+// page, a resource of another server) keep theirs.
+func (m *mount) mountLinks(content []protocol.Content) {
+	for i := range content {
+		m.mountLink(&content[i])
+	}
+}
+
+// mountLink is mountLinks for one content block (of a result, or of a prompt's message).
+func (m *mount) mountLink(c *protocol.Content) {
+	if m.prefix == "" {
+		return // the URIs are the upstream's
+	}
+	switch {
+	case c.Type == protocol.ContentResourceLink:
+		c.URI = m.servedURI(c.URI)
+	case c.Type == protocol.ContentResource && c.Resource != nil:
+		c.Resource.URI = m.servedURI(c.Resource.URI)
+	}
+}
+
+// servedURI returns the URI the mount serves the upstream's uri under, or uri when the mount
+// does not serve it.
+func (m *mount) servedURI(uri string) string {
+	served, ok := MountURI(m.prefix, uri)
+	if !ok {
+		return uri
+	}
+	if r, ok := m.g.engine().ResolveResource(served); ok {
+		if rr, ok := r.(*resourceReader); ok && rr.m == m {
+			return served
+		}
+	}
+	return uri
 }
 
 // clone copies raw, keeping nil.
@@ -686,6 +725,9 @@ func (p *promptHandler) Get(ctx context.Context, req *prompts.GetRequest) (*prom
 	}
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return nil, m.errorf(protocol.MethodPromptsGet, p.name, fmt.Errorf("malformed result: %w", err))
+	}
+	for i := range res.Messages {
+		m.mountLink(&res.Messages[i].Content)
 	}
 	return &prompts.GetResult{Description: res.Description, Messages: res.Messages, Meta: stripMeta(res.Meta)}, nil
 }

@@ -95,6 +95,13 @@ func (e *Engine) Template(uriTemplate string) (*resources.CompiledTemplate, bool
 	return e.reg.resources.Load().Template(uriTemplate)
 }
 
+// ResolveResource returns the reader that serves uri now, as a read finds it: the fixed
+// resource with that URI, else the first template that matches it.
+func (e *Engine) ResolveResource(uri string) (resources.Reader, bool) {
+	r, _, ok := e.reg.resources.Load().Resolve(uri)
+	return r, ok
+}
+
 // Prompt returns the prompt named name from those served now.
 func (e *Engine) Prompt(name string) (*prompts.Compiled, bool) {
 	return e.reg.prompts.Load().Lookup(name)
