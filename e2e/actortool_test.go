@@ -172,6 +172,7 @@ func resultText(r *protocol.CallToolResult) string {
 // middleware and through a middleware that passes every call on (which then runs on a handler
 // goroutine and reaches the actor through the request actor): the outcomes are the same.
 func TestActorToolErrorModel(t *testing.T) {
+	t.Parallel()
 	passOn := func(next tools.Handler) tools.Handler {
 		return tools.HandlerFunc(func(ctx context.Context, req *tools.Request) (*tools.Result, error) {
 			return next.Handle(ctx, req)
@@ -265,6 +266,7 @@ func testActorToolErrorModel(t *testing.T, mw ...tools.Middleware) {
 // TestActorToolTimeoutTellsTheActor: a call with no reply fails at the tool's timeout and the
 // actor is told with an ActorCancel carrying the call's ID.
 func TestActorToolTimeoutTellsTheActor(t *testing.T) {
+	t.Parallel()
 	f := newHostFixture(t, 100*time.Millisecond)
 	calls := make(chan *tools.ActorCall, 1)
 	silent := f.system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
@@ -316,6 +318,7 @@ func TestActorToolTimeoutTellsTheActor(t *testing.T) {
 // TestActorToolCancellation: a client's cancellation ends the call at once, without any
 // response or report, and the actor receives an ActorCancel for that call.
 func TestActorToolCancellation(t *testing.T) {
+	t.Parallel()
 	f := newHostFixture(t, 0) // no timeout: DefaultActorTimeout
 	for _, tool := range []string{"host", "spawned"} {
 		t.Run(tool, func(t *testing.T) {
@@ -367,6 +370,7 @@ func TestActorToolCancellation(t *testing.T) {
 // TestActorToolProgress: an actor's ActorProgress messages become progress notifications,
 // before the result, when the client asked for progress.
 func TestActorToolProgress(t *testing.T) {
+	t.Parallel()
 	f := newHostFixture(t, time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
@@ -389,6 +393,7 @@ func TestActorToolProgress(t *testing.T) {
 }
 
 func TestActorToolConstruction(t *testing.T) {
+	t.Parallel()
 	other := newHostSystem()
 	pid := other.Root.Spawn(actor.PropsFromFunc(func(actor.Context) {}))
 	defer other.Root.Stop(pid)
@@ -424,6 +429,7 @@ func TestActorToolConstruction(t *testing.T) {
 // a tool actor in its ActorCall; here from an in-memory client that stands for an
 // authenticated one.
 func TestIdentityReachesTools(t *testing.T) {
+	t.Parallel()
 	system := newHostSystem()
 	defer system.Shutdown()
 	whoami := system.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {

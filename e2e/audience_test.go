@@ -29,6 +29,7 @@ var audienceVerifier = toolgrain.TokenVerifierFunc(func(ctx context.Context, tok
 // from each request, so NewServer refuses it unless AllowedHosts lists the names it may take;
 // a Resource that is neither a path nor an absolute URL is refused too.
 func TestAudienceConfig(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		resource string
 		hosts    []string
@@ -61,6 +62,7 @@ func TestAudienceConfig(t *testing.T) {
 // of the Host header with the connection's own port: a token issued for a server on another
 // port of the machine, replayed with that port in Host, is refused.
 func TestAudienceLoopbackPort(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), HTTP: toolgrain.HTTPConfig{AllowedHosts: []string{"localhost"},
 		Auth: &toolgrain.AuthConfig{Verifier: audienceVerifier, Resource: "/mcp"}}})
 	port := e.ts.Listener.Addr().(*net.TCPAddr).Port
@@ -119,6 +121,7 @@ func nonLoopbackIP(t *testing.T) net.IP {
 // the Host must be one AllowedHosts lists (403 otherwise, before any verification); with an
 // absolute Resource, the Host does not matter.
 func TestAudienceBeyondLoopback(t *testing.T) {
+	t.Parallel()
 	ip := nonLoopbackIP(t)
 	serve := func(cfg toolgrain.HTTPConfig) *httpEnv {
 		srv, err := toolgrain.NewServer(toolgrain.Config{Tools: demo.Tools(), HTTP: cfg})
@@ -170,6 +173,7 @@ func TestAudienceBeyondLoopback(t *testing.T) {
 // metadata whose resource is not that URL or a prefix of it). A stream opened on the MCP
 // endpoint, a client falling back, has the endpoint's resource throughout.
 func TestSSEAudience(t *testing.T) {
+	t.Parallel()
 	for _, resource := range []string{"", "/mcp", "https://mcp.example.com/mcp"} {
 		t.Run("Resource "+resource, func(t *testing.T) {
 			e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), HTTP: toolgrain.HTTPConfig{AllowedHosts: []string{"127.0.0.1"},

@@ -65,6 +65,7 @@ func wantHeaders(t *testing.T, what string, h http.Header, pairs ...string) {
 }
 
 func TestCORSPreflight(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	cfg := authConfig(rec, nil)
 	cfg.HTTP.AllowedOrigins = []string{appOrigin + "/"}
@@ -104,6 +105,7 @@ func TestCORSPreflight(t *testing.T) {
 }
 
 func TestCORSRequests(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	cfg := authConfig(rec, nil)
 	cfg.HTTP.AllowedOrigins = []string{appOrigin}
@@ -154,6 +156,7 @@ func TestCORSRequests(t *testing.T) {
 
 // TestCORSAnyOrigin: "*" allows every origin with the wildcard, and never credentials.
 func TestCORSAnyOrigin(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), HTTP: toolgrain.HTTPConfig{AllowedOrigins: []string{"*"}}})
 	r := e.preflight("/mcp", appOrigin, "POST", "content-type,mcp-protocol-version")
 	if r.Status != http.StatusNoContent {
@@ -170,6 +173,7 @@ func TestCORSAnyOrigin(t *testing.T) {
 // TestCORSOff: without AllowedOrigins there is no CORS: a foreign origin's preflight gets 403, a
 // same-origin request no CORS headers.
 func TestCORSOff(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	assertReply(t, "preflight", e.preflight("/mcp", appOrigin, "POST", "content-type"), http.StatusForbidden,
 		`{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Forbidden: origin not allowed"}}`)

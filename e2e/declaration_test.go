@@ -30,6 +30,7 @@ func initializeDeclaring(tag string, size int) string {
 // default): over it, the initialize is refused with -32602 naming the limit, and no session is
 // made.
 func TestClientDeclarationLimit(t *testing.T) {
+	t.Parallel()
 	over := `{"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"Invalid params: capabilities and clientInfo take %d bytes, more than the limit of %d","data":{"limit":%d}}}`
 	body := initializeDeclaring("a", 70_000)
 	// The size counted: the capabilities as sent, the name and the version.

@@ -21,6 +21,7 @@ import (
 // TestPanickingOnErrorChangesNothing: a callback that always panics delays no response, and
 // every report still reaches it.
 func TestPanickingOnErrorChangesNothing(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	calls := 0
 	onError := func(err error, d *diagnostics.ToolErrorDetails) {
@@ -46,6 +47,7 @@ func TestPanickingOnErrorChangesNothing(t *testing.T) {
 // TestBlockingOnErrorChangesNothing: a callback that blocks until the test ends delays no
 // response; after its timeout the next report goes to it.
 func TestBlockingOnErrorChangesNothing(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	var (
 		mu     sync.Mutex
@@ -82,6 +84,7 @@ func TestBlockingOnErrorChangesNothing(t *testing.T) {
 // TestDiagnosticsQueueDropsAndCounts: with a callback stuck and a queue of 2, extra reports are
 // dropped and counted, and responses are unaffected.
 func TestDiagnosticsQueueDropsAndCounts(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	onError := func(error, *diagnostics.ToolErrorDetails) { <-release }
 	c := startStdio(t, toolgrain.Config{
@@ -100,6 +103,7 @@ func TestDiagnosticsQueueDropsAndCounts(t *testing.T) {
 // TestCanaryArgumentNeverReported: neither the reported error, nor the details, nor the JSON
 // lines sink carry an argument value.
 func TestCanaryArgumentNeverReported(t *testing.T) {
+	t.Parallel()
 	const canary = "CANARY-argument-value-7f3a"
 	type in struct {
 		Password string `json:"password"`
@@ -144,6 +148,7 @@ func TestCanaryArgumentNeverReported(t *testing.T) {
 }
 
 func TestErrorOnlyCallback(t *testing.T) {
+	t.Parallel()
 	got := make(chan error, 1)
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: diagnostics.ErrorOnly(func(err error) { got <- err })})
 	c.Initialize()

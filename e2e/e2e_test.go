@@ -26,6 +26,7 @@ func call(id, tool, args string) string {
 }
 
 func TestInitialize(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		give string
@@ -59,6 +60,7 @@ func TestInitialize(t *testing.T) {
 // TestErrorModel asserts the client's exact view and the private report of every row of the
 // error model that a tools/call can reach.
 func TestErrorModel(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		give       string
@@ -115,6 +117,7 @@ func TestErrorModel(t *testing.T) {
 }
 
 func TestPanicReportCarriesStack(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.OnError})
 	c.Initialize()
@@ -126,6 +129,7 @@ func TestPanicReportCarriesStack(t *testing.T) {
 }
 
 func TestProtocolErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		give string
@@ -154,12 +158,14 @@ func TestProtocolErrors(t *testing.T) {
 }
 
 func TestRequestsBeforeInitialize(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
 	c.Expect(`{"jsonrpc":"2.0","id":1,"method":"ping"}`, `{"jsonrpc":"2.0","id":1,"result":{}}`)
 	c.Expect(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, `{"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"Invalid Request: tools/list before initialize"}}`)
 }
 
 func TestToolsListPagination(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Limits: toolgrain.LimitsConfig{PageSize: 3}})
 	c.Initialize()
 	var names []string
@@ -199,6 +205,7 @@ func TestToolsListPagination(t *testing.T) {
 }
 
 func TestOversizedMessage(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Limits: toolgrain.LimitsConfig{MaxMessageSize: 1024}})
 	c.Initialize()
 	c.Expect(call("1", "echo", `{"text":"`+strings.Repeat("x", 2000)+`"}`),
@@ -207,6 +214,7 @@ func TestOversizedMessage(t *testing.T) {
 }
 
 func TestLargeMessageBeyondScannerLimit(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
 	c.Initialize()
 	text := strings.Repeat("y", 1<<20)
@@ -214,6 +222,7 @@ func TestLargeMessageBeyondScannerLimit(t *testing.T) {
 }
 
 func TestCancellationSilencesTheCall(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.OnError})
 	c.Initialize()
@@ -229,6 +238,7 @@ func TestCancellationSilencesTheCall(t *testing.T) {
 // TestFailureAfterCancellationIsNotReported: a handler that fails once its context is cancelled
 // produces neither a response nor a report.
 func TestFailureAfterCancellationIsNotReported(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	returned := make(chan struct{})
 	block := tools.Tool{
@@ -251,6 +261,7 @@ func TestFailureAfterCancellationIsNotReported(t *testing.T) {
 }
 
 func TestIgnoredCancellations(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
 	c.Send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":0}}`) // initialize is not cancellable
 	c.Send(mcptest.InitRequest)
@@ -266,6 +277,7 @@ func TestIgnoredCancellations(t *testing.T) {
 }
 
 func TestDuplicateIDInFlight(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
 	c.Initialize()
 	c.Send(call("5", "sleep", `{"ms":200}`))
@@ -277,6 +289,7 @@ func TestDuplicateIDInFlight(t *testing.T) {
 }
 
 func TestProgress(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
 	c.Initialize()
 	c.Send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":350},"_meta":{"progressToken":"tok"}}}`)
@@ -307,6 +320,7 @@ func TestProgress(t *testing.T) {
 }
 
 func TestNoProgressAfterCancellation(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
 	c.Initialize()
 	c.Send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":2000},"_meta":{"progressToken":7}}}`)
@@ -331,6 +345,7 @@ func TestNoProgressAfterCancellation(t *testing.T) {
 }
 
 func TestToolTimeoutIsAnUnexpectedFailure(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	slow := tools.Tool{
 		Name:    "slow",
@@ -349,6 +364,7 @@ func TestToolTimeoutIsAnUnexpectedFailure(t *testing.T) {
 }
 
 func TestConcurrencyLimit(t *testing.T) {
+	t.Parallel()
 	var running, peak atomic.Int32
 	limited := tools.Tool{
 		Name:           "limited",
@@ -385,6 +401,7 @@ func TestConcurrencyLimit(t *testing.T) {
 }
 
 func TestZapSinkLogsPanicStack(t *testing.T) {
+	t.Parallel()
 	core, logs := observer.New(zap.ErrorLevel)
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Logger: zap.New(core)})
 	c.Initialize()
@@ -399,6 +416,7 @@ func TestZapSinkLogsPanicStack(t *testing.T) {
 // TestIDFreeOnceAnswered: an id whose call has been answered may be used again at once, even
 // before the request actor has stopped.
 func TestIDFreeOnceAnswered(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
 	c.Initialize()
 	for i := 0; i < 200; i++ {

@@ -38,6 +38,7 @@ func rootsTool() tools.Tool {
 // request to the client fails, since no answer can come, and the call answers anyway. The
 // connection ends when the last answer is out, not at EndOfInputGrace (an hour here).
 func TestEndOfInputAnswersWhatWasReceived(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, toolgrain.Config{Tools: append(demo.Tools(), rootsTool()), Limits: toolgrain.LimitsConfig{EndOfInputGrace: time.Hour}})
 	c.Expect(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{}},"clientInfo":{"name":"t","version":"1"}}}`,
 		`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"logging":{},"completions":{}},"serverInfo":{"name":"toolgrain","version":"`+toolgrain.Version+`"}}}`)
@@ -93,6 +94,7 @@ func TestEndOfInputAnswersWhatWasReceived(t *testing.T) {
 // TestEndOfInputGraceCancelsTheRest: a call still running EndOfInputGrace after EOF is cancelled:
 // it gets no answer and nothing is reported, while what finished in time is answered.
 func TestEndOfInputGraceCancelsTheRest(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.OnError, Limits: toolgrain.LimitsConfig{EndOfInputGrace: 200 * time.Millisecond}})
 	c.Initialize()
@@ -114,6 +116,7 @@ func TestEndOfInputGraceCancelsTheRest(t *testing.T) {
 // TestEndOfInputThenContext: the context ending while calls answer after EOF cancels them at
 // once; ServeStdio returns its error.
 func TestEndOfInputThenContext(t *testing.T) {
+	t.Parallel()
 	core, logs := observer.New(zap.DebugLevel)
 	srv := newServer(t, toolgrain.Config{Tools: demo.Tools(), Limits: toolgrain.LimitsConfig{EndOfInputGrace: time.Hour}, Logger: zap.New(core)})
 	p := mcptest.NewPipes()

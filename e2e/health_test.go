@@ -14,6 +14,7 @@ import (
 // live but not ready (ErrSaturated), and ready again once a call ends; after Close it is
 // neither (ErrServerClosed).
 func TestLiveAndReady(t *testing.T) {
+	t.Parallel()
 	srv, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools(), Limits: toolgrain.LimitsConfig{MaxCalls: 1}})
 	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()

@@ -89,6 +89,7 @@ func httpAnswer(r mcptest.Reply) string {
 
 // TestHiddenToolStdio: over stdio with an identity (ServeStdioAs), in both eras.
 func TestHiddenToolStdio(t *testing.T) {
+	t.Parallel()
 	srv, err := toolgrain.NewServer(hideConfig(nil))
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +119,7 @@ func TestHiddenToolStdio(t *testing.T) {
 
 // TestHiddenToolInMemory: a client connected with ConnectInMemoryAs, in both eras.
 func TestHiddenToolInMemory(t *testing.T) {
+	t.Parallel()
 	srv, err := toolgrain.NewServer(hideConfig(nil))
 	if err != nil {
 		t.Fatal(err)
@@ -158,6 +160,7 @@ func TestHiddenToolInMemory(t *testing.T) {
 // hidden tool's Mcp-Param-Region header missing, wrong or right: none of them is checked
 // before the caller is refused, since that too would tell the tool exists.
 func TestHiddenToolHTTP(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, hideConfig(nil))
 	s := e.Session()
 	s.Token = "narrow"
@@ -201,6 +204,7 @@ func TestHiddenToolHTTP(t *testing.T) {
 // tasks/get, tasks/update and tasks/cancel answer as for an id no task has, while the task runs
 // and once it has ended, and a listen stream of that caller following it is told nothing.
 func TestHiddenToolTasks(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	e := startHTTP(t, hideConfig(release))
 	full := &taskConn{t: t, srv: e.srv, do: httpDo(t, &mcptest.Session{HTTP: e.HTTP, Token: "full"})}

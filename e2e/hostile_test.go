@@ -47,6 +47,7 @@ func (h *heapPeak) check(t *testing.T, limit uint64, what string) {
 func nested(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
 
 func TestHostileDeepNesting(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
 	c.Initialize()
 	c.Expect(call("1", "echo", `{"text":"x","deep":`+nested(20000)+`}`),
@@ -88,6 +89,7 @@ func TestHostileHugeStringsAndArrays(t *testing.T) {
 }
 
 func TestHostileIDs(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
 	c.Initialize()
 	// Ids of any size are echoed exactly; their cost is bounded by the message size.
@@ -115,6 +117,7 @@ func TestHostileIDs(t *testing.T) {
 }
 
 func TestHostileInvalidUTF8(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
 	c.Initialize()
 	c.Expect(call("1", "echo", "{\"text\":\"bad \xff\xfe bytes\"}"),
@@ -128,6 +131,7 @@ func TestHostileInvalidUTF8(t *testing.T) {
 }
 
 func TestHostileNULByte(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
 	c.Initialize()
 	c.Expect("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"a\x00b\"}}}",

@@ -208,6 +208,7 @@ func (h logRecorder) WithGroup(string) slog.Handler      { return h }
 // they stopped (cancellations racing completions, timers after shutdown, a client closing after
 // the server) leave no line in the host's actor-system log.
 func TestNoDeadLetterNoiseInTheHostLog(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var lines []string
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {

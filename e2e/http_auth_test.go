@@ -72,6 +72,7 @@ func authConfig(rec *mcptest.Recorder, log *zap.Logger) toolgrain.Config {
 
 // TestHTTPAuthRows asserts the exact answer to every row of bearer auth, and what onError gets.
 func TestHTTPAuthRows(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	e := startHTTP(t, authConfig(rec, nil))
 	metadata := e.ts.URL + "/.well-known/oauth-protected-resource/mcp"
@@ -151,6 +152,7 @@ func TestHTTPAuthRows(t *testing.T) {
 }
 
 func TestHTTPResourceMetadata(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, authConfig(mcptest.NewRecorder(), nil))
 	want := `{"resource":"` + e.ts.URL + `/mcp","authorization_servers":["https://auth.example.com"],"scopes_supported":["tools:call"],"bearer_methods_supported":["header"]}`
 	for _, path := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"} {
@@ -180,6 +182,7 @@ func TestHTTPResourceMetadata(t *testing.T) {
 // TestHTTPIdentity: the verified identity reaches the handler's context; sessions are bound to
 // their subject; neither the identity nor the token appears in diagnostics or logs.
 func TestHTTPIdentity(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	core, logs := observer.New(zapcore.DebugLevel)
 	e := startHTTP(t, authConfig(rec, zap.New(core)))
@@ -220,6 +223,7 @@ func TestHTTPIdentity(t *testing.T) {
 // TestHTTPVerifierTimeout: a verifier that does not answer within VerifyTimeout is an unexpected
 // failure (503), reported with the context's error.
 func TestHTTPVerifierTimeout(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	stuck := toolgrain.TokenVerifierFunc(func(ctx context.Context, token string) (*toolgrain.Identity, error) {
 		<-ctx.Done()
@@ -237,6 +241,7 @@ func TestHTTPVerifierTimeout(t *testing.T) {
 }
 
 func TestHTTPAuthConfigErrors(t *testing.T) {
+	t.Parallel()
 	_, err := toolgrain.NewServer(toolgrain.Config{Tools: demo.Tools(), HTTP: toolgrain.HTTPConfig{Auth: &toolgrain.AuthConfig{}}})
 	if err == nil || !strings.Contains(err.Error(), "Verifier is nil") {
 		t.Errorf("NewServer with an Auth without Verifier = %v", err)

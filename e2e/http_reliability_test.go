@@ -27,6 +27,7 @@ func runningSleep(t *testing.T, c *mcptest.Session, id string) *mcptest.Stream {
 }
 
 func TestHTTPCallLimits(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), Limits: toolgrain.LimitsConfig{MaxCallsPerConnection: 2, MaxCalls: 3}})
 	a, b := e.Session(), e.Session()
 	a.Initialize()
@@ -69,6 +70,7 @@ func assertBusy(t *testing.T, what string, got mcptest.Reply, status int, scope 
 // Retry-After and -31000; a place frees when a session is deleted, and an initialize that fails
 // keeps none. The open sessions keep serving.
 func TestHTTPSessionLimits(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), HTTP: toolgrain.HTTPConfig{MaxSessions: 2}})
 	a, b := e.Session(), e.Session()
 	a.Initialize()
@@ -89,6 +91,7 @@ func TestHTTPSessionLimits(t *testing.T) {
 // sessions, and is refused with 429 past them (its own doing), while the others still find a
 // place until the server is full (503).
 func TestHTTPSessionLimitPerSubject(t *testing.T) {
+	t.Parallel()
 	cfg := authConfig(mcptest.NewRecorder(), nil)
 	cfg.HTTP.MaxSessions, cfg.HTTP.MaxSessionsPerSubject = 3, 2
 	e := startHTTP(t, cfg)
@@ -109,6 +112,7 @@ func TestHTTPSessionLimitPerSubject(t *testing.T) {
 }
 
 func TestHTTPHostileInput(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	c := e.Session()
 	c.Initialize()
@@ -167,6 +171,7 @@ func TestHTTPHostileInput(t *testing.T) {
 // (crypto/rand, 26 base32 characters); an id that was not handed out, a truncated one or another
 // session's id from a different subject names no session.
 func TestSecuritySessionIDsUnguessable(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	seen := map[string]bool{}
 	var last *mcptest.Session
@@ -189,6 +194,7 @@ func TestSecuritySessionIDsUnguessable(t *testing.T) {
 // TestSecurityOriginAndHostChecked: a browser page of another origin, and a DNS-rebinding
 // attack (a foreign Host reaching the loopback listener), get 403 before anything is read.
 func TestSecurityOriginAndHostChecked(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	_, port, _ := strings.Cut(strings.TrimPrefix(e.ts.URL, "http://"), ":")
 	assertReply(t, "foreign origin", e.Session().Post(mcptest.InitRequest, "Origin", "http://evil.example.com"), http.StatusForbidden,

@@ -19,6 +19,7 @@ import (
 // TestHTTPNotificationsOnStandaloneStream: list changes and resource updates go on the
 // session's GET stream, and only while one is open.
 func TestHTTPNotificationsOnStandaloneStream(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, fixtureConfig())
 	c := e.Session()
 	c.Initialize()
@@ -53,6 +54,7 @@ func TestHTTPNotificationsOnStandaloneStream(t *testing.T) {
 // client that a handler sends travel on the SSE stream of the POST that made the call, before
 // its response; the client's answer comes back in a POST of its own.
 func TestHTTPRequestScopedMessagesOnTheCallStream(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, fixtureConfig())
 	c := e.Session()
 	c.InitializeWith(`{"sampling":{},"elicitation":{}}`)
@@ -86,6 +88,7 @@ func TestHTTPRequestScopedMessagesOnTheCallStream(t *testing.T) {
 // elicitation answer ends its stream with no response, and the server withdraws its request on
 // the standalone stream.
 func TestHTTPCancelWhileWaitingForElicitation(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	cfg := fixtureConfig()
 	cfg.OnError = rec.OnError
@@ -116,6 +119,7 @@ func TestHTTPCancelWhileWaitingForElicitation(t *testing.T) {
 // TestHTTPJSONOnlyClientGetsNoRequests: a call whose client accepts JSON only cannot carry a
 // request to the client; the handler learns it at once instead of waiting.
 func TestHTTPJSONOnlyClientGetsNoRequests(t *testing.T) {
+	t.Parallel()
 	got := make(chan error, 1)
 	ask := tools.Tool{Name: "ask", Description: "Asks the client's model.",
 		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {

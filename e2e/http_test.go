@@ -42,6 +42,7 @@ func assertReply(t *testing.T, what string, got mcptest.Reply, status int, body 
 }
 
 func TestHTTPSessionLifecycle(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	c := e.Session()
 
@@ -97,6 +98,7 @@ func TestHTTPSessionLifecycle(t *testing.T) {
 }
 
 func TestHTTPNotificationsAndResponsesGet202(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	c := e.Session()
 	c.Initialize()
@@ -116,6 +118,7 @@ func TestHTTPNotificationsAndResponsesGet202(t *testing.T) {
 }
 
 func TestHTTPMalformedBodies(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	c := e.Session()
 	c.Initialize()
@@ -145,6 +148,7 @@ func TestHTTPMalformedBodies(t *testing.T) {
 }
 
 func TestHTTPJSONOrSSE(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	c := e.Session()
 	c.Initialize()
@@ -186,6 +190,7 @@ func TestHTTPJSONOrSSE(t *testing.T) {
 // in another POST of the same session; that call's stream ends with no response, and nothing is
 // reported.
 func TestHTTPCancellationAcrossPOSTs(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.OnError})
 	c := e.Session()
@@ -236,6 +241,7 @@ func TestHTTPCancellationAcrossPOSTs(t *testing.T) {
 // TestHTTPDisconnectIsNotCancellation: a client that drops its POST does not cancel the call
 // (2025-11-25); the handler runs to its end with a live context.
 func TestHTTPDisconnectIsNotCancellation(t *testing.T) {
+	t.Parallel()
 	started, release, finished := make(chan struct{}, 2), make(chan struct{}), make(chan error, 2)
 	hold := tools.Tool{Name: "hold", Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
 		started <- struct{}{}
@@ -273,6 +279,7 @@ func TestHTTPDisconnectIsNotCancellation(t *testing.T) {
 }
 
 func TestHTTPProtocolVersionHeader(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	c := e.Session()
 	c.Initialize()
@@ -292,6 +299,7 @@ func TestHTTPProtocolVersionHeader(t *testing.T) {
 }
 
 func TestHTTPOriginAndHost(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), HTTP: toolgrain.HTTPConfig{
 		AllowedOrigins: []string{"https://app.example.com"},
 		AllowedHosts:   []string{"mcp.example.com"},
@@ -329,6 +337,7 @@ func TestHTTPOriginAndHost(t *testing.T) {
 }
 
 func TestHTTPBodyLimit(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), Limits: toolgrain.LimitsConfig{MaxMessageSize: 1024}})
 	c := e.Session()
 	c.Initialize()
@@ -358,6 +367,7 @@ type readCloser struct{ *strings.Reader }
 func (readCloser) Close() error { return nil }
 
 func TestHTTPStandaloneStream(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	c := e.Session()
 	c.Initialize()
@@ -406,6 +416,7 @@ func TestHTTPSessionExpiry(t *testing.T) {
 // TestHTTPShutdownCancelsInFlight: shutting the server down ends every session: a running call's
 // stream ends with no response, the standalone stream ends, and new sessions are refused.
 func TestHTTPShutdownCancelsInFlight(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.OnError})
 	c := e.Session()

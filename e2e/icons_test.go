@@ -47,6 +47,7 @@ func iconConfig() toolgrain.Config {
 }
 
 func TestIconsByRevision(t *testing.T) {
+	t.Parallel()
 	const caps = `{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"logging":{},"completions":{}}`
 	lists := []struct{ method, with, without string }{
 		{"tools/list", `{"tools":[{"name":"echo","description":"Echoes.","inputSchema":{"properties":{"text":{"type":"string"}},"additionalProperties":false,"type":"object","required":["text"]},"icons":` + dataIconJSON + `}]}`,
@@ -98,6 +99,7 @@ func TestIconsByRevision(t *testing.T) {
 }
 
 func TestIconConstructionErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		give []protocol.Icon
@@ -157,6 +159,7 @@ func TestIconConstructionErrors(t *testing.T) {
 // TestIconsAreCopied: the definitions' icons can change after NewServer without changing what
 // is served.
 func TestIconsAreCopied(t *testing.T) {
+	t.Parallel()
 	cfg := iconConfig()
 	cfg.Icons = []protocol.Icon{{Src: "https://example.com/a.png", Sizes: []string{"16x16"}}}
 	c := startStdio(t, cfg)

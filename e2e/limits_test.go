@@ -30,6 +30,7 @@ const longSleep = `{"ms":600000}`
 // TestCallLimitPerConnection: a call over MaxCallsPerConnection is refused with the busy error,
 // pings are still answered, and an answered or cancelled call frees its place at once.
 func TestCallLimitPerConnection(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Limits: toolgrain.LimitsConfig{MaxCallsPerConnection: 2}})
 	c.Initialize()
 	c.Send(call("1", "sleep", longSleep))
@@ -53,6 +54,7 @@ func TestCallLimitPerConnection(t *testing.T) {
 
 // TestCallLimitPerServer: MaxCalls counts the calls of every connection.
 func TestCallLimitPerServer(t *testing.T) {
+	t.Parallel()
 	srv := newServer(t, toolgrain.Config{Tools: demo.Tools(), Limits: toolgrain.LimitsConfig{MaxCalls: 2}})
 	a, b := attach(t, srv), attach(t, srv)
 	a.Initialize()
@@ -72,6 +74,7 @@ func TestCallLimitPerServer(t *testing.T) {
 // TestAnsweredCallFreesItsPlaceFirst: a call's place is given back before its answer is sent,
 // so a client that keeps exactly as many calls in flight as the limit is never refused.
 func TestAnsweredCallFreesItsPlaceFirst(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Limits: toolgrain.LimitsConfig{MaxCallsPerConnection: 1}})
 	c.Initialize()
 	for i := range 300 {
@@ -93,6 +96,7 @@ func TestAnsweredCallFreesItsPlaceFirst(t *testing.T) {
 // TestReaderKeepsReadingWhenSaturated: with every run slot of a tool taken and the call limit
 // reached, pings are answered, over-limit calls refused and cancellations applied.
 func TestReaderKeepsReadingWhenSaturated(t *testing.T) {
+	t.Parallel()
 	held := tools.Tool{
 		Name:           "held",
 		MaxConcurrency: 1,
@@ -122,6 +126,7 @@ func TestReaderKeepsReadingWhenSaturated(t *testing.T) {
 // TestToolTimeoutDefault: Config.Limits.ToolTimeout applies to tools without a Timeout of their
 // own, and is an unexpected failure like a tool's own timeout.
 func TestToolTimeoutDefault(t *testing.T) {
+	t.Parallel()
 	block := func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -187,6 +192,7 @@ func TestEnginePanicInRequestActor(t *testing.T) {
 // ServeStdio closes that connection (its calls in flight silenced) and returns the error; the
 // server serves other connections.
 func TestBrokenStdout(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	srv := newServer(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.OnError})
 	p := mcptest.NewPipes()
@@ -222,6 +228,7 @@ func TestBrokenStdout(t *testing.T) {
 // client that does not read them, the server reads no new message; once the client has read
 // the backlog, reading resumes and nothing was lost.
 func TestSlowConsumerPausesReading(t *testing.T) {
+	t.Parallel()
 	srv := newServer(t, toolgrain.Config{Tools: demo.Tools(), Limits: toolgrain.LimitsConfig{MaxOutputBacklog: 16 << 10}})
 	p := mcptest.NewPipes()
 	done := make(chan error, 1)
@@ -275,6 +282,7 @@ func TestSlowConsumerPausesReading(t *testing.T) {
 // TestStalledOutputAtClose: a client that closes its input but never reads the answers does
 // not keep ServeStdio past OutputGrace; the abandoned output is reported with no details.
 func TestStalledOutputAtClose(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	srv := newServer(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.OnError, Limits: toolgrain.LimitsConfig{OutputGrace: 50 * time.Millisecond}})
 	p := mcptest.NewPipes()

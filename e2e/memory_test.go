@@ -55,6 +55,7 @@ func receive(t *testing.T, c *toolgrain.InMemoryClient) string {
 
 // TestInMemoryRawMessages: Send and Receive see exactly the bytes of the stdio transport.
 func TestInMemoryRawMessages(t *testing.T) {
+	t.Parallel()
 	_, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools(), Limits: toolgrain.LimitsConfig{MaxMessageSize: 1024}})
 	tests := []struct {
 		name string
@@ -81,6 +82,7 @@ func TestInMemoryRawMessages(t *testing.T) {
 }
 
 func TestInMemoryCallErrors(t *testing.T) {
+	t.Parallel()
 	_, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools()})
 	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
@@ -105,6 +107,7 @@ func TestInMemoryCallErrors(t *testing.T) {
 // TestInMemoryCancellation: a Call whose context ends sends notifications/cancelled; the server
 // answers nothing for it, reports nothing, and counts the cancellation.
 func TestInMemoryCancellation(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	m := metrics.NewMemory()
 	_, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.OnError, Telemetry: toolgrain.TelemetryConfig{Metrics: m}})
@@ -130,6 +133,7 @@ func TestInMemoryCancellation(t *testing.T) {
 // TestInMemoryClose: Close cancels the calls in flight and ends the connection; the client then
 // refuses to send, and Receive returns what was left unread, then io.EOF.
 func TestInMemoryClose(t *testing.T) {
+	t.Parallel()
 	_, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools()})
 	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
@@ -168,6 +172,7 @@ func TestInMemoryClose(t *testing.T) {
 // TestInMemoryConcurrentCalls: many goroutines share one client; every response reaches its
 // own caller.
 func TestInMemoryConcurrentCalls(t *testing.T) {
+	t.Parallel()
 	_, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools()})
 	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
@@ -195,6 +200,7 @@ func TestInMemoryConcurrentCalls(t *testing.T) {
 // TestMetricsOutcomes: every outcome of a Go-handler tool is counted once, latency observed,
 // and a late result after a timeout counted as suppressed.
 func TestMetricsOutcomes(t *testing.T) {
+	t.Parallel()
 	m := metrics.NewMemory()
 	slow := tools.Tool{Name: "slow", Timeout: 30 * time.Millisecond,
 		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
@@ -242,6 +248,7 @@ func TestMetricsOutcomes(t *testing.T) {
 
 // TestMetricsReportsDropped: reports beyond the diagnostics queue are counted.
 func TestMetricsReportsDropped(t *testing.T) {
+	t.Parallel()
 	m := metrics.NewMemory()
 	release := make(chan struct{})
 	_, c := memoryClient(t, toolgrain.Config{Tools: demo.Tools(), Telemetry: toolgrain.TelemetryConfig{Metrics: m}, Diagnostics: toolgrain.DiagnosticsConfig{Queue: 1},

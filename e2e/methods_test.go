@@ -99,6 +99,7 @@ const (
 // TestCustomMethodLegacy: a custom method in a 2025-11-25 session over stdio, with the error
 // model, cancellation and the declared extensions.
 func TestCustomMethodLegacy(t *testing.T) {
+	t.Parallel()
 	env := newMethodEnv()
 	c := startStdio(t, env.config())
 	c.Expect(`{"jsonrpc":"2.0","id":1,"method":"acme/reindex","params":{"index":"books"}}`,
@@ -145,6 +146,7 @@ func TestCustomMethodLegacy(t *testing.T) {
 
 // TestCustomMethodModern: the same method as a 2026-07-28 request, over stdio.
 func TestCustomMethodModern(t *testing.T) {
+	t.Parallel()
 	env := newMethodEnv()
 	c := startStdio(t, env.config())
 	c.Expect(modernRequest(`"d"`, "server/discover", ""), `{"jsonrpc":"2.0","id":"d","result":{"resultType":"complete","ttlMs":0,"cacheScope":"public","supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],"capabilities":{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"logging":{},"completions":{},"extensions":{"com.example/plain":{},"com.example/search":{"v":1}}},`+serverMeta+`}}`)
@@ -164,6 +166,7 @@ func TestCustomMethodModern(t *testing.T) {
 }
 
 func TestCustomMethodHTTP(t *testing.T) {
+	t.Parallel()
 	env := newMethodEnv()
 	e := startHTTP(t, env.config())
 	c := e.Session()
@@ -200,6 +203,7 @@ func TestCustomMethodHTTP(t *testing.T) {
 }
 
 func TestCustomMethodInMemory(t *testing.T) {
+	t.Parallel()
 	env := newMethodEnv()
 	srv, err := toolgrain.NewServer(env.config())
 	if err != nil {
@@ -246,6 +250,7 @@ func TestCustomMethodInMemory(t *testing.T) {
 
 // TestCustomMethodLimit: a custom method holds a place under MaxCallsPerConnection.
 func TestCustomMethodLimit(t *testing.T) {
+	t.Parallel()
 	env := newMethodEnv()
 	cfg := env.config()
 	cfg.Limits.MaxCallsPerConnection = 1
@@ -264,6 +269,7 @@ func TestCustomMethodLimit(t *testing.T) {
 }
 
 func TestCustomMethodConstruction(t *testing.T) {
+	t.Parallel()
 	ok := toolgrain.TypedMethod(func(ctx context.Context, _ struct{}) (struct{}, error) { return struct{}{}, nil })
 	tests := []struct {
 		name string

@@ -139,6 +139,7 @@ func (f *mwFixture) config() toolgrain.Config {
 // a middleware's error or panic is an unexpected failure reported with the original, its
 // ErrorResult reaches the client unchanged, and validation comes first.
 func TestMiddlewareEndToEnd(t *testing.T) {
+	t.Parallel()
 	f := &mwFixture{}
 	failed := `"content":[{"type":"text","text":"Tool execution failed"}],"isError":true`
 	forEachTransportAndEra(t, f.config, func(t *testing.T, c toolClient) {
@@ -189,6 +190,7 @@ func TestMiddlewareEndToEnd(t *testing.T) {
 // nothing is reported, whatever a middleware then returns: a result, an error or a panic; an
 // actor-backed tool's actor is told.
 func TestMiddlewareSilenceAfterCancel(t *testing.T) {
+	t.Parallel()
 	f := &mwFixture{}
 	forEachTransportAndEra(t, f.config, func(t *testing.T, c toolClient) {
 		for i, late := range []string{"late-result", "late-error", "late-panic"} {
@@ -217,6 +219,7 @@ func TestMiddlewareSilenceAfterCancel(t *testing.T) {
 
 // TestMiddlewareTasks: a call that runs as a task passes through the middleware too.
 func TestMiddlewareTasks(t *testing.T) {
+	t.Parallel()
 	f := &mwFixture{}
 	onBoth(t, f.config, func(t *testing.T, c *taskConn) {
 		got := c.await(c.start("task", `{"text":"hi"}`))
@@ -235,6 +238,7 @@ func TestMiddlewareTasks(t *testing.T) {
 
 // TestMiddlewareConfigErrors: a nil middleware, or one that gives no handler, stops NewServer.
 func TestMiddlewareConfigErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		give []tools.Middleware
@@ -256,6 +260,7 @@ func TestMiddlewareConfigErrors(t *testing.T) {
 // public error result saying when to retry, and is not reported. Over stdio every call is the
 // anonymous caller's.
 func TestRateLimitMiddleware(t *testing.T) {
+	t.Parallel()
 	limit := middleware.RateLimit(middleware.RateLimitConfig{Limit: rate.Every(time.Hour), Burst: 2})
 	t.Run("http", func(t *testing.T) {
 		rec := mcptest.NewRecorder()
@@ -315,6 +320,7 @@ func TestRateLimitMiddleware(t *testing.T) {
 // TestLogMiddleware: the call log writes tool, duration and outcome on the server's logger,
 // and never the arguments.
 func TestLogMiddleware(t *testing.T) {
+	t.Parallel()
 	core, logs := observer.New(zapcore.InfoLevel)
 	logger := zap.New(core)
 	c := &stdioTools{c: startStdio(t, toolgrain.Config{Tools: demo.Tools(), Logger: logger,
@@ -346,6 +352,7 @@ func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
 
 // TestMiddlewareAddedTools: a tool added while the server runs is wrapped like the others.
 func TestMiddlewareAddedTools(t *testing.T) {
+	t.Parallel()
 	a := &wrapper{name: "a"}
 	c := &stdioTools{c: startStdio(t, toolgrain.Config{Tools: demo.Tools()[:1], Middleware: []tools.Middleware{a.middleware}})}
 	c.c.Initialize()

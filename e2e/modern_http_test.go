@@ -21,6 +21,7 @@ import (
 // headers, no session, and a request cancelled by closing its stream.
 
 func TestModernHTTP(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.OnError})
 	c := e.Session()
@@ -43,6 +44,7 @@ func TestModernHTTP(t *testing.T) {
 // TestModernHTTPChecks: the checks of a modern POST, in the order its clients meet them, each
 // with its status, and each error echoing the request's id.
 func TestModernHTTPChecks(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	c := e.Session()
 	echo := modernCall("7", "echo", `{"text":"é"}`, `{}`)
@@ -111,6 +113,7 @@ func TestModernHTTPChecks(t *testing.T) {
 // TestModernHTTPStreams: notifications before the response make the answer an event stream,
 // without event ids or a priming event: a modern stream is not resumable.
 func TestModernHTTPStreams(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	c := e.Session()
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":250},"_meta":{"progressToken":7,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
@@ -148,6 +151,7 @@ func TestModernHTTPStreams(t *testing.T) {
 
 // TestModernHTTPStreamHasNoEventIDs reads the raw event stream: no id field, no priming event.
 func TestModernHTTPStreamHasNoEventIDs(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sleep","arguments":{"ms":150},"_meta":{"progressToken":1,"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
 	resp, err := e.Client.Do(e.Session().Request(context.Background(), http.MethodPost, body, mcptest.ModernHeaders(t, body)...))
@@ -165,6 +169,7 @@ func TestModernHTTPStreamHasNoEventIDs(t *testing.T) {
 // TestModernHTTPCancelByClosing: a client that closes its response stream cancels its request:
 // the handler's context ends at once, nothing is reported, and the server serves on.
 func TestModernHTTPCancelByClosing(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	started, ended := make(chan struct{}), make(chan error, 1)
 	wait := tools.Tool{
@@ -212,6 +217,7 @@ func TestModernHTTPCancelByClosing(t *testing.T) {
 
 // TestModernHTTPInputRounds: an input_required round over HTTP, retried on a second POST.
 func TestModernHTTPInputRounds(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: inputTools()})
 	c := e.Session()
 	r := c.ModernPost(modernCall("1", "keep", `{}`, `{"roots":{}}`))
@@ -228,6 +234,7 @@ func TestModernHTTPInputRounds(t *testing.T) {
 // TestModernHTTPListen: a listen stream over HTTP is acknowledged at once and carries the changes
 // made anywhere on the server, while a legacy session runs beside it.
 func TestModernHTTPListen(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	c := e.Session()
 	body := modernRequest(`"L"`, "subscriptions/listen", `"notifications":{"toolsListChanged":true}`)
@@ -266,6 +273,7 @@ func TestModernHTTPListen(t *testing.T) {
 
 // TestModernHTTPKeepAlive: an open listen stream with nothing to say gets SSE comments.
 func TestModernHTTPKeepAlive(t *testing.T) {
+	t.Parallel()
 	cfg := toolgrain.Config{Tools: demo.Tools()}
 	cfg.HTTP.KeepAlive = 10 * time.Millisecond
 	e := startHTTP(t, cfg)
@@ -289,6 +297,7 @@ func TestModernHTTPKeepAlive(t *testing.T) {
 
 // TestDualEraHTTP: a legacy session and modern requests at once on one endpoint.
 func TestDualEraHTTP(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	legacy := e.Session()
 	legacy.Initialize()
@@ -306,6 +315,7 @@ func TestDualEraHTTP(t *testing.T) {
 // session, no connection actor beyond the one stateless connection, no call in flight, no
 // listener.
 func TestModernHTTPWeighsNothing(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: append(demo.Tools(), inputTools()...)})
 	c := e.Session()
 	for i := range 50 {

@@ -54,6 +54,7 @@ func modernResult(id, members string) string {
 }
 
 func TestModernDiscover(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Instructions: "Be kind.", CacheTTL: 90 * time.Second})
 	c.Expect(modernRequest(`"d"`, "server/discover", ""), modernResult(`"d"`,
 		`"ttlMs":90000,"cacheScope":"public","supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"],`+
@@ -64,6 +65,7 @@ func TestModernDiscover(t *testing.T) {
 // TestModernEnvelope: the envelope's checks and the methods the modern revision removed, in the
 // order a client meets them.
 func TestModernEnvelope(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		give string
@@ -102,6 +104,7 @@ func TestModernEnvelope(t *testing.T) {
 // TestModernErrorModel: the error model holds unchanged in the modern era; only the result's
 // annotation differs.
 func TestModernErrorModel(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.OnError})
 	failed := `"content":[{"type":"text","text":"Tool execution failed"}],"isError":true`
@@ -138,6 +141,7 @@ func TestModernErrorModel(t *testing.T) {
 // TestModernCancellation: over stdio a modern call is cancelled with notifications/cancelled, as
 // a legacy one: no response, no report.
 func TestModernCancellation(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.OnError})
 	c.Send(modernCall("1", "sleep", `{"ms":600000}`, `{}`))
@@ -152,6 +156,7 @@ func TestModernCancellation(t *testing.T) {
 // TestModernProgressAndLogging: progress needs a token, as before; log messages need the
 // request's own logLevel, at or above which they are sent.
 func TestModernProgressAndLogging(t *testing.T) {
+	t.Parallel()
 	logger := tools.Tool{
 		Name: "logger", InputSchema: json.RawMessage(`{"type":"object"}`),
 		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
@@ -197,6 +202,7 @@ func TestModernProgressAndLogging(t *testing.T) {
 // TestDualEraOnOneConnection: a legacy session and modern requests share one stdio connection,
 // each served by its own era's rules.
 func TestDualEraOnOneConnection(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
 	c.Expect(modernCall("1", "echo", `{"text":"modern first"}`, `{}`), modernResult("1", `"content":[{"type":"text","text":"modern first"}]`))
 	c.Expect(call("2", "echo", `{"text":"legacy"}`), `{"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"Invalid Request: tools/call before initialize"}}`)
@@ -260,6 +266,7 @@ func inputRequired(t *testing.T, line string) (map[string]json.RawMessage, strin
 // TestModernInputRounds: a handler that asks twice with client.Elicit, written for a legacy
 // session, is served in two input_required rounds and completes on the third request.
 func TestModernInputRounds(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	c := startStdio(t, toolgrain.Config{Tools: inputTools(), OnError: rec.OnError})
 	caps := `{"elicitation":{}}`
@@ -300,6 +307,7 @@ func TestModernInputRounds(t *testing.T) {
 
 // TestModernInputState: the handler's state survives the round trip, sealed.
 func TestModernInputState(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, toolgrain.Config{Tools: inputTools()})
 	c.Send(modernCall("1", "keep", `{}`, `{"roots":{}}`))
 	reqs, state := inputRequired(t, c.Recv())
@@ -316,6 +324,7 @@ func TestModernInputState(t *testing.T) {
 // TestModernInputStateAcrossServers: a shared key lets a server accept the state another one
 // issued; an unshared one does not, and a state past its TTL is refused.
 func TestModernInputStateAcrossServers(t *testing.T) {
+	t.Parallel()
 	key := bytes.Repeat([]byte{7}, 32)
 	a := startStdio(t, toolgrain.Config{Tools: inputTools(), RequestState: toolgrain.RequestStateConfig{Key: key}})
 	b := startStdio(t, toolgrain.Config{Tools: inputTools(), RequestState: toolgrain.RequestStateConfig{Key: key}})
@@ -335,6 +344,7 @@ func TestModernInputStateAcrossServers(t *testing.T) {
 }
 
 func TestRequestStateKeyTooShort(t *testing.T) {
+	t.Parallel()
 	_, err := toolgrain.NewServer(toolgrain.Config{Tools: demo.Tools(), RequestState: toolgrain.RequestStateConfig{Key: []byte("short")}})
 	if err == nil || !strings.Contains(err.Error(), "needs at least 32") {
 		t.Errorf("NewServer = %v", err)
@@ -345,6 +355,7 @@ func TestRequestStateKeyTooShort(t *testing.T) {
 // filter asks for, tagged with its id, whichever connection changed the lists; it ends silently
 // when cancelled, and with a result when the server shuts down.
 func TestModernListen(t *testing.T) {
+	t.Parallel()
 	srv, err := toolgrain.NewServer(toolgrain.Config{Tools: demo.Tools(), Prompts: conformance.Prompts()})
 	if err != nil {
 		t.Fatal(err)
@@ -396,6 +407,7 @@ func TestModernListen(t *testing.T) {
 }
 
 func TestModernListenErrors(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
 	c.Expect(modernRequest("1", "subscriptions/listen", ""),
 		`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Invalid params: subscriptions/listen needs params with a notifications object"}}`)
@@ -406,6 +418,7 @@ func TestModernListenErrors(t *testing.T) {
 // TestModernInMemory: the in-memory client serves the modern era too, beside a legacy session
 // on the same connection.
 func TestModernInMemory(t *testing.T) {
+	t.Parallel()
 	srv, err := toolgrain.NewServer(toolgrain.Config{Tools: append(demo.Tools(), inputTools()...)})
 	if err != nil {
 		t.Fatal(err)

@@ -170,6 +170,7 @@ func stdioCall(n int, tool, args string) string {
 // handler; every isError result is error.type tool_error, whether the client got validation
 // feedback, a public error or the generic failure.
 func TestTraceToolCalls(t *testing.T) {
+	t.Parallel()
 	tr := newSpans(t)
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Telemetry: toolgrain.TelemetryConfig{TracerProvider: tr.tp}})
 	c.Initialize()
@@ -223,6 +224,7 @@ func TestTraceToolCalls(t *testing.T) {
 // client chose to end it) and toolgrain.request.cancelled; notifications/cancelled has a span
 // of its own.
 func TestTraceCancelledCall(t *testing.T) {
+	t.Parallel()
 	tr := newSpans(t)
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Telemetry: toolgrain.TelemetryConfig{TracerProvider: tr.tp}})
 	c.Initialize()
@@ -244,6 +246,7 @@ func TestTraceCancelledCall(t *testing.T) {
 // client names freely (an unknown tool, an unknown method) stays out of span names and
 // attributes.
 func TestTraceJSONRPCErrors(t *testing.T) {
+	t.Parallel()
 	tr := newSpans(t)
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Telemetry: toolgrain.TelemetryConfig{TracerProvider: tr.tp}})
 	c.Initialize()
@@ -266,6 +269,7 @@ func TestTraceJSONRPCErrors(t *testing.T) {
 // TestTraceModernRequest: a modern request's span has the version of its envelope and no
 // session, and an input_required answer is no error.
 func TestTraceModernRequest(t *testing.T) {
+	t.Parallel()
 	tr := newSpans(t)
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), Telemetry: toolgrain.TelemetryConfig{TracerProvider: tr.tp}})
 	meta := fmt.Sprintf(`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"traceparent":"00-%s-%s-01"}`, clientTrace, parentSpan(1))
@@ -283,6 +287,7 @@ func TestTraceModernRequest(t *testing.T) {
 // session id and is linked to the HTTP server span of the POST that carried it; a modern
 // request's span has no session, and is linked too.
 func TestTraceHTTP(t *testing.T) {
+	t.Parallel()
 	tr := newSpans(t)
 	srv, err := toolgrain.NewServer(toolgrain.Config{Tools: demo.Tools(), Telemetry: toolgrain.TelemetryConfig{TracerProvider: tr.tp}})
 	if err != nil {
@@ -364,6 +369,7 @@ func spanText(sp sdktrace.ReadOnlySpan) string {
 // an unexpected failure; each goes on the spans of the tools the operator opted in for, and
 // only those.
 func TestTracePrivacy(t *testing.T) {
+	t.Parallel()
 	const canary = "ARG-canary-42"
 	run := func(t *testing.T, cfg toolgrain.Config) *spans {
 		tr := newSpans(t)
@@ -421,6 +427,7 @@ func TestTracePrivacy(t *testing.T) {
 // TestTraceHandlerContext: the handler's context carries its span, a child of the request's,
 // and the baggage of the request's _meta, so that the tool's own calls join the trace.
 func TestTraceHandlerContext(t *testing.T) {
+	t.Parallel()
 	tr := newSpans(t)
 	seen := make(chan context.Context, 1)
 	probe := tools.Tool{Name: "probe", InputSchema: []byte(`{"type":"object"}`),
@@ -491,6 +498,7 @@ func (traceparentActor) Receive(ctx actor.Context) {
 // TestTraceActorTool: the call of an actor-backed tool is a child span, whose context the
 // actor finds in the message header.
 func TestTraceActorTool(t *testing.T) {
+	t.Parallel()
 	tr := newSpans(t)
 	tool := tools.Tool{Name: "actor", InputSchema: []byte(`{"type":"object"}`),
 		Handler: tools.NewActorPropsHandler(actor.PropsFromProducer(func() actor.Actor { return traceparentActor{} }))}
@@ -526,6 +534,7 @@ func TestTraceActorTool(t *testing.T) {
 
 // TestTraceOff: with no providers nothing is traced, and the handler's context has no span.
 func TestTraceOff(t *testing.T) {
+	t.Parallel()
 	seen := make(chan context.Context, 1)
 	probe := tools.Tool{Name: "probe", InputSchema: []byte(`{"type":"object"}`),
 		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
@@ -545,6 +554,7 @@ func TestTraceOff(t *testing.T) {
 // the conventions define them (seconds, their buckets, no session or request id), and the
 // engine's own load metrics, next to a metrics.Recorder that keeps working.
 func TestOTelMetrics(t *testing.T) {
+	t.Parallel()
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
@@ -690,6 +700,7 @@ func attrKey(set attribute.Set) string {
 // that made the task (which has ended by then); the handler's context carries it, and it ends
 // with the task's status: completed, failed (an error status, no text), or cancelled.
 func TestTraceTask(t *testing.T) {
+	t.Parallel()
 	var tr *spans
 	seen := make(chan context.Context, 1)
 	okTool := tools.Tool{Name: "ok", InputSchema: []byte(`{"type":"object"}`), TaskSupport: tools.TaskRequired,

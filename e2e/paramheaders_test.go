@@ -28,6 +28,7 @@ func routeTool(name string) tools.Tool {
 // TestModernHTTPParamHeaders: a modern tools/call over HTTP must carry, in Mcp-Param-{Name}
 // headers, the values of the tool's x-mcp-header arguments; 400 and -32020 otherwise.
 func TestModernHTTPParamHeaders(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: []tools.Tool{routeTool("route")}})
 	c := e.Session()
 	mismatch := func(id, message string) string {
@@ -88,6 +89,7 @@ func TestModernHTTPParamHeaders(t *testing.T) {
 
 // TestLegacyHTTPIgnoresParamHeaders: a 2025-11-25 session has no Mcp-Param headers to check.
 func TestLegacyHTTPIgnoresParamHeaders(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: []tools.Tool{routeTool("route")}})
 	c := e.Session()
 	c.Initialize()
@@ -101,6 +103,7 @@ func TestLegacyHTTPIgnoresParamHeaders(t *testing.T) {
 // TestNewServerRejectsBadParamHeader: an x-mcp-header annotation breaking the rules is a
 // *tools.ToolSchemaError from NewServer and from AddTools.
 func TestNewServerRejectsBadParamHeader(t *testing.T) {
+	t.Parallel()
 	bad := tools.Tool{Name: "bad", Handler: routeTool("").Handler,
 		InputSchema: []byte(`{"type":"object","properties":{"ids":{"type":"array","items":{"type":"string","x-mcp-header":"Id"}}}}`)}
 	_, err := toolgrain.NewServer(toolgrain.Config{Tools: []tools.Tool{bad}})

@@ -78,6 +78,7 @@ func (iss *jwtIssuer) token(t *testing.T, aud string, claims jwt.MapClaims) stri
 // 9068 has it), can use none of them (404, task not found, a state of another request), while
 // the user's own tokens can.
 func TestClientIDIsNotASubject(t *testing.T) {
+	t.Parallel()
 	iss := startJWTIssuer(t)
 	v, err := auth.NewJWTVerifier(auth.JWTConfig{Issuer: iss.ts.URL})
 	if err != nil {
@@ -155,6 +156,7 @@ func TestClientIDIsNotASubject(t *testing.T) {
 // streams) and listen streams of the principal it is for; the last change, of a list no
 // earlier one changed, reaches everyone, and what each got up to it is compared whole.
 func TestTagSettingsFollowThePrincipal(t *testing.T) {
+	t.Parallel()
 	iss := startJWTIssuer(t)
 	v, err := auth.NewJWTVerifier(auth.JWTConfig{Issuer: iss.ts.URL})
 	if err != nil {

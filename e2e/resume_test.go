@@ -54,6 +54,7 @@ func streamOf(id string) string { return id[:strings.LastIndexByte(id, '-')] }
 // handler closing its connection: GET with Last-Event-ID gets exactly the events after that
 // id, from that stream only, then the rest live and the response.
 func TestHTTPResumableStream(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	e := startHTTP(t, toolgrain.Config{Tools: []tools.Tool{pollTool(release)}})
 	c := e.Session()
@@ -155,6 +156,7 @@ func TestHTTPResumableStream(t *testing.T) {
 // TestHTTPResumedCancelledCall: a cancelled call's stream ends with no response when resumed,
 // whether the cancellation comes while the resumed stream is open or before it is.
 func TestHTTPResumedCancelledCall(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: []tools.Tool{pollTool(make(chan struct{}))}})
 	c := e.Session()
 	c.Initialize()

@@ -58,6 +58,7 @@ func shapeConfig() toolgrain.Config {
 }
 
 func TestRevisionInitialize(t *testing.T) {
+	t.Parallel()
 	const caps = `{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"logging":{}`
 	tests := []struct{ version, want string }{
 		{"2024-11-05", `{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2024-11-05","capabilities":` + caps + `},"serverInfo":{"name":"shapes","version":"1"}}}`},
@@ -79,6 +80,7 @@ func TestRevisionInitialize(t *testing.T) {
 }
 
 func TestRevision20241105(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	cfg := shapeConfig()
 	cfg.OnError = rec.OnError
@@ -143,6 +145,7 @@ func TestRevision20241105(t *testing.T) {
 }
 
 func TestRevision20250326(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, shapeConfig())
 	c.InitializeAt("2025-03-26", `{}`)
 	// Annotations are there, and the title with them, as annotations.title; no outputSchema.
@@ -165,6 +168,7 @@ func TestRevision20250326(t *testing.T) {
 }
 
 func TestRevision20250618(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, shapeConfig())
 	c.InitializeAt("2025-06-18", `{}`)
 	c.Expect(call("1", "greet", `{"name":"Ada"}`),
@@ -178,6 +182,7 @@ func TestRevision20250618(t *testing.T) {
 // TestRevisionRequestsToTheClient: a request the session's revision does not have is refused
 // as undeclared, whatever the client put in its capabilities, and nothing is sent.
 func TestRevisionRequestsToTheClient(t *testing.T) {
+	t.Parallel()
 	form := json.RawMessage(`{"type":"object","properties":{"ok":{"type":"boolean"}}}`)
 	ask := tools.Tool{Name: "ask", Description: "Asks the user.", Handler: tools.HandlerFunc(func(ctx context.Context, req *tools.Request) (*tools.Result, error) {
 		_, err := client.Elicit(ctx, &protocol.ElicitParams{Message: "ok?", RequestedSchema: form})
@@ -200,6 +205,7 @@ func TestRevisionRequestsToTheClient(t *testing.T) {
 func batch(msgs ...string) string { return "[" + strings.Join(msgs, ",") + "]" }
 
 func TestBatchStdio(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools(), OnError: rec.OnError})
 	c.InitializeAt("2025-03-26", `{}`)
@@ -281,6 +287,7 @@ func batchResponses(t *testing.T, line string) []string {
 }
 
 func TestBatchRefusedOutside20250326(t *testing.T) {
+	t.Parallel()
 	const refused = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: batches are not supported"}}`
 	for _, version := range []string{"", "2024-11-05", "2025-06-18", "2025-11-25"} {
 		t.Run("stdio "+version, func(t *testing.T) {
@@ -310,6 +317,7 @@ func TestBatchRefusedOutside20250326(t *testing.T) {
 }
 
 func TestBatchHTTP(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	c := e.Session()
 	c.InitializeAt("2025-03-26", "{}")
@@ -344,6 +352,7 @@ func TestBatchHTTP(t *testing.T) {
 }
 
 func TestBatchInMemory(t *testing.T) {
+	t.Parallel()
 	srv, err := toolgrain.NewServer(toolgrain.Config{Tools: demo.Tools()})
 	if err != nil {
 		t.Fatal(err)
@@ -374,6 +383,7 @@ func TestBatchInMemory(t *testing.T) {
 // that revision's elicitation/create only: a handler's explicit form mode is left out, as
 // 2025-06-18 has no mode; a 2025-11-25 session gets it as the handler set it.
 func TestRevisionElicitationShape(t *testing.T) {
+	t.Parallel()
 	form := json.RawMessage(`{"type":"object","properties":{"ok":{"type":"boolean"}}}`)
 	ask := tools.Tool{Name: "ask", Description: "Asks the user.", Handler: tools.HandlerFunc(func(ctx context.Context, req *tools.Request) (*tools.Result, error) {
 		res, err := client.Elicit(ctx, &protocol.ElicitParams{Mode: protocol.ElicitModeForm, Message: "ok?", RequestedSchema: form})
@@ -402,6 +412,7 @@ func TestRevisionElicitationShape(t *testing.T) {
 // revision does not have (audio before 2025-03-26) is refused before anything is sent, with an
 // error wrapping client.ErrUnsupported that says why; from 2025-03-26 it is sent as it is.
 func TestRevisionSamplingContent(t *testing.T) {
+	t.Parallel()
 	listen := func(errs chan<- error) tools.Tool {
 		return tools.Tool{Name: "listen", Description: "Asks the client's model about a sound.", Handler: tools.HandlerFunc(func(ctx context.Context, req *tools.Request) (*tools.Result, error) {
 			res, err := client.CreateMessage(ctx, &protocol.CreateMessageParams{MaxTokens: 10, Messages: []protocol.SamplingMessage{

@@ -26,6 +26,7 @@ func deployTools(ran *int) []tools.Tool {
 // tool with Scopes may be called; a refusal is a JSON-RPC error naming the missing scopes, in
 // both eras, and the handler does not run. Without an identity there is no scope.
 func TestToolScopesStdio(t *testing.T) {
+	t.Parallel()
 	var ran int
 	srv, err := toolgrain.NewServer(toolgrain.Config{Tools: deployTools(&ran)})
 	if err != nil {
@@ -58,6 +59,7 @@ func TestToolScopesStdio(t *testing.T) {
 // tools/list leaves out what the caller may not call, and a call of it is a call of an unknown
 // tool.
 func TestToolScopesInMemory(t *testing.T) {
+	t.Parallel()
 	for _, hide := range []bool{false, true} {
 		var ran int
 		srv, err := toolgrain.NewServer(toolgrain.Config{Tools: deployTools(&ran), HideForbiddenTools: hide})
@@ -122,6 +124,7 @@ func errText(err error) string {
 
 // TestToolScopesConstruction: a scope that cannot be written into a challenge is refused.
 func TestToolScopesConstruction(t *testing.T) {
+	t.Parallel()
 	for _, bad := range []string{"", "two words", `quo"te`, `back\slash`, "tab\t"} {
 		_, err := toolgrain.NewServer(toolgrain.Config{Tools: []tools.Tool{{Name: "x", Scopes: []string{bad},
 			Handler: tools.HandlerFunc(func(context.Context, *tools.Request) (*tools.Result, error) { return nil, nil })}}})

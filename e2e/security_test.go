@@ -139,6 +139,7 @@ func TestSecurityNoArgumentsInDiagnostics(t *testing.T) {
 // happened in (the server's own handle, not the caller's). Adding a field (arguments, an
 // identity, a credential) must be a deliberate change of this promise.
 func TestSecurityDetailsHoldNoArgumentsOrIdentity(t *testing.T) {
+	t.Parallel()
 	fields := func(v any) string {
 		typ := reflect.TypeOf(v)
 		var names []string
@@ -160,6 +161,7 @@ func TestSecurityDetailsHoldNoArgumentsOrIdentity(t *testing.T) {
 // unverified; a progress token of the wrong type is ignored; the zap sink does not log it; and
 // a tool's metadata schema checks it like arguments, without quoting it back.
 func TestSecurityMetaIsUntrusted(t *testing.T) {
+	t.Parallel()
 	const claim = `{"user":"admin","authorization":"Bearer CANARY-meta-token","progressToken":{"evil":true}}`
 	gotMeta := make(chan json.RawMessage, 1)
 	whoami := tools.Tool{

@@ -191,6 +191,7 @@ func (c *sseClient) initialize() {
 // TestSSEExchange asserts the exact exchange of the old transport: the endpoint event, 202 for
 // every POST, and every answer (results, progress, the error model's) on the stream.
 func TestSSEExchange(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	c := e.openSSE("/sse")
 	if !strings.HasPrefix(c.endpoint, "/messages?sessionId=") {
@@ -247,6 +248,7 @@ func TestSSEExchange(t *testing.T) {
 // TestSSEOnTheMCPEndpoint: a client falling back from Streamable HTTP GETs the URL it was given;
 // the endpoint event names that URL, and a 2024-11-05 client works there.
 func TestSSEOnTheMCPEndpoint(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	c := e.openSSE("/mcp")
 	if !strings.HasPrefix(c.endpoint, "/mcp?sessionId=") {
@@ -276,6 +278,7 @@ func TestSSEOnTheMCPEndpoint(t *testing.T) {
 // TestSSEUnknownSession: a POST for a session the server does not have gets 404, one naming
 // none 400; the Mcp-Session-Id header wins over the query.
 func TestSSEUnknownSession(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	c := &sseClient{t: t, e: e}
 	assertReply(t, "unknown session", c.sendTo(e.ts.URL+"/messages?sessionId=no-such-session", pingRequest), http.StatusNotFound, errUnknown)
@@ -300,6 +303,7 @@ func slowTool(started, cancelled chan<- struct{}) tools.Tool {
 // TestSSECancellation: after notifications/cancelled nothing is sent for the call; the answer to
 // the request POSTed after it comes, and the call's own never does.
 func TestSSECancellation(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	started, cancelled := make(chan struct{}, 1), make(chan struct{}, 1)
 	e := startHTTP(t, toolgrain.Config{Tools: append(demo.Tools(), slowTool(started, cancelled)), OnError: rec.OnError})
@@ -336,6 +340,7 @@ func TestSSECancellation(t *testing.T) {
 // TestSSEStreamCloseEndsSession: the client closing its stream ends the session, cancels its
 // call in flight (reporting nothing) and its id answers 404 from then on.
 func TestSSEStreamCloseEndsSession(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	started, cancelled := make(chan struct{}, 1), make(chan struct{}, 1)
 	e := startHTTP(t, toolgrain.Config{Tools: []tools.Tool{slowTool(started, cancelled)}, OnError: rec.OnError})
@@ -357,6 +362,7 @@ func TestSSEStreamCloseEndsSession(t *testing.T) {
 // TestSSEShutdownEndsStreams: the server's shutdown ends the old transport's streams and refuses
 // new ones.
 func TestSSEShutdownEndsStreams(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	c := e.openSSE("/sse")
 	c.initialize()
@@ -375,6 +381,7 @@ func TestSSEShutdownEndsStreams(t *testing.T) {
 // TestSSEAuth: the bearer token is checked on the GET and on every POST, and a session answers
 // only its own subject.
 func TestSSEAuth(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	e := startHTTP(t, authConfig(rec, nil))
 	// The stream's path is the resource of the GET and of the POSTs alike (TestSSEAudience).
@@ -406,6 +413,7 @@ func TestSSEAuth(t *testing.T) {
 // TestSSELimits: the stream's session takes a place under the limits on sessions, and keeps
 // it until its stream closes.
 func TestSSELimits(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), HTTP: toolgrain.HTTPConfig{MaxSessions: 1}})
 	first := e.openSSE("/sse")
 	_, resp := e.getSSE("/sse")
@@ -425,6 +433,7 @@ func TestSSELimits(t *testing.T) {
 
 // TestSSEKeepAlive: an idle stream gets SSE comments.
 func TestSSEKeepAlive(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), HTTP: toolgrain.HTTPConfig{KeepAlive: 20 * time.Millisecond}})
 	ctx, cancel := context.WithTimeout(context.Background(), mcptest.Watchdog)
 	defer cancel()
@@ -449,6 +458,7 @@ func TestSSEKeepAlive(t *testing.T) {
 // TestSSEOff: with the old transport off, the requests that would open or reach it get what
 // they got before it existed.
 func TestSSEOff(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools(), HTTP: toolgrain.HTTPConfig{DisableSSE: true}})
 	c := e.Session()
 	assertReply(t, "GET without a session id", c.Do(http.MethodGet, "", "Accept", "text/event-stream"), http.StatusBadRequest, errNoSession)
@@ -461,6 +471,7 @@ func TestSSEOff(t *testing.T) {
 
 // TestSSEModernGetStill405: a GET with the modern version header is not an old-transport GET.
 func TestSSEModernGetStill405(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	r := e.Session().Do(http.MethodGet, "", "Accept", "text/event-stream", "MCP-Protocol-Version", "2026-07-28")
 	if r.Status != http.StatusMethodNotAllowed {
@@ -482,6 +493,7 @@ func (c *sseClient) initializeAt(version string) {
 // as Streamable HTTP and stdio do: 202, and the array of the responses on the stream, after
 // what the calls send first.
 func TestSSEBatch(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, toolgrain.Config{Tools: demo.Tools()})
 	c := e.openSSE("/sse")
 	c.initializeAt("2025-03-26")
@@ -528,6 +540,7 @@ func TestSSEBatch(t *testing.T) {
 // TestSSEBatchRefused: anywhere but a 2025-03-26 session a batch is refused whole, with 400 and
 // -32600, as Streamable HTTP refuses it; nothing of it runs or reaches the stream.
 func TestSSEBatchRefused(t *testing.T) {
+	t.Parallel()
 	const refused = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: batches are not supported"}}`
 	for _, version := range []string{"", "2024-11-05", "2025-06-18", "2025-11-25"} {
 		t.Run(version, func(t *testing.T) {

@@ -30,6 +30,7 @@ func fixtureConfig() toolgrain.Config {
 }
 
 func TestResources(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	cfg := fixtureConfig()
 	cfg.OnError = rec.OnError
@@ -105,6 +106,7 @@ func TestResources(t *testing.T) {
 const canary = "SECRET-canary"
 
 func TestResourceSubscriptions(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, fixtureConfig())
 	c.Initialize()
 	c.Expect(`{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"test://watched-resource"}}`, `{"jsonrpc":"2.0","id":1,"result":{}}`)
@@ -117,6 +119,7 @@ func TestResourceSubscriptions(t *testing.T) {
 }
 
 func TestPrompts(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	cfg := fixtureConfig()
 	cfg.OnError = rec.OnError
@@ -189,6 +192,7 @@ func TestPrompts(t *testing.T) {
 }
 
 func TestCompletion(t *testing.T) {
+	t.Parallel()
 	many := make([]string, 150)
 	for i := range many {
 		many[i] = fmt.Sprintf("v%03d", i)
@@ -257,6 +261,7 @@ var logTool = tools.Tool{
 }
 
 func TestLogging(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{logTool}, LogLevel: protocol.LevelAlert})
 	c.Initialize()
 	// Before setLevel the configured level applies.
@@ -278,6 +283,7 @@ func TestLogging(t *testing.T) {
 // TestNoLogAfterResponse: a log message sent after the call answered is dropped, and the
 // handler learns it.
 func TestNoLogAfterResponse(t *testing.T) {
+	t.Parallel()
 	late := make(chan error, 1)
 	answered := make(chan struct{})
 	tool := tools.Tool{Name: "late", Timeout: 20 * time.Millisecond,
@@ -318,6 +324,7 @@ func sampler(results chan<- error) tools.Tool {
 const sampleRequest = `{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"2+2?"}}],"maxTokens":5}}`
 
 func TestSampling(t *testing.T) {
+	t.Parallel()
 	results := make(chan error, 4)
 	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{sampler(results)}})
 	c.InitializeWith(`{"sampling":{}}`)
@@ -344,6 +351,7 @@ func TestSampling(t *testing.T) {
 }
 
 func TestRequestsNeedDeclaredCapabilities(t *testing.T) {
+	t.Parallel()
 	got := make(chan error, 8)
 	probe := tools.Tool{Name: "probe", Description: "Tries every request to the client.",
 		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
@@ -392,6 +400,7 @@ func TestRequestsNeedDeclaredCapabilities(t *testing.T) {
 }
 
 func TestElicitationAndRoots(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, fixtureConfig())
 	c.InitializeWith(`{"elicitation":{"form":{}},"roots":{}}`)
 	c.Send(call("1", "test_elicitation", `{"message":"Who are you?"}`))
@@ -404,6 +413,7 @@ func TestElicitationAndRoots(t *testing.T) {
 }
 
 func TestRootsList(t *testing.T) {
+	t.Parallel()
 	roots := tools.Tool{Name: "roots", Description: "Lists the client's roots.",
 		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
 			res, err := client.ListRoots(ctx)
@@ -432,6 +442,7 @@ func TestRootsList(t *testing.T) {
 // notifications/cancelled, the handler's wait ends with the cancellation, and a late answer from
 // the client is ignored.
 func TestCancelWhileWaitingForTheClient(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		tool    string
@@ -469,6 +480,7 @@ func TestCancelWhileWaitingForTheClient(t *testing.T) {
 // TestTimeoutWhileWaitingForTheClient: a tool timeout while the handler waits for the client
 // answers the call with the generic failure and withdraws the server's request.
 func TestTimeoutWhileWaitingForTheClient(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	results := make(chan error, 1)
 	tool := sampler(results)
@@ -502,6 +514,7 @@ func TestTimeoutWhileWaitingForTheClient(t *testing.T) {
 // TestCloseWhileWaitingForTheClient: the input ends while a handler waits for the client; the
 // handler's wait ends and ServeStdio returns.
 func TestCloseWhileWaitingForTheClient(t *testing.T) {
+	t.Parallel()
 	results := make(chan error, 1)
 	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{sampler(results)}})
 	c.InitializeWith(`{"sampling":{}}`)
@@ -519,6 +532,7 @@ func TestCloseWhileWaitingForTheClient(t *testing.T) {
 }
 
 func TestDynamicRegistries(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{logTool}})
 	c.Initialize()
 	extra := tools.Tool{Name: "extra", Description: "Added later.", MaxConcurrency: 1,
@@ -578,6 +592,7 @@ func TestDynamicRegistries(t *testing.T) {
 // TestNoNotificationsBeforeInitialize: list changes are not announced to a client that has not
 // initialized.
 func TestNoNotificationsBeforeInitialize(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, toolgrain.Config{Tools: []tools.Tool{logTool}})
 	if err := c.srv.AddPrompts(conformance.Prompts()[0]); err != nil {
 		t.Fatal(err)
@@ -586,6 +601,7 @@ func TestNoNotificationsBeforeInitialize(t *testing.T) {
 }
 
 func TestProgressIsRateLimited(t *testing.T) {
+	t.Parallel()
 	burst := tools.Tool{Name: "burst", Description: "Reports progress a thousand times at once.",
 		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
 			total := 1000.0
@@ -609,6 +625,7 @@ func TestProgressIsRateLimited(t *testing.T) {
 }
 
 func TestFixtureTools(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, fixtureConfig())
 	c.InitializeWith(`{"sampling":{},"elicitation":{}}`)
 	c.Expect(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"test_simple_text"}}`,
@@ -641,6 +658,7 @@ func TestFixtureTools(t *testing.T) {
 }
 
 func TestSurfaceConstructionErrors(t *testing.T) {
+	t.Parallel()
 	var resErr *resources.DefinitionError
 	var promptErr *prompts.DefinitionError
 	tests := []struct {
@@ -669,6 +687,7 @@ func TestSurfaceConstructionErrors(t *testing.T) {
 // TestInMemoryClientSurface: an in-memory client gets list changes and can answer a request
 // to the client like any other.
 func TestInMemoryClientSurface(t *testing.T) {
+	t.Parallel()
 	srv, err := toolgrain.NewServer(fixtureConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -709,6 +728,7 @@ func TestInMemoryClientSurface(t *testing.T) {
 // TestURLElicitation: a URL-mode elicitation goes to a client that declared it, and its
 // completion is announced to that client only, once.
 func TestURLElicitation(t *testing.T) {
+	t.Parallel()
 	visit := tools.Tool{Name: "visit", Description: "Sends the user to a page.",
 		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
 			res, err := client.Elicit(ctx, &protocol.ElicitParams{Mode: protocol.ElicitModeURL, Message: "Sign in", URL: "https://example.com/login", ElicitationID: "e1"})

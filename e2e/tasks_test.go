@@ -171,6 +171,7 @@ func waitTool(name string, sup tools.TaskSupport, ended chan<- error) tools.Tool
 }
 
 func TestTaskLifecycle(t *testing.T) {
+	t.Parallel()
 	cfg := func() toolgrain.Config {
 		return toolgrain.Config{Tools: append(demo.Tools(),
 			waitTool("wait", tools.TaskOptional, nil), waitTool("must", tools.TaskRequired, nil))}
@@ -241,6 +242,7 @@ func TestTaskLifecycle(t *testing.T) {
 
 // TestTasksNotOffered: a server without task tools does not offer the extension.
 func TestTasksNotOffered(t *testing.T) {
+	t.Parallel()
 	c := startStdio(t, toolgrain.Config{Tools: demo.Tools()})
 	c.Send(modernRequest("1", "server/discover", ""))
 	if got := c.Recv(); strings.Contains(got, "extensions") {
@@ -256,6 +258,7 @@ func TestTasksNotOffered(t *testing.T) {
 // TestTaskInput: a handler that asks for input (client.Input, client.Elicit) works unchanged in
 // a task: the task waits input_required until tasks/update answers, part by part.
 func TestTaskInput(t *testing.T) {
+	t.Parallel()
 	ask := tools.Tool{
 		Name: "ask", Description: "Asks twice.", TaskSupport: tools.TaskOptional,
 		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
@@ -327,6 +330,7 @@ func TestTaskInput(t *testing.T) {
 // TestTaskCancel: tasks/cancel cancels the handler's context (cause cancel.ErrTaskCancelled),
 // the task ends cancelled whatever the handler returns, and nothing is reported.
 func TestTaskCancel(t *testing.T) {
+	t.Parallel()
 	rec := mcptest.NewRecorder()
 	ended := make(chan error, 4)
 	cfg := func() toolgrain.Config {
@@ -365,6 +369,7 @@ func TestTaskCancel(t *testing.T) {
 // TestTaskPanic: an unexpected failure inside a task fails it with the generic error, and
 // OnError gets the original with the task's id.
 func TestTaskPanic(t *testing.T) {
+	t.Parallel()
 	var rec *mcptest.Recorder
 	cfg := func() toolgrain.Config {
 		rec = mcptest.NewRecorder()
@@ -399,6 +404,7 @@ func TestTaskPanic(t *testing.T) {
 // TestTaskTTL: a task is forgotten when its TTL passes: its record is deleted (memory given
 // back), it answers -32602, and one still running then is cancelled.
 func TestTaskTTL(t *testing.T) {
+	t.Parallel()
 	var store *taskstore.Memory
 	ended := make(chan error, 4)
 	cfg := func() toolgrain.Config {
@@ -435,6 +441,7 @@ func TestTaskTTL(t *testing.T) {
 // TestTaskCaps: past the cap on tasks held, a call is refused with -31000; a task counts until
 // its TTL passes, and its slot comes back then.
 func TestTaskCaps(t *testing.T) {
+	t.Parallel()
 	cfg := func() toolgrain.Config {
 		w := waitTool("wait", tools.TaskOptional, nil)
 		w.TaskTTL = 300 * time.Millisecond
@@ -456,6 +463,7 @@ func TestTaskCaps(t *testing.T) {
 // TestTaskCallerScope: over HTTP with auth, a caller's tasks are its own: another caller gets
 // "not found" for them, and the per-caller cap counts each caller apart.
 func TestTaskCallerScope(t *testing.T) {
+	t.Parallel()
 	cfg := authConfig(mcptest.NewRecorder(), nil)
 	cfg.Tools = append(cfg.Tools, waitTool("wait", tools.TaskOptional, nil))
 	cfg.Tasks = toolgrain.TaskConfig{MaxTasksPerCaller: 1}
@@ -484,6 +492,7 @@ func TestTaskCallerScope(t *testing.T) {
 // TestTaskDeferred: a tool with DeferTask asks for input on the call itself, then becomes a task
 // (client.StartTask) whose new run gets the answers again.
 func TestTaskDeferred(t *testing.T) {
+	t.Parallel()
 	var runs atomic.Int32
 	tool := tools.Tool{Name: "deferred", TaskSupport: tools.TaskOptional, DeferTask: true,
 		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
@@ -529,6 +538,7 @@ func TestTaskDeferred(t *testing.T) {
 // with the task's full state, tagged with its subscription id; a request without the extension
 // may not follow tasks.
 func TestTaskNotifications(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	gate := tools.Tool{Name: "gate", TaskSupport: tools.TaskOptional,
 		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Request) (*tools.Result, error) {
@@ -561,6 +571,7 @@ func TestTaskNotifications(t *testing.T) {
 // a durable store the next server reports them failed (cmd/server's restart test kills the
 // process instead).
 func TestTaskShutdown(t *testing.T) {
+	t.Parallel()
 	store := taskstore.NewMemory()
 	cfg := toolgrain.Config{Tools: []tools.Tool{waitTool("wait", tools.TaskOptional, nil)}, Tasks: toolgrain.TaskConfig{Store: store}}
 	srv, err := toolgrain.NewServer(cfg)
@@ -617,6 +628,7 @@ func (s *heldStore) Put(ctx context.Context, rec *taskstore.Record) error {
 // client only once the store holds it, so that a crash cannot take back a status a client
 // has seen; until then tasks/get answers the task's last stored state.
 func TestTaskEndSeenOnceStored(t *testing.T) {
+	t.Parallel()
 	var store *heldStore
 	cfg := func() toolgrain.Config {
 		store = newHeldStore()

@@ -39,6 +39,7 @@ func addTool() tools.Tool {
 // and output schemas, answers with structuredContent, and gets validation feedback naming the
 // field, over every transport and era.
 func TestTypedToolEndToEnd(t *testing.T) {
+	t.Parallel()
 	const descriptor = `{"name":"add","description":"Adds two integers.",` +
 		`"inputSchema":{"properties":{"a":{"type":"integer","description":"The first term"},"b":{"type":"integer","description":"The second term"},"note":{"type":"string"}},"additionalProperties":false,"type":"object","required":["a","b"]},` +
 		`"outputSchema":{"properties":{"sum":{"type":"integer"}},"additionalProperties":false,"type":"object","required":["sum"]}}`
@@ -67,6 +68,7 @@ func TestTypedToolEndToEnd(t *testing.T) {
 // TestTypedToolRefused: a type no schema can describe stops NewServer with a
 // *tools.ToolSchemaError naming the tool and the field.
 func TestTypedToolRefused(t *testing.T) {
+	t.Parallel()
 	type hooks struct {
 		OnDone func() `json:"onDone"`
 	}

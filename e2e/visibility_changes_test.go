@@ -69,6 +69,7 @@ func methodOf(t *testing.T, frame string) string {
 // told anyone of, and what each gets up to and including it is compared whole: anything sent
 // to the wrong client would be there, in place of what it should get.
 func TestTagChangesReachExactlyTheAffected(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, changesConfig())
 	var watchers []*watcher
 	expect := map[string][]string{}

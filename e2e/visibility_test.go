@@ -217,6 +217,7 @@ func sameAs(t *testing.T, what, hidden, hiddenName, unknown, unknownName string)
 // TestVisibleToolsFollowIdentity: alice does not see the tool tagged ops, bob does; alice's call
 // of it is answered exactly as a call of a tool nobody serves, and bob's runs.
 func TestVisibleToolsFollowIdentity(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, visConfig())
 	for _, tr := range visTransports {
 		t.Run(tr.name, func(t *testing.T) {
@@ -251,6 +252,7 @@ func TestVisibleToolsFollowIdentity(t *testing.T) {
 // what nobody serves; a URI served by a resource she cannot see and a template she can is read
 // from the template, as if the resource did not exist; bob's reads, gets and completions run.
 func TestVisibleComponentsFollowIdentity(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, visConfig())
 	for _, tr := range visTransports {
 		t.Run(tr.name, func(t *testing.T) {
@@ -300,6 +302,7 @@ func TestVisibleComponentsFollowIdentity(t *testing.T) {
 // updates are not told to that caller: not on a legacy session's notification path, not on a
 // modern listen stream; the caller who sees the resource is told.
 func TestHiddenResourceUpdates(t *testing.T) {
+	t.Parallel()
 	srv, err := toolgrain.NewServer(visConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -352,6 +355,7 @@ func TestHiddenResourceUpdates(t *testing.T) {
 // must let the caller see it, a rule without tags applies to every component, and tags
 // disabled at start hide their components from everyone.
 func TestVisibilityRules(t *testing.T) {
+	t.Parallel()
 	var calls int
 	cfg := toolgrain.Config{
 		Tools: []tools.Tool{
@@ -439,6 +443,7 @@ func (c claimSource) Claim(name string) []string { return c[name] }
 
 // TestVisibilityConfigErrors: NewServer refuses rules it cannot apply and tags it cannot carry.
 func TestVisibilityConfigErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		cfg  toolgrain.Config
@@ -465,6 +470,7 @@ func TestVisibilityConfigErrors(t *testing.T) {
 // TestTagsListed: a component's tags are listed in its _meta, sorted and without duplicates; a
 // component without tags has no _meta.
 func TestTagsListed(t *testing.T) {
+	t.Parallel()
 	reader := resources.Static("text/plain", "x", nil)
 	handler := prompts.HandlerFunc(func(context.Context, *prompts.GetRequest) (*prompts.GetResult, error) {
 		return &prompts.GetResult{}, nil
@@ -493,6 +499,7 @@ func TestTagsListed(t *testing.T) {
 // answers as an unknown tool's. Modern lists and server/discover name the toolsets applied in
 // their _meta, and stay private to the caller. A tag that breaks the syntax gets 400.
 func TestToolsets(t *testing.T) {
+	t.Parallel()
 	e := startHTTP(t, visConfig())
 	at := func(path string) *httpEnv {
 		pe := *e
