@@ -145,14 +145,25 @@ func (u *Upstream) Abandon(c *Call, cause error) {
 	c.cause = cause
 	c.ended.Store(true)
 	c.mu.Unlock()
-	u.send(&abandonCall{call: c, cause: cause})
+	// Out of the table of calls in flight at once, not when the actor gets to it: a call made
+	// next (a modern client's retry after an input round) must not find it there, where over
+	// stdio the upstream's requests to the client go to the only call in flight.
+	u.t.mu.Lock()
+	inFlight := !c.id.IsZero() && u.t.active[c.id.Key()] == c
+	if inFlight {
+		delete(u.t.active, c.id.Key())
+		u.stats.InFlight.Store(int64(len(u.t.active)))
+	}
+	u.t.mu.Unlock()
+	u.send(&abandonCall{call: c, cause: cause, inFlight: inFlight})
 	c.deliver(nil, cause)
 }
 
 // abandonCall: caller → actor. The caller stopped waiting for the call.
 type abandonCall struct {
-	call  *Call
-	cause error
+	call     *Call
+	cause    error
+	inFlight bool // Abandon took it out of the table of calls in flight
 }
 
 // answerRequest: caller → actor. The client's answer to a request of the upstream.

@@ -900,10 +900,14 @@ func (a *upstreamActor) drain() {
 }
 
 func (a *upstreamActor) sendCall(c *Call) {
+	a.u.t.mu.Lock()
+	if c.over() {
+		a.u.t.mu.Unlock()
+		return // given up since it was taken: Abandon delivered the outcome
+	}
 	c.id = protocol.NewIntID(a.u.ids.Add(1))
 	c.gen = a.gen
 	c.up, c.modern = a.u, a.modern
-	a.u.t.mu.Lock()
 	a.u.t.active[c.id.Key()] = c
 	a.u.stats.InFlight.Store(int64(len(a.u.t.active)))
 	a.u.t.mu.Unlock()
@@ -1101,8 +1105,8 @@ func (a *upstreamActor) abandon(m *abandonCall) {
 	c := m.call
 	key := c.id.Key()
 	a.u.t.mu.Lock()
-	active := !c.id.IsZero() && a.u.t.active[key] == c
-	if active {
+	active := m.inFlight || (!c.id.IsZero() && a.u.t.active[key] == c)
+	if !m.inFlight && active {
 		delete(a.u.t.active, key)
 		a.u.stats.InFlight.Store(int64(len(a.u.t.active)))
 	}
