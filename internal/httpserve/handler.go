@@ -208,13 +208,8 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, id *tools.Identit
 	if !ok {
 		return
 	}
-	msg, batch, werr := protocol.DecodeInput(body)
-	if werr != nil {
-		var mid protocol.ID
-		if msg != nil {
-			mid = msg.ID
-		}
-		writeFrame(w, http.StatusBadRequest, protocol.EncodeError(mid, werr))
+	msg, batch, ok := decodeBody(w, body)
+	if !ok {
 		return
 	}
 	if batch != nil {
@@ -810,3 +805,18 @@ type discardStream struct{}
 
 func (discardStream) Send([]byte) {}
 func (discardStream) Close()      {}
+
+// decodeBody decodes a POST's body: one message or a batch. A body that is not JSON-RPC is
+// answered here with 400 and its error, naming the request's id when one could be read.
+func decodeBody(w http.ResponseWriter, body []byte) (*protocol.Message, []protocol.BatchItem, bool) {
+	msg, batch, werr := protocol.DecodeInput(body)
+	if werr != nil {
+		var mid protocol.ID
+		if msg != nil {
+			mid = msg.ID
+		}
+		writeFrame(w, http.StatusBadRequest, protocol.EncodeError(mid, werr))
+		return nil, nil, false
+	}
+	return msg, batch, true
+}

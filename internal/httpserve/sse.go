@@ -168,13 +168,8 @@ func (h *Handler) ssePost(w http.ResponseWriter, r *http.Request, id *tools.Iden
 	if !ok {
 		return
 	}
-	msg, batch, werr := protocol.DecodeInput(body)
-	if werr != nil {
-		var mid protocol.ID
-		if msg != nil {
-			mid = msg.ID
-		}
-		writeFrame(w, http.StatusBadRequest, protocol.EncodeError(mid, werr))
+	msg, batch, ok := decodeBody(w, body)
+	if !ok {
 		return
 	}
 	if batch != nil {
