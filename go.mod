@@ -33,6 +33,8 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
+require github.com/go-json-experiment/json v1.27.2
+
 require (
 	github.com/MicahParks/jwkset v0.11.4
 	github.com/Workiva/go-datastructures v1.1.3 // indirect
