@@ -151,6 +151,7 @@ type stdioConn struct {
 // read decodes the process's output, one message per line, until it ends.
 func (c *stdioConn) read(r io.Reader, max int) {
 	lr := newLineReader(r, max)
+	sc := newAnswerScanner()
 	for {
 		line, err := lr.next()
 		if errors.Is(err, errLineTooLong) {
@@ -159,10 +160,10 @@ func (c *stdioConn) read(r io.Reader, max int) {
 		if err != nil {
 			return
 		}
-		if key, result, ok := scanResult(line); ok && c.h.Result(key, result) {
+		if key, result, ok := sc.scan(line); ok && c.h.Result(key, result) {
 			continue
 		}
-		m, werr := decodeLine(line)
+		m, werr := sc.decode(line)
 		if werr != nil || m == nil {
 			continue // not a message: ignored, as a client ignores noise
 		}
