@@ -48,6 +48,7 @@ type connectionActor struct {
 	// sets just before the spawn (see spawnRequest).
 	reqProps  *actor.Props
 	nextSpec  *callSpec
+	nextActor *requestActor // the request actor Spawn just made, whose mailbox it makes next
 	closing   bool
 	finishing bool        // the input ended cleanly: stop once nothing is in flight
 	finishBy  *time.Timer // sends finishExpired when the grace of finishing is over

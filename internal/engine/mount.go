@@ -136,12 +136,11 @@ type StartedCall interface {
 // startCall starts the call of tool on its handler's StartCall when it has one, and returns
 // it; the outcome then reaches the request actor as a handler's does (handlerDone), after the
 // checks of tools.Compiled.Run (CallDone). A panic in StartCall is the handler's.
-func (r *requestActor) startCall(ctx actor.Context, hctx context.Context, req *tools.Request) (started StartedCall) {
+func (r *requestActor) startCall(hctx context.Context, req *tools.Request) (started StartedCall) {
 	h, ok := r.tool.Def().Handler.(CallStarter)
 	if !ok || r.tool.Wrapped() {
 		return nil
 	}
-	r.self, r.root = ctx.Self(), ctx.ActorSystem().Root
 	r.eng.handlers.Add(1) // as for a handler goroutine: Shutdown waits for the outcome
 	defer func() {
 		if v := recover(); v != nil {
@@ -166,7 +165,9 @@ func (r *requestActor) CallDone(res *tools.Result, err error) {
 	if err == nil {
 		out, err = r.tool.Complete(res)
 	}
-	r.root.Send(r.self, &handlerDone{result: out, err: err})
+	// The goroutine that brings the outcome (the upstream's reader) takes the actor's next
+	// step itself.
+	r.mailbox.postHere(&handlerDone{result: out, err: err})
 }
 
 // panicked is a call whose StartCall panicked: its outcome, the panic, is on its way already.

@@ -121,11 +121,20 @@ func (c *connectionActor) callTool(ctx actor.Context, m *protocol.Message, s Str
 // producer takes the spec the connection has just set.
 func (c *connectionActor) spawnRequest(ctx actor.Context, spec *callSpec) *actor.PID {
 	if c.reqProps == nil {
+		// protoactor makes the mailbox right after the actor, in the same Spawn.
 		c.reqProps = actor.PropsFromProducer(func() actor.Actor {
 			spec := c.nextSpec
 			c.nextSpec = nil
-			return newRequestActor(spec)
-		}, actor.WithDispatcher(c.eng.dispatcher), actor.WithMailbox(actor.UnboundedLockfree()))
+			c.nextActor = newRequestActor(spec)
+			return c.nextActor
+		}, actor.WithDispatcher(c.eng.dispatcher), actor.WithMailbox(func() actor.Mailbox {
+			mb := newRequestMailbox(c.eng.dispatcher)
+			if a := c.nextActor; a != nil {
+				a.mailbox = mb
+				c.nextActor = nil
+			}
+			return mb
+		}))
 	}
 	c.nextSpec = spec
 	return ctx.Spawn(c.reqProps)
@@ -154,11 +163,12 @@ type requestActor struct {
 	// for); the handler's return is expected and dropped.
 	askedInput bool
 	// startedCall is the call a CallStarter started (mount.go), until its outcome; nil
-	// otherwise. self, root and callDone are what CallDone needs, on another goroutine.
+	// otherwise. callDone and mailbox are what CallDone needs, on another goroutine.
 	startedCall StartedCall
-	self        *actor.PID
-	root        *actor.RootContext
 	callDone    atomic.Bool
+	// mailbox is the actor's: the goroutine that brings a handler's outcome posts it there
+	// and takes the actor's next step itself (mailbox.go).
+	mailbox *requestMailbox
 
 	callMetrics    // what the call reports to the engine's metrics (metrics.go)
 	actorCallState // the call of an actor-backed tool (actortool.go)
@@ -332,19 +342,21 @@ func (r *requestActor) runGo(ctx actor.Context) {
 	// shutdown.
 	req := &tools.Request{Tool: r.tool.Name(), Arguments: r.args, Meta: r.meta, Identity: r.identity}
 	if r.task == nil {
-		if r.startedCall = r.startCall(ctx, hctx, req); r.startedCall != nil {
+		if r.startedCall = r.startCall(hctx, req); r.startedCall != nil {
 			return // a mounted tool's call, on its way without a goroutine (mount.go)
 		}
 		if r.slot != nil {
 			r.slot.handlerRuns.Store(true)
 		}
 	}
-	r.eng.runHandler(ctx, r.tool, hctx, req)
+	r.eng.runHandler(ctx, r.mailbox, r.tool, hctx, req)
 }
 
 // runHandler runs tool's handler on a pool worker that belongs to the actor of ctx, which gets
-// a handlerDone when it returns and must not stop before.
-func (e *Engine) runHandler(ctx actor.Context, tool *tools.Compiled, hctx context.Context, req *tools.Request) {
+// a handlerDone when it returns and must not stop before. With the actor's mailbox, the worker
+// posts the handlerDone there and takes the actor's next step itself (postHere); without (a
+// task's actor), it sends it.
+func (e *Engine) runHandler(ctx actor.Context, mb *requestMailbox, tool *tools.Compiled, hctx context.Context, req *tools.Request) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	e.handlers.Add(1)
 	// The handler runs on a pool worker but belongs to the actor that started it, which waits
@@ -353,6 +365,10 @@ func (e *Engine) runHandler(ctx actor.Context, tool *tools.Compiled, hctx contex
 	e.pool.Go(func() {
 		defer e.handlers.Done()
 		res, err := tool.Run(hctx, req)
+		if mb != nil {
+			mb.postHere(&handlerDone{result: res, err: err})
+			return
+		}
 		root.Send(self, &handlerDone{result: res, err: err})
 	})
 }

@@ -343,7 +343,7 @@ func (t *taskActor) run(ctx actor.Context) {
 	}
 	hctx = tools.WithIdentity(client.WithPeer(hctx, t.peer), t.identity)
 	t.handler = true
-	t.eng.runHandler(ctx, t.tool, hctx, &tools.Request{Tool: t.tool.Name(), Arguments: t.args, Meta: t.meta, Identity: t.identity})
+	t.eng.runHandler(ctx, nil, t.tool, hctx, &tools.Request{Tool: t.tool.Name(), Arguments: t.args, Meta: t.meta, Identity: t.identity})
 }
 
 func (t *taskActor) timeoutError() error {
