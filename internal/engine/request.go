@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -128,12 +129,13 @@ func (c *connectionActor) spawnRequest(ctx actor.Context, spec *callSpec) *actor
 			c.nextActor = newRequestActor(spec)
 			return c.nextActor
 		}, actor.WithDispatcher(c.eng.dispatcher), actor.WithMailbox(func() actor.Mailbox {
-			mb := newRequestMailbox(c.eng.dispatcher)
-			if a := c.nextActor; a != nil {
-				a.mailbox = mb
-				c.nextActor = nil
+			a := c.nextActor
+			c.nextActor = nil
+			if a == nil {
+				return newRequestMailbox(c.eng.dispatcher) // not reached: Spawn made the actor first
 			}
-			return mb
+			a.mailbox.init(c.eng.dispatcher) // in the actor's own allocation
+			return &a.mailbox
 		}))
 	}
 	c.nextSpec = spec
@@ -168,7 +170,7 @@ type requestActor struct {
 	callDone    atomic.Bool
 	// mailbox is the actor's: the goroutine that brings a handler's outcome posts it there
 	// and takes the actor's next step itself (requestMailbox).
-	mailbox *requestMailbox
+	mailbox requestMailbox
 
 	callMetrics    // what the call reports to the engine's metrics (metrics.go)
 	actorCallState // the call of an actor-backed tool (actortool.go)
@@ -349,7 +351,7 @@ func (r *requestActor) runGo(ctx actor.Context) {
 			r.slot.handlerRuns.Store(true)
 		}
 	}
-	r.eng.runHandler(ctx, r.mailbox, r.tool, hctx, req)
+	r.eng.runHandler(ctx, &r.mailbox, r.tool, hctx, req)
 }
 
 // runHandler runs tool's handler on a pool worker that belongs to the actor of ctx, which gets
@@ -527,16 +529,29 @@ func progressToken(meta json.RawMessage) json.RawMessage {
 type requestMailbox struct {
 	actor.Mailbox
 	next actor.Dispatcher
-	// here is heldHere while postHere posts: a schedule of the mailbox then leaves its run to
-	// postHere, which runs it once it has posted.
-	here atomic.Pointer[func()]
+	// state is mailboxHeld while postHere posts: a schedule of the mailbox then leaves its
+	// run to postHere (in run), which runs it once it has posted.
+	state atomic.Int32
+	run   func() // written by Schedule before state becomes mailboxTaken
 }
 
-// heldHere marks a mailbox whose next run is left to postHere.
-var heldHere = new(func())
+// The states of a requestMailbox.
+const (
+	mailboxFree   = iota // its runs go to the engine's dispatcher
+	mailboxHeld          // postHere is posting: the next run is left to it
+	mailboxTaking        // Schedule is leaving a run to postHere
+	mailboxTaken         // the run is in run
+)
 
 func newRequestMailbox(next actor.Dispatcher) *requestMailbox {
-	return &requestMailbox{Mailbox: actor.UnboundedLockfree()(), next: next}
+	m := &requestMailbox{}
+	m.init(next)
+	return m
+}
+
+// init makes m a mailbox whose runs go to next.
+func (m *requestMailbox) init(next actor.Dispatcher) {
+	m.Mailbox, m.next = actor.UnboundedLockfree()(), next
 }
 
 // RegisterHandlers takes the mailbox itself as its dispatcher.
@@ -547,7 +562,9 @@ func (m *requestMailbox) RegisterHandlers(invoker actor.MessageInvoker, _ actor.
 // Schedule runs the mailbox on the engine's dispatcher, unless postHere is posting: then its
 // caller runs it.
 func (m *requestMailbox) Schedule(fn func()) {
-	if m.here.CompareAndSwap(heldHere, &fn) {
+	if m.state.CompareAndSwap(mailboxHeld, mailboxTaking) {
+		m.run = fn
+		m.state.Store(mailboxTaken)
 		return
 	}
 	m.next.Schedule(fn)
@@ -558,14 +575,21 @@ func (m *requestMailbox) Throughput() int { return m.next.Throughput() }
 
 // postHere posts msg and, when that schedules the mailbox (it was idle), runs it on this
 // goroutine until it is idle again. Only one postHere runs at a time on a mailbox: the one
-// outcome of a call. A message posted meanwhile by another goroutine that schedules the
-// mailbox is run here too.
+// outcome of a call. A message another goroutine posts meanwhile, scheduling the mailbox, is
+// run here too.
 func (m *requestMailbox) postHere(msg any) {
-	m.here.Store(heldHere)
+	m.state.Store(mailboxHeld)
 	m.PostUserMessage(msg)
-	if fn := m.here.Swap(nil); fn != heldHere && fn != nil {
-		(*fn)()
+	if m.state.CompareAndSwap(mailboxHeld, mailboxFree) {
+		return // the mailbox was running: the post did not schedule it
 	}
+	for m.state.Load() != mailboxTaken {
+		runtime.Gosched() // Schedule is between its two steps
+	}
+	run := m.run
+	m.run = nil
+	m.state.Store(mailboxFree)
+	run()
 }
 
 var _ actor.Dispatcher = (*requestMailbox)(nil)
