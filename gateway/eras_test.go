@@ -45,6 +45,7 @@ func modernCall(t *testing.T, c *toolgrain.InMemoryClient, tool, args, caps stri
 // over stdio; the upstream's request to the client becomes an input round of the modern
 // client's, after which the call is made again upstream, and answered.
 func TestModernClientLegacyUpstream(t *testing.T) {
+	t.Parallel()
 	f := newFront(t, toolgrain.Config{}, fake("old", nil))
 	if st := f.gw.Status()[0]; st.ProtocolVersion != "2024-11-05" {
 		t.Fatalf("status: %+v", st)
@@ -156,6 +157,7 @@ func answerElicitations(ctx context.Context, c *toolgrain.InMemoryClient, seen *
 // calling at once: over HTTP in either era of the upstream (its request on the call's own
 // stream; or its input_required round, which the gateway turns into the client's request).
 func TestElicitationRoutedToItsClient(t *testing.T) {
+	t.Parallel()
 	for _, proto := range []string{"legacy", "modern"} {
 		t.Run(proto, func(t *testing.T) {
 			up := asker(t)
@@ -196,6 +198,7 @@ func TestElicitationRoutedToItsClient(t *testing.T) {
 // front of it too: the upstream's input rounds become the session client's requests, or the
 // modern client's own rounds.
 func TestBothErasInFrontOfModernUpstream(t *testing.T) {
+	t.Parallel()
 	up := asker(t)
 	f := newFront(t, toolgrain.Config{}, gateway.Mount{Name: "a", Source: gateway.InProcess{Server: up}})
 	if st := f.gw.Status()[0]; st.ProtocolVersion != protocol.LatestModernVersion {

@@ -53,6 +53,7 @@ func httpUpstream(t *testing.T, in *toolgrain.Server) (*httptest.Server, *header
 // A toolgrain server over HTTP, in each way the gateway can speak to it: Streamable HTTP in
 // either era, and the old HTTP+SSE transport. Listing, calls, the error model and cancellation.
 func TestHTTPUpstreams(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name, transport, protocol, version string
 	}{
@@ -178,6 +179,7 @@ func TestHTTPTokenNeverForwarded(t *testing.T) {
 // A 2026-07-28 upstream over HTTP whose tool mirrors an argument into a header
 // (x-mcp-header): the gateway sends the Mcp-Param-* header the upstream checks.
 func TestHTTPHeaderArguments(t *testing.T) {
+	t.Parallel()
 	up, err := toolgrain.NewServer(toolgrain.Config{Tools: []tools.Tool{{
 		Name: "weather", Description: "Weather by region.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"days":{"type":"integer","x-mcp-header":"Days"}},"required":["region"]}`),

@@ -64,6 +64,7 @@ func innerWith(t *testing.T, rec metrics.Recorder) *toolgrain.Server {
 // A server mounted in the same process serves its tools, resources, templates, prompts and
 // completions under the prefix, by the documented rules.
 func TestInProcessMountServesEverything(t *testing.T) {
+	t.Parallel()
 	in := inner(t)
 	f := newFront(t, toolgrain.Config{Tools: []tools.Tool{{Name: "local", Description: "local", Handler: tools.HandlerFunc(
 		func(context.Context, *tools.Request) (*tools.Result, error) { return tools.TextResult("here"), nil })}}},
@@ -138,6 +139,7 @@ func TestInProcessMountServesEverything(t *testing.T) {
 
 // A mounted server is live: a tool it adds later is served, and the gateway's clients are told.
 func TestInProcessMountIsLive(t *testing.T) {
+	t.Parallel()
 	in := inner(t)
 	f := newFront(t, toolgrain.Config{}, gateway.Mount{Name: "in", Source: gateway.InProcess{Server: in}, Separator: "."})
 	if names := toolNames(t, f.c); !slices.Contains(names, "in.echo") || slices.Contains(names, "in.later") {
@@ -160,6 +162,7 @@ func TestInProcessMountIsLive(t *testing.T) {
 // generic result of its own unexpected failures, which it reports to its own OnError) passed
 // unchanged, so the gateway has nothing to report.
 func TestInProcessErrorModel(t *testing.T) {
+	t.Parallel()
 	in := inner(t)
 	f := newFront(t, toolgrain.Config{}, gateway.Mount{Name: "up", Source: gateway.InProcess{Server: in}})
 
@@ -184,6 +187,7 @@ func TestInProcessErrorModel(t *testing.T) {
 
 // A call the client cancels is cancelled upstream, and nothing reaches the client afterwards.
 func TestInProcessCancellation(t *testing.T) {
+	t.Parallel()
 	rec := metrics.NewMemory()
 	in := innerWith(t, rec)
 	f := newFront(t, toolgrain.Config{}, gateway.Mount{Name: "up", Source: gateway.InProcess{Server: in}})
@@ -216,6 +220,7 @@ func TestInProcessCancellation(t *testing.T) {
 // A tool set mounted in the same process: the gateway serves it through a server of its own,
 // closed with the gateway.
 func TestInProcessToolSet(t *testing.T) {
+	t.Parallel()
 	f := newFront(t, toolgrain.Config{}, gateway.Mount{Name: "set", Source: gateway.InProcess{Tools: demo.Tools()}})
 	if got := text(f.call(t, "set_echo", `{"text":"from a set"}`)); got != "from a set" {
 		t.Errorf("echo: %q", got)
@@ -232,6 +237,7 @@ func TestInProcessToolSet(t *testing.T) {
 // prompt's messages, carry the URIs the gateway serves them under, and the client reads them
 // through it; a link to what the mount does not serve keeps its URI.
 func TestMountedResourceLinks(t *testing.T) {
+	t.Parallel()
 	links := []protocol.Content{
 		{Type: protocol.ContentResourceLink, URI: "data://users", Name: "users"},
 		{Type: protocol.ContentResource, Resource: &protocol.ResourceContents{URI: "file:///logs/monday", MimeType: "text/plain", Text: "log of monday"}},

@@ -45,6 +45,7 @@ func goPeers() []peer {
 // calls, validation at the gateway, each fail mode (an upstream's isError passes unchanged;
 // what the gateway catches is hidden and reported) and cancellation with no late answer.
 func TestStdioGoPeers(t *testing.T) {
+	t.Parallel()
 	for _, p := range goPeers() {
 		t.Run(p.name, func(t *testing.T) {
 			f := newFront(t, toolgrain.Config{}, p.mount(t))

@@ -6,6 +6,7 @@ import (
 )
 
 func TestOnlyReserved(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]bool{
 		`{}`: true,
 		`{"io.modelcontextprotocol/serverInfo":{"name":"x","version":"1"}}`:                         true,
@@ -23,6 +24,7 @@ func TestOnlyReserved(t *testing.T) {
 
 // The fast reading of a tools/call result gives what encoding/json gives, or defers to it.
 func TestDecodeResult(t *testing.T) {
+	t.Parallel()
 	for _, raw := range []string{
 		`{"content":[{"type":"text","text":"hi"}]}`,
 		`{"content":[]}`,
@@ -82,6 +84,7 @@ func BenchmarkReadResult(b *testing.B) {
 // The reader takes text with escapes and structured content itself, and leaves other content
 // blocks and input rounds to encoding/json.
 func TestReadResultTakes(t *testing.T) {
+	t.Parallel()
 	for raw, want := range map[string]bool{
 		`{"content":[{"type":"text","text":"a \"quoted\"\nline"}],"structuredContent":{"n":[1,{"k":"v"}]}}`: true,
 		`{"resultType":"complete","content":[],"isError":true,"_meta":{"a":1}}`:                             true,

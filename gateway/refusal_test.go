@@ -18,6 +18,7 @@ import (
 // why: the capability the client of the call did not declare, the end of the call it belongs
 // to, or the client's own error as the client gave it.
 func TestUpstreamRequestRefusals(t *testing.T) {
+	t.Parallel()
 	asked := filepath.Join(t.TempDir(), "asked")
 	f := newFront(t, toolgrain.Config{}, fake("fk", map[string]string{"FAKE_ASKED": asked}))
 	ctx := ctxT(t)

@@ -31,6 +31,7 @@ func fake(name string, env map[string]string) gateway.Mount {
 
 // Every row of the error model through a stdio upstream.
 func TestStdioErrorModel(t *testing.T) {
+	t.Parallel()
 	m := fake("fk", nil)
 	m.Timeout = 300 * time.Millisecond
 	f := newFront(t, toolgrain.Config{}, m)
@@ -101,6 +102,7 @@ func noMoreMessages(t *testing.T, c *toolgrain.InMemoryClient) {
 // A cancelled call is cancelled upstream; the upstream's late answer is dropped; the client
 // gets nothing for it.
 func TestStdioCancellationLateAnswer(t *testing.T) {
+	t.Parallel()
 	f := newFront(t, toolgrain.Config{}, fake("fk", nil))
 	for i := range 3 {
 		ctx, cancel := context.WithCancel(ctxT(t))
@@ -131,6 +133,7 @@ func callsInFlight(f *front) int { return f.gw.Status()[0].InFlight }
 // Under middleware a mounted tool's call runs on a handler goroutine rather than starting
 // from the request actor: the same answers, the same cancellation, the same reports.
 func TestStdioThroughMiddleware(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var seen []string
 	mw := func(next tools.Handler) tools.Handler {
@@ -173,6 +176,7 @@ func TestStdioThroughMiddleware(t *testing.T) {
 
 // Progress and log messages of a call go to its client.
 func TestStdioProgressAndLog(t *testing.T) {
+	t.Parallel()
 	f := newFront(t, toolgrain.Config{}, fake("fk", nil))
 	ctx := ctxT(t)
 	raw, err := f.c.Call(ctx, protocol.MethodToolsCall, json.RawMessage(`{"name":"fk_progress","arguments":{},"_meta":{"progressToken":"tok"}}`))
@@ -195,6 +199,7 @@ func TestStdioProgressAndLog(t *testing.T) {
 // An upstream killed mid-call: that call fails as "Tool execution failed" with a report naming
 // the tool and the upstream; the upstream is started again and the next calls are served.
 func TestStdioUpstreamKilledMidCall(t *testing.T) {
+	t.Parallel()
 	f := newFront(t, toolgrain.Config{}, fake("fk", nil))
 	first := f.gw.Status()[0].PID
 
@@ -244,6 +249,7 @@ func TestStdioUpstreamKilledMidCall(t *testing.T) {
 // An upstream that cannot start leaves the server serving; its components are absent, Ready
 // says why; once it starts, its tools appear and the clients are told.
 func TestStdioDownAtStart(t *testing.T) {
+	t.Parallel()
 	flag := filepath.Join(t.TempDir(), "go")
 	reps := newReports()
 	srv, err := toolgrain.NewServer(toolgrain.Config{OnError: reps.onError})
@@ -297,6 +303,7 @@ func TestStdioDownAtStart(t *testing.T) {
 // and its answer back; a client that did not declare the capability is not asked, and the
 // upstream is told why.
 func TestStdioElicitation(t *testing.T) {
+	t.Parallel()
 	f := newFront(t, toolgrain.Config{}, fake("fk", nil))
 	ctx := ctxT(t)
 

@@ -20,6 +20,7 @@ import (
 // attributed by the MCP conventions; its trace context goes upstream, whose own SERVER span is
 // its child; the client duration and the upstream's gauges are recorded by upstream.
 func TestTelemetry(t *testing.T) {
+	t.Parallel()
 	sr := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
 	defer tp.Shutdown(context.Background())

@@ -15,6 +15,7 @@ import (
 // Transforms in code: include and exclude by pattern, a tool renamed and redescribed, an
 // argument hidden with a fixed value, another given a default.
 func TestTransformsInCode(t *testing.T) {
+	t.Parallel()
 	m := fake("fk", nil)
 	m.Include = []string{"e*", "goodout", "public"}
 	m.Exclude = []string{"elicit"}
@@ -69,6 +70,7 @@ func TestTransformsInCode(t *testing.T) {
 
 // The same from a configuration file, and the server's tool left alone.
 func TestTransformsInConfig(t *testing.T) {
+	t.Parallel()
 	cfg := `{"globalShortcut": "x", "mcpServers": {
 	  "fk": {"command": ` + quote(os.Args[0]) + `, "env": {"GATEWAY_FAKE_UPSTREAM": "1"},
 	         "prefix": "f", "separator": ".", "include": ["echo", "goodout"], "timeout": "5s",
@@ -96,6 +98,7 @@ func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
 
 // Tags in the file: the server's for each of its components, a tool's in its transform.
 func TestTagsInConfig(t *testing.T) {
+	t.Parallel()
 	mounts, err := gateway.ParseConfig([]byte(`{"mcpServers": {
 	  "fk": {"command": ` + quote(os.Args[0]) + `, "env": {"GATEWAY_FAKE_UPSTREAM": "1"}, "include": ["echo", "public"],
 	         "tags": ["up", "ext"], "tools": {"echo": {"tags": ["ops"]}}}
@@ -149,6 +152,7 @@ func TestConfigHTTP(t *testing.T) {
 
 // A bad file is an error naming the key.
 func TestConfigErrors(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ file, want string }{
 		{`[]`, `(file): not a JSON object`},
 		{`{}`, `mcpServers: missing`},

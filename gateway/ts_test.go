@@ -49,6 +49,7 @@ func freeAddr(t *testing.T) string {
 // Streamable HTTP (the gateway starts the HTTP ones as stdio processes too, to own their life,
 // and reaches them over HTTP): listing, calls, validation, the fail modes, cancellation.
 func TestTypeScriptPeers(t *testing.T) {
+	t.Parallel()
 	node, dir := tsNode(t)
 	for _, peer := range []string{"sdk", "fastmcp"} {
 		for _, transport := range []string{"stdio", "http"} {

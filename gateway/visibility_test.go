@@ -66,6 +66,7 @@ func listedNames(t *testing.T, answer, list, key string) []string {
 // call, a read, a get and a completion. Lists show the tags of each entry, and a tag disabled
 // for bob at run time hides the mounted tool from him alone.
 func TestMountedComponentsFollowVisibility(t *testing.T) {
+	t.Parallel()
 	noop := prompts.HandlerFunc(func(context.Context, *prompts.GetRequest) (*prompts.GetResult, error) {
 		return &prompts.GetResult{Messages: []protocol.PromptMessage{prompts.Text("user", "run it")}}, nil
 	})
@@ -226,6 +227,7 @@ func TestMountedComponentsFollowVisibility(t *testing.T) {
 // tags are honoured (a rule on one of them hides it), its bad ones are dropped, each with a log
 // line, and so is public's member that is not an array; nothing else of the mount changes.
 func TestUpstreamDeclaredTags(t *testing.T) {
+	t.Parallel()
 	core, logs := observer.New(zap.WarnLevel)
 	srv, err := toolgrain.NewServer(toolgrain.Config{
 		Visibility: visibility.Config{Rules: []visibility.Rule{{Tags: []string{"beta"}, Scopes: []string{"admin"}}}},
