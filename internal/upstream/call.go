@@ -124,7 +124,8 @@ func (r *Request) GiveUp(cause error) { r.up.Abandon(r.call, cause) }
 
 // Start sends c to the upstream, or queues it until the connection is up or has a free slot,
 // and returns at once; to receives what the call brings, and its outcome, once. Start never
-// blocks: over stdio the request is written on the caller's goroutine when the pipe takes it.
+// blocks: over stdio the request is encoded into the connection's buffer on the caller's
+// goroutine, and the connection's writer writes it.
 func (u *Upstream) Start(c *Call, to Caller) {
 	c.caller = to
 	if !u.trySend(c) {
