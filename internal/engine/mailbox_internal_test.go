@@ -110,3 +110,35 @@ func TestPostHereWithOtherPosters(t *testing.T) {
 		next[who]++
 	}
 }
+
+// Two postHere at once (which a call's one outcome never does) neither hang nor lose a message.
+func TestPostHereTwoAtOnce(t *testing.T) {
+	const each = 2000
+	m, inv, d := newTestMailbox()
+	var wg sync.WaitGroup
+	for _, who := range []string{"a", "b"} {
+		wg.Add(1)
+		go func() { // owned by the test, which waits for it
+			defer wg.Done()
+			for i := range each {
+				m.postHere(who + "/" + strconv.Itoa(i))
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }() // owned by the test: it ends with the posters
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second): // the posts take milliseconds: this bounds a hang
+		t.Fatal("postHere hung")
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(inv.messages()) < 2*each; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("delivered %d of %d messages: a run was lost", len(inv.messages()), 2*each)
+		}
+	}
+	d.wg.Wait()
+	if got := len(inv.messages()); got != 2*each {
+		t.Fatalf("delivered %d messages, want %d", got, 2*each)
+	}
+}

@@ -574,11 +574,14 @@ func (m *requestMailbox) Schedule(fn func()) {
 func (m *requestMailbox) Throughput() int { return m.next.Throughput() }
 
 // postHere posts msg and, when that schedules the mailbox (it was idle), runs it on this
-// goroutine until it is idle again. Only one postHere runs at a time on a mailbox: the one
-// outcome of a call. A message another goroutine posts meanwhile, scheduling the mailbox, is
-// run here too.
+// goroutine until it is idle again. A message another goroutine posts meanwhile, scheduling the
+// mailbox, is run here too. A call has one outcome, so one postHere at a time; another that
+// came meanwhile would only post.
 func (m *requestMailbox) postHere(msg any) {
-	m.state.Store(mailboxHeld)
+	if !m.state.CompareAndSwap(mailboxFree, mailboxHeld) {
+		m.PostUserMessage(msg)
+		return
+	}
 	m.PostUserMessage(msg)
 	if m.state.CompareAndSwap(mailboxHeld, mailboxFree) {
 		return // the mailbox was running: the post did not schedule it
