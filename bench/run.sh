@@ -53,6 +53,11 @@
 #                     under their own names, none of its own), in the same runs,
 #                     over the same transports and eras; mcpbench measures the
 #                     gateway's process (the upstream's CPU is its own)
+#   PROXY=no          yes (with GATEWAY=yes): every target is measured also
+#                     behind the least a stdio proxy can do, as px-TARGET
+#                     (bench/peers/proxy: the same --mount file, bytes copied
+#                     both ways, nothing read), stdio only: the cost of the
+#                     hop itself at that load, the floor under gw-TARGET's
 #   HTTP=auto         our server over HTTP: auto (use it if it serves HTTP),
 #                     yes (fail if it does not), no (stdio only)
 #   PPROF=yes         throughput runs start each server with --pprof and
@@ -99,9 +104,13 @@ TRANSPORTS=${TRANSPORTS:-"stdio http"}
 ERAS=${ERAS:-"legacy modern"}
 TARGETS=${TARGETS:-"toolgrain go-sdk mcp-go ts-sdk fastmcp stdlib"}
 GATEWAY=${GATEWAY:-no}
+PROXY=${PROXY:-no}
 if [ "$GATEWAY" = yes ]; then
 	with=""
-	for t in $TARGETS; do with="$with $t gw-$t"; done
+	for t in $TARGETS; do
+		with="$with $t gw-$t"
+		[ "$PROXY" = yes ] && with="$with px-$t"
+	done
 	TARGETS=${with# }
 fi
 HTTP=${HTTP:-auto}
@@ -118,7 +127,7 @@ die() { say "run.sh: $*"; exit 1; }
 
 # --- build ---------------------------------------------------------------
 mkdir -p bin "$OUT"
-case " $TARGETS " in *" toolgrain "* | *" gw-"*)
+case " $TARGETS " in *" toolgrain "* | *" gw-"* | *" px-toolgrain "*)
 	[ -f cmd/server/main.go ] || die "./cmd/server does not exist yet: there is no server of ours to measure (set TARGETS=\"go-sdk mcp-go\" to measure the peers alone)"
 	say "building bin/toolgrain-server"
 	go build -o bin/toolgrain-server ./cmd/server || die "building ./cmd/server failed"
@@ -126,10 +135,10 @@ esac
 say "building bin/mcpbench and the peers (bench/peers, its own module)"
 go build -o bin/mcpbench ./bench/cmd/mcpbench || die "building mcpbench failed"
 (cd bench/peers && go build -o ../../bin/peer-go-sdk ./gosdk && go build -o ../../bin/peer-mcp-go ./mcpgo &&
-	go build -o ../../bin/peer-stdlib ./stdlib) ||
+	go build -o ../../bin/peer-stdlib ./stdlib && go build -o ../../bin/peer-proxy ./proxy) ||
 	die "building the peers failed (they need the Go module proxy once, for their SDKs)"
 node=bench/peers/ts/node_modules/.bin/node
-case " $TARGETS " in *" ts-sdk "* | *" fastmcp "* | *" gw-ts-sdk "* | *" gw-fastmcp "*)
+case " $TARGETS " in *" ts-sdk "* | *" fastmcp "* | *"-ts-sdk "* | *"-fastmcp "*)
 	# A fresh install unless node_modules already matches the lock file.
 	if ! cmp -s bench/peers/ts/package-lock.json bench/peers/ts/node_modules/.toolgrain-lock 2>/dev/null; then
 		say "installing the TypeScript peers' packages and Node 22 (bench/peers/ts, npm ci)"
@@ -156,16 +165,20 @@ json_words() {
 # (without transport flags).
 server_cmd() {
 	case $1 in
-	gw-*)
-		# The target behind this engine: its stdio command in a --mount file.
+	gw-* | px-*)
+		# The target behind this engine (gw-) or the least proxy (px-): its stdio
+		# command in a --mount file, the same for both.
 		local inner mount words
-		inner=$(server_cmd "${1#gw-}" "$2" stdio)
-		mount="${OUT#"$root"/}/mount-${1#gw-}.json" # relative, when under the checkout
+		inner=$(server_cmd "${1:3}" "$2" stdio)
+		mount="${OUT#"$root"/}/mount-${1:3}.json" # relative, when under the checkout
 		# shellcheck disable=SC2206 # the command is split into words on purpose
 		words=($inner --transport stdio)
 		printf '{"mcpServers": {"up": {"command": "%s", "args": %s, "noPrefix": true}}}\n' \
 			"${words[0]}" "$(json_words "${words[@]:1}")" >"$mount"
-		echo "bin/toolgrain-server --mount $mount --demo-tools=false --log-level error ${TOOLGRAIN_FLAGS:-}"
+		case $1 in
+		gw-*) echo "bin/toolgrain-server --mount $mount --demo-tools=false --log-level error ${TOOLGRAIN_FLAGS:-}" ;;
+		*) echo "bin/peer-proxy --mount $mount" ;;
+		esac
 		;;
 	toolgrain) echo "bin/toolgrain-server ${TOOLGRAIN_FLAGS:-}" ;;
 	go-sdk)
@@ -181,7 +194,7 @@ server_cmd() {
 	stdlib) echo "bin/peer-stdlib ${STDLIB_FLAGS:-}" ;;
 	ts-sdk) echo "$node bench/peers/ts/sdk.mjs ${TSSDK_FLAGS:-}" ;;
 	fastmcp) echo "$node bench/peers/ts/fastmcp.mjs ${FASTMCP_FLAGS:-}" ;;
-	*) die "unknown target $1 (known: toolgrain go-sdk mcp-go ts-sdk fastmcp stdlib)" ;;
+	*) die "unknown target $1 (known: toolgrain go-sdk mcp-go ts-sdk fastmcp stdlib, each also as gw-TARGET and px-TARGET)" ;;
 	esac
 }
 
@@ -191,7 +204,9 @@ server_cmd() {
 # tools/list shows, as any server without the demonstration tools would be.
 # The echo text is -payload's 32 bytes.
 tool_flags() {
-	case ${1#gw-} in
+	local t=$1
+	case $t in gw-* | px-*) t=${t:3} ;; esac
+	case $t in
 	ts-sdk | fastmcp)
 		local text
 		text=$(printf 'x%.0s' $(seq 32))
@@ -249,10 +264,24 @@ start_http() {
 	return 1
 }
 
-http_targets=$TARGETS
+# without PATTERN... prints the targets that match none of the patterns.
+without() {
+	local t p keep
+	for t in $TARGETS; do
+		keep=1
+		for p in "$@"; do
+			# shellcheck disable=SC2053 # the pattern is matched on purpose
+			[[ $t == $p ]] && keep=""
+		done
+		[ -z "$keep" ] || printf '%s ' "$t"
+	done
+}
+
+# The least proxy serves stdio only; the gateway is our server.
+http_targets=$(without 'px-*')
 if [[ " $TRANSPORTS " == *" http "* && " $TARGETS " == *" toolgrain "* ]]; then
 	case $HTTP in
-	no) http_targets=${TARGETS//toolgrain/} ;;
+	no) http_targets=$(without toolgrain 'gw-*' 'px-*') ;;
 	auto | yes)
 		if start_http toolgrain legacy; then
 			stop_server
@@ -260,7 +289,7 @@ if [[ " $TRANSPORTS " == *" http "* && " $TARGETS " == *" toolgrain "* ]]; then
 			die "bin/toolgrain-server --transport http did not start (see $OUT/servers.stderr)"
 		else
 			say "our server does not serve HTTP (bin/toolgrain-server --transport http failed): HTTP rows are for the peers only"
-			http_targets=${TARGETS//toolgrain/}
+			http_targets=$(without toolgrain 'gw-*' 'px-*')
 		fi
 		;;
 	*) die "HTTP must be auto, yes or no" ;;
@@ -327,7 +356,7 @@ for run in $(seq "$RUNS"); do
 					out="$OUT/$target-$tr-$era-$sc.jsonl"
 					pprof_server=() pprof_bench=()
 					# Only the Go servers serve net/http/pprof.
-					if [ "$PPROF" = yes ] && [ "$sc" = throughput ] && [[ $target != ts-sdk && $target != fastmcp ]]; then
+					if [ "$PPROF" = yes ] && [ "$sc" = throughput ] && [[ $target != ts-sdk && $target != fastmcp && $target != px-* ]]; then
 						next_port
 						pprof_server=(--pprof "127.0.0.1:$port")
 						pprof_bench=(--pprof "http://127.0.0.1:$port/debug/pprof/")

@@ -64,6 +64,7 @@ var (
 )
 
 const (
+	gatewayFactor   = 1.5 // CPU: the gateway's per proxied call within this factor of ours direct
 	floorFactor     = 1.5 // CPU: within this factor of the floor
 	rssFactor       = 1.5 // RSS idle and under load: within this factor of the SDK's
 	maxFollowUpMs   = 20  // cancel over stdio: follow-up echo
@@ -154,6 +155,10 @@ func evaluateEra(s *Summary, n Names, tr, era string) []Verdict {
 		} else {
 			add(goal, c, NoData, "not measured (needs mcpbench --pprof and the server's net/http/pprof)")
 		}
+
+		if v, ok := gatewayGoal(g, n, tr, era, c); ok {
+			out = append(out, v)
+		}
 	}
 
 	g := s.Group("cancel", tr, era, 0)
@@ -192,6 +197,32 @@ func evaluateEra(s *Summary, n Names, tr, era string) []Verdict {
 		add(goal, 0, NoData, "memory not sampled (needs the server's pid)")
 	}
 	return out
+}
+
+// gatewayGoal judges the gateway's CPU per proxied echo call (gw-OURS, our server mounting
+// ours over stdio) against ours directly, over stdio, when the run measured the gateway. When
+// it measured the least proxy in front of ours too (px-OURS: bytes copied, nothing read), the
+// result gives its CPU, what any stdio hop costs at that load, and the gateway's above it.
+func gatewayGoal(g *Group, n Names, tr, era string, c int) (Verdict, bool) {
+	gw, px := "gw-"+n.Ours, "px-"+n.Ours
+	if tr != "stdio" || g.Runs[gw] == 0 {
+		return Verdict{}, false
+	}
+	v := Verdict{Goal: fmt.Sprintf("%s's CPU per proxied echo call ≤ %.1f× %s's direct", gw, gatewayFactor, n.Ours),
+		Transport: tr, Era: era, Concurrency: c}
+	proxied, ok1 := g.Median("server_cpu_us_per_call", gw)
+	direct, ok2 := g.Median("server_cpu_us_per_call", n.Ours)
+	if !ok1 || !ok2 || direct == 0 {
+		v.Status, v.Result = NoData, "not measured (needs both servers' CPU)"
+		return v, true
+	}
+	v.Status = judge(proxied <= gatewayFactor*direct)
+	v.Result = fmt.Sprintf("%.2f× (%s µs against %s µs)", proxied/direct, num(proxied), num(direct))
+	if hop, ok := g.Median("server_cpu_us_per_call", px); ok {
+		v.Result += fmt.Sprintf("; the hop alone (%s): %s µs, %.2f×; the gateway above it: %.2f×",
+			px, num(hop), hop/direct, (proxied-hop)/direct)
+	}
+	return v, true
 }
 
 func rssGoal(g, vg *Group, vnote string, n Names, tr, era string, c int, metric, what string) Verdict {

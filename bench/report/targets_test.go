@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -107,6 +108,38 @@ func TestEvaluate(t *testing.T) {
 	v = verdict(t, report.Evaluate(report.Summarize(rs, "toolgrain"), report.Names{}), "stdio", "legacy", "allocation")
 	if v.Status != report.NoData {
 		t.Errorf("allocation without data = %+v", v)
+	}
+}
+
+// TestEvaluateGateway: the gateway's goal is judged over stdio at each load where the run
+// measured it, against ours directly; the least proxy, when measured, is the floor it shows.
+func TestEvaluateGateway(t *testing.T) {
+	cpu := func(v float64) map[string]float64 { return map[string]float64{"server_cpu_us_per_call": v} }
+	rs := []scenario.Result{
+		run("toolgrain", "stdio", "legacy", "throughput", 1, cpu(100)),
+		run("gw-toolgrain", "stdio", "legacy", "throughput", 1, cpu(190)),
+		run("px-toolgrain", "stdio", "legacy", "throughput", 1, cpu(60)),
+		run("toolgrain", "stdio", "legacy", "throughput", 16, cpu(20)),
+		run("gw-toolgrain", "stdio", "legacy", "throughput", 16, cpu(29)),
+		run("gw-toolgrain", "stdio", "legacy", "throughput", 16, cpu(28)),
+		run("gw-toolgrain", "stdio", "legacy", "throughput", 16, cpu(40)),
+		run("toolgrain", "stdio", "modern", "throughput", 16, cpu(20)),
+		run("toolgrain", "http", "legacy", "throughput", 16, cpu(20)),
+		run("gw-toolgrain", "http", "legacy", "throughput", 16, cpu(25)),
+	}
+	var got []string
+	for _, v := range report.Evaluate(report.Summarize(rs, "toolgrain"), report.Names{}) {
+		if strings.HasPrefix(v.Goal, "gw-toolgrain's CPU") {
+			got = append(got, fmt.Sprintf("%s %s %d: %s %s", v.Transport, v.Era, v.Concurrency, v.Status, v.Result))
+		}
+	}
+	want := []string{
+		"stdio legacy 1: missed 1.90× (190 µs against 100 µs); the hop alone (px-toolgrain): 60 µs, 0.60×; the gateway above it: 1.30×",
+		// The median of three runs: 29.
+		"stdio legacy 16: met 1.45× (29 µs against 20 µs)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("gateway verdicts:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
