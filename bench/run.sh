@@ -109,7 +109,7 @@ if [ "$GATEWAY" = yes ]; then
 	with=""
 	for t in $TARGETS; do
 		with="$with $t gw-$t"
-		[ "$PROXY" = yes ] && with="$with px-$t"
+		if [ "$PROXY" = yes ]; then with="$with px-$t"; fi
 	done
 	TARGETS=${with# }
 fi
