@@ -136,8 +136,9 @@ func (s *Server) ServeStdioAs(ctx context.Context, in io.Reader, out io.Writer, 
 // terminal in blocking mode, keeps that P through the read system call, so that they wait for
 // the Go scheduler to take it back or for another thread to steal them: tens of microseconds
 // a call. Yielding first, the reader reads again once they ran, or once another P takes it
-// up. Measured over stdio (mcpbench, the server's CPU per echo call): 25 → 19 µs at 16 calls
-// in flight, 95 → 77 µs at one, 27 % more calls a second at both (BENCHMARKS.md).
+// up. Measured over stdio (mcpbench, the server's CPU per echo call, legacy era): 105 → 78 µs
+// at one call in flight, 25 → 20 µs at 16, 21 → 16 µs at 64; 17 to 33 % more calls a second
+// (BENCHMARKS.md, "Reading stdin after the ready goroutines ran").
 type yieldingReader struct{ r io.Reader }
 
 func (y yieldingReader) Read(p []byte) (int, error) {
