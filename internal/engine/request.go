@@ -132,7 +132,9 @@ func (c *connectionActor) spawnRequest(ctx actor.Context, spec *callSpec) *actor
 			a := c.nextActor
 			c.nextActor = nil
 			if a == nil {
-				return newRequestMailbox(c.eng.dispatcher) // not reached: Spawn made the actor first
+				// Spawn makes the actor first: a mailbox that is not the actor's own would take
+				// no postHere, so say so rather than go on without it.
+				panic("engine: protoactor made a request actor's mailbox before the actor")
 			}
 			a.mailbox.init(c.eng.dispatcher) // in the actor's own allocation
 			return &a.mailbox

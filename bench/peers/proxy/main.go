@@ -109,11 +109,12 @@ func readMount(path string) (server, error) {
 	if len(f.MCPServers) != 1 {
 		return server{}, fmt.Errorf("%s: want one server in mcpServers, got %d", path, len(f.MCPServers))
 	}
-	for key, s := range f.MCPServers {
-		if s.Command == "" {
-			return server{}, fmt.Errorf("%s: mcpServers.%s: a command is required (stdio only)", path, key)
-		}
-		return s, nil
+	var key string
+	var s server
+	for key, s = range f.MCPServers { // the only one
 	}
-	panic("unreachable")
+	if s.Command == "" {
+		return server{}, fmt.Errorf("%s: mcpServers.%s: a command is required (stdio only)", path, key)
+	}
+	return s, nil
 }
